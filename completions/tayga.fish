@@ -1,0 +1,106 @@
+# Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
+function __fish_tayga_global_optspecs
+    string join \n config= json h/help V/version
+end
+
+function __fish_tayga_needs_command
+    # Figure out if the current invocation already has a command.
+    set -l cmd (commandline -opc)
+    set -e cmd[1]
+    argparse -s (__fish_tayga_global_optspecs) -- $cmd 2>/dev/null
+    or return
+    if set -q argv[1]
+        # Also print the command, so this can be used to figure out what it is.
+        echo $argv[1]
+        return 1
+    end
+    return 0
+end
+
+function __fish_tayga_using_subcommand
+    set -l cmd (__fish_tayga_needs_command)
+    test -z "$cmd"
+    and return 1
+    contains -- $cmd[1] $argv
+end
+
+complete -c tayga -n "__fish_tayga_needs_command" -l config -d 'Configuration file (default: ./tayga.toml when it exists)' -r -F
+complete -c tayga -n "__fish_tayga_needs_command" -l json -d 'Print data as JSON instead of tables'
+complete -c tayga -n "__fish_tayga_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c tayga -n "__fish_tayga_needs_command" -s V -l version -d 'Print version'
+complete -c tayga -n "__fish_tayga_needs_command" -f -a "config" -d 'Show or check the effective configuration'
+complete -c tayga -n "__fish_tayga_needs_command" -f -a "migrate" -d 'Create the ClickHouse database and tables, or upgrade them to the current schema'
+complete -c tayga -n "__fish_tayga_needs_command" -f -a "topics" -d 'Create Tayga\'s Kafka topics, or show their partitions and consumer lag'
+complete -c tayga -n "__fish_tayga_needs_command" -f -a "mine" -d 'Mine log templates from a plain log file, offline, with the logminer\'s engine'
+complete -c tayga -n "__fish_tayga_needs_command" -f -a "completions" -d 'Print a shell completion script'
+complete -c tayga -n "__fish_tayga_needs_command" -f -a "man" -d 'Print the man page, or write one page per subcommand into a directory'
+complete -c tayga -n "__fish_tayga_needs_command" -f -a "generate" -d 'Regenerate the committed completions/ and man/ directories'
+complete -c tayga -n "__fish_tayga_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c tayga -n "__fish_tayga_using_subcommand config; and not __fish_seen_subcommand_from show check help" -l config -d 'Configuration file (default: ./tayga.toml when it exists)' -r -F
+complete -c tayga -n "__fish_tayga_using_subcommand config; and not __fish_seen_subcommand_from show check help" -l json -d 'Print data as JSON instead of tables'
+complete -c tayga -n "__fish_tayga_using_subcommand config; and not __fish_seen_subcommand_from show check help" -s h -l help -d 'Print help'
+complete -c tayga -n "__fish_tayga_using_subcommand config; and not __fish_seen_subcommand_from show check help" -f -a "show" -d 'Print every setting with its value and where it came from (default, file, env)'
+complete -c tayga -n "__fish_tayga_using_subcommand config; and not __fish_seen_subcommand_from show check help" -f -a "check" -d 'Validate the configuration; exit 1 with one line per problem'
+complete -c tayga -n "__fish_tayga_using_subcommand config; and not __fish_seen_subcommand_from show check help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c tayga -n "__fish_tayga_using_subcommand config; and __fish_seen_subcommand_from show" -l config -d 'Configuration file (default: ./tayga.toml when it exists)' -r -F
+complete -c tayga -n "__fish_tayga_using_subcommand config; and __fish_seen_subcommand_from show" -l json -d 'Print data as JSON instead of tables'
+complete -c tayga -n "__fish_tayga_using_subcommand config; and __fish_seen_subcommand_from show" -s h -l help -d 'Print help'
+complete -c tayga -n "__fish_tayga_using_subcommand config; and __fish_seen_subcommand_from check" -l config -d 'Configuration file (default: ./tayga.toml when it exists)' -r -F
+complete -c tayga -n "__fish_tayga_using_subcommand config; and __fish_seen_subcommand_from check" -l json -d 'Print data as JSON instead of tables'
+complete -c tayga -n "__fish_tayga_using_subcommand config; and __fish_seen_subcommand_from check" -s h -l help -d 'Print help'
+complete -c tayga -n "__fish_tayga_using_subcommand config; and __fish_seen_subcommand_from help" -f -a "show" -d 'Print every setting with its value and where it came from (default, file, env)'
+complete -c tayga -n "__fish_tayga_using_subcommand config; and __fish_seen_subcommand_from help" -f -a "check" -d 'Validate the configuration; exit 1 with one line per problem'
+complete -c tayga -n "__fish_tayga_using_subcommand config; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c tayga -n "__fish_tayga_using_subcommand migrate" -l config -d 'Configuration file (default: ./tayga.toml when it exists)' -r -F
+complete -c tayga -n "__fish_tayga_using_subcommand migrate" -l print -d 'Print the DDL statements instead of running them'
+complete -c tayga -n "__fish_tayga_using_subcommand migrate" -l json -d 'Print data as JSON instead of tables'
+complete -c tayga -n "__fish_tayga_using_subcommand migrate" -s h -l help -d 'Print help'
+complete -c tayga -n "__fish_tayga_using_subcommand topics; and not __fish_seen_subcommand_from create list help" -l config -d 'Configuration file (default: ./tayga.toml when it exists)' -r -F
+complete -c tayga -n "__fish_tayga_using_subcommand topics; and not __fish_seen_subcommand_from create list help" -l json -d 'Print data as JSON instead of tables'
+complete -c tayga -n "__fish_tayga_using_subcommand topics; and not __fish_seen_subcommand_from create list help" -s h -l help -d 'Print help'
+complete -c tayga -n "__fish_tayga_using_subcommand topics; and not __fish_seen_subcommand_from create list help" -f -a "create" -d 'Create the four topics (existing ones are reported and left as they are)'
+complete -c tayga -n "__fish_tayga_using_subcommand topics; and not __fish_seen_subcommand_from create list help" -f -a "list" -d 'Show each topic\'s partitions, records, and each consumer group\'s committed offsets and lag'
+complete -c tayga -n "__fish_tayga_using_subcommand topics; and not __fish_seen_subcommand_from create list help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c tayga -n "__fish_tayga_using_subcommand topics; and __fish_seen_subcommand_from create" -l config -d 'Configuration file (default: ./tayga.toml when it exists)' -r -F
+complete -c tayga -n "__fish_tayga_using_subcommand topics; and __fish_seen_subcommand_from create" -l json -d 'Print data as JSON instead of tables'
+complete -c tayga -n "__fish_tayga_using_subcommand topics; and __fish_seen_subcommand_from create" -s h -l help -d 'Print help'
+complete -c tayga -n "__fish_tayga_using_subcommand topics; and __fish_seen_subcommand_from list" -l config -d 'Configuration file (default: ./tayga.toml when it exists)' -r -F
+complete -c tayga -n "__fish_tayga_using_subcommand topics; and __fish_seen_subcommand_from list" -l json -d 'Print data as JSON instead of tables'
+complete -c tayga -n "__fish_tayga_using_subcommand topics; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help'
+complete -c tayga -n "__fish_tayga_using_subcommand topics; and __fish_seen_subcommand_from help" -f -a "create" -d 'Create the four topics (existing ones are reported and left as they are)'
+complete -c tayga -n "__fish_tayga_using_subcommand topics; and __fish_seen_subcommand_from help" -f -a "list" -d 'Show each topic\'s partitions, records, and each consumer group\'s committed offsets and lag'
+complete -c tayga -n "__fish_tayga_using_subcommand topics; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c tayga -n "__fish_tayga_using_subcommand mine" -l service -d 'Service the lines belong to (templates ids are per service)' -r
+complete -c tayga -n "__fish_tayga_using_subcommand mine" -l format -d 'Output format: csv (header `line,template_id,template`), json (one object per line) or table' -r -f -a "csv\t''
+json\t''
+table\t''"
+complete -c tayga -n "__fish_tayga_using_subcommand mine" -l mining-config -d 'TOML file with `[drain]` and `[masking]` tables (the keys of `[logminer.drain]` and `[logminer.masking]` in tayga.toml); defaults otherwise' -r -F
+complete -c tayga -n "__fish_tayga_using_subcommand mine" -l config -d 'Configuration file (default: ./tayga.toml when it exists)' -r -F
+complete -c tayga -n "__fish_tayga_using_subcommand mine" -l templates -d 'Print the templates with their counts, most frequent first, instead of one row per line'
+complete -c tayga -n "__fish_tayga_using_subcommand mine" -l stats -d 'Print lines, templates, lines/s and peak memory to stderr'
+complete -c tayga -n "__fish_tayga_using_subcommand mine" -l online -d 'Print each line as soon as it is mined, with its template as it was then, instead of the final templates at the end (for pipes that never end)'
+complete -c tayga -n "__fish_tayga_using_subcommand mine" -l json -d 'Print data as JSON instead of tables'
+complete -c tayga -n "__fish_tayga_using_subcommand mine" -s h -l help -d 'Print help'
+complete -c tayga -n "__fish_tayga_using_subcommand completions" -l config -d 'Configuration file (default: ./tayga.toml when it exists)' -r -F
+complete -c tayga -n "__fish_tayga_using_subcommand completions" -l json -d 'Print data as JSON instead of tables'
+complete -c tayga -n "__fish_tayga_using_subcommand completions" -s h -l help -d 'Print help'
+complete -c tayga -n "__fish_tayga_using_subcommand man" -l dir -d 'Write tayga.1 and a page per subcommand into this directory' -r -F
+complete -c tayga -n "__fish_tayga_using_subcommand man" -l config -d 'Configuration file (default: ./tayga.toml when it exists)' -r -F
+complete -c tayga -n "__fish_tayga_using_subcommand man" -l json -d 'Print data as JSON instead of tables'
+complete -c tayga -n "__fish_tayga_using_subcommand man" -s h -l help -d 'Print help'
+complete -c tayga -n "__fish_tayga_using_subcommand generate" -l root -d 'The repository root: completions/ and man/ are written below it' -r -F
+complete -c tayga -n "__fish_tayga_using_subcommand generate" -l config -d 'Configuration file (default: ./tayga.toml when it exists)' -r -F
+complete -c tayga -n "__fish_tayga_using_subcommand generate" -l json -d 'Print data as JSON instead of tables'
+complete -c tayga -n "__fish_tayga_using_subcommand generate" -s h -l help -d 'Print help'
+complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics mine completions man generate help" -f -a "config" -d 'Show or check the effective configuration'
+complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics mine completions man generate help" -f -a "migrate" -d 'Create the ClickHouse database and tables, or upgrade them to the current schema'
+complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics mine completions man generate help" -f -a "topics" -d 'Create Tayga\'s Kafka topics, or show their partitions and consumer lag'
+complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics mine completions man generate help" -f -a "mine" -d 'Mine log templates from a plain log file, offline, with the logminer\'s engine'
+complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics mine completions man generate help" -f -a "completions" -d 'Print a shell completion script'
+complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics mine completions man generate help" -f -a "man" -d 'Print the man page, or write one page per subcommand into a directory'
+complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics mine completions man generate help" -f -a "generate" -d 'Regenerate the committed completions/ and man/ directories'
+complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics mine completions man generate help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c tayga -n "__fish_tayga_using_subcommand help; and __fish_seen_subcommand_from config" -f -a "show" -d 'Print every setting with its value and where it came from (default, file, env)'
+complete -c tayga -n "__fish_tayga_using_subcommand help; and __fish_seen_subcommand_from config" -f -a "check" -d 'Validate the configuration; exit 1 with one line per problem'
+complete -c tayga -n "__fish_tayga_using_subcommand help; and __fish_seen_subcommand_from topics" -f -a "create" -d 'Create the four topics (existing ones are reported and left as they are)'
+complete -c tayga -n "__fish_tayga_using_subcommand help; and __fish_seen_subcommand_from topics" -f -a "list" -d 'Show each topic\'s partitions, records, and each consumer group\'s committed offsets and lag'

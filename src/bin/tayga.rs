@@ -1,0 +1,34 @@
+//! The `tayga` binary: parse, set up logging, run, map the outcome to an exit code
+//! (0 ok, 1 failure, 2 usage; clap exits 2 on a usage error by itself).
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use tayga::cli::Cli;
+use tayga::cmd::{self, Reported};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("TAYGA_LOG").unwrap_or_else(|_| "warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut stdout = std::io::stdout().lock();
+    match runtime.block_on(cmd::run(cli, &mut stdout)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.is::<Reported>() => ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,71 @@
+//! The Kafka side of Tayga: topic and group names (DESIGN.md §2), client settings, and
+//! topic creation and inspection. Every service creates the topics the same way, through
+//! [`topics::ensure_topics`], so whichever starts first decides the partition counts.
+
+pub mod topics;
+
+use std::time::Duration;
+
+use rdkafka::ClientConfig;
+
+use crate::config::KafkaConfig;
+
+/// Partitions of the stories and alerts topics (seed 000): fixed, not `kafka.partitions`.
+pub const SMALL_TOPIC_PARTITIONS: i32 = 3;
+
+/// The topic and consumer-group names of one install. Tests give each run its own prefix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Names {
+    pub signals: String,
+    pub logs: String,
+    pub stories: String,
+    pub alerts: String,
+    pub writer_group: String,
+    pub assembler_group: String,
+    pub logminer_group: String,
+    pub notifier_group: String,
+}
+
+impl Names {
+    pub fn new(prefix: &str) -> Names {
+        Names {
+            signals: format!("{prefix}.signals"),
+            logs: format!("{prefix}.logs"),
+            stories: format!("{prefix}.stories"),
+            alerts: format!("{prefix}.alerts"),
+            writer_group: format!("{prefix}-writer"),
+            assembler_group: format!("{prefix}-assembler"),
+            logminer_group: format!("{prefix}-logminer"),
+            notifier_group: format!("{prefix}-notifier"),
+        }
+    }
+
+    /// The consumer groups that read `topic` in Tayga (DESIGN.md §2).
+    pub fn groups_of(&self, topic: &str) -> Vec<&str> {
+        if topic == self.signals {
+            vec![&self.writer_group, &self.assembler_group]
+        } else if topic == self.logs {
+            vec![&self.logminer_group]
+        } else if topic == self.alerts {
+            vec![&self.notifier_group]
+        } else {
+            Vec::new()
+        }
+    }
+}
+
+/// Settings every client of this install shares.
+pub fn client_config(kafka: &KafkaConfig) -> ClientConfig {
+    let mut config = ClientConfig::new();
+    config
+        .set("bootstrap.servers", &kafka.brokers)
+        .set("client.id", "tayga")
+        // Notice a dead broker in seconds, not minutes (INFRA.md).
+        .set("reconnect.backoff.max.ms", "200")
+        .set("socket.connection.setup.timeout.ms", "5000")
+        .set("log_level", "3");
+    config
+}
+
+/// How long an operator command waits for the broker before it says so.
+pub const ADMIN_TIMEOUT: Duration = Duration::from_secs(10);

@@ -1,0 +1,266 @@
+//! Creating Tayga's four topics and reading their partitions, committed offsets and lag.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
+use rdkafka::{Offset, TopicPartitionList};
+use serde::Serialize;
+
+use super::{client_config, Names, SMALL_TOPIC_PARTITIONS};
+use crate::config::KafkaConfig;
+
+#[derive(Debug, thiserror::Error)]
+pub enum TopicError {
+    #[error("the broker at {brokers} did not answer: {source}")]
+    Unreachable { brokers: String, source: KafkaError },
+    #[error("creating topic {topic} failed: {code}")]
+    Create { topic: String, code: RDKafkaErrorCode },
+    #[error("reading {what} from the broker failed: {source}")]
+    Read { what: String, source: KafkaError },
+}
+
+/// A topic Tayga needs, with the partition count it is created with.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TopicSpec {
+    pub name: String,
+    pub partitions: i32,
+}
+
+/// The four topics of DESIGN.md §2.
+pub fn topic_specs(names: &Names, kafka: &KafkaConfig) -> Vec<TopicSpec> {
+    vec![
+        TopicSpec { name: names.signals.clone(), partitions: kafka.partitions },
+        TopicSpec { name: names.logs.clone(), partitions: kafka.partitions },
+        TopicSpec { name: names.stories.clone(), partitions: SMALL_TOPIC_PARTITIONS },
+        TopicSpec { name: names.alerts.clone(), partitions: SMALL_TOPIC_PARTITIONS },
+    ]
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum TopicOutcome {
+    Created { topic: String, partitions: i32 },
+    /// The topic was there. Partition counts apply only at creation, so a different count
+    /// is reported, not changed.
+    Existing { topic: String, partitions: i32, wanted: i32 },
+}
+
+impl TopicOutcome {
+    pub fn partition_mismatch(&self) -> bool {
+        matches!(self, TopicOutcome::Existing { partitions, wanted, .. } if partitions != wanted)
+    }
+}
+
+/// Creates every missing topic; existing ones are left as they are and reported.
+pub async fn ensure_topics(kafka: &KafkaConfig, names: &Names) -> Result<Vec<TopicOutcome>, TopicError> {
+    let specs = topic_specs(names, kafka);
+    let admin: AdminClient<DefaultClientContext> = client_config(kafka)
+        .create()
+        .map_err(|source| TopicError::Unreachable { brokers: kafka.brokers.clone(), source })?;
+    let existing = partition_counts(kafka, None).await?;
+
+    let missing: Vec<&TopicSpec> = specs.iter().filter(|s| !existing.contains_key(&s.name)).collect();
+    let new_topics: Vec<NewTopic> = missing
+        .iter()
+        .map(|s| NewTopic::new(&s.name, s.partitions, TopicReplication::Fixed(kafka.replication_factor)))
+        .collect();
+    let mut created = BTreeMap::new();
+    if !new_topics.is_empty() {
+        let options = AdminOptions::new().operation_timeout(Some(super::ADMIN_TIMEOUT));
+        let results = admin
+            .create_topics(new_topics.iter(), &options)
+            .await
+            .map_err(|source| TopicError::Unreachable { brokers: kafka.brokers.clone(), source })?;
+        for result in results {
+            match result {
+                Ok(topic) => {
+                    created.insert(topic, true);
+                }
+                // Another service created it between our look and our create: that is success.
+                Err((topic, RDKafkaErrorCode::TopicAlreadyExists)) => {
+                    created.insert(topic, false);
+                }
+                Err((topic, code)) => return Err(TopicError::Create { topic, code }),
+            }
+        }
+    }
+
+    let now = if created.values().any(|c| !c) { partition_counts(kafka, None).await? } else { existing };
+    Ok(specs
+        .into_iter()
+        .map(|spec| match created.get(&spec.name) {
+            Some(true) => TopicOutcome::Created { topic: spec.name, partitions: spec.partitions },
+            _ => TopicOutcome::Existing {
+                partitions: now.get(&spec.name).copied().unwrap_or(0),
+                topic: spec.name,
+                wanted: spec.partitions,
+            },
+        })
+        .collect())
+}
+
+/// Partition counts by topic name, from the broker's metadata (one topic or all).
+pub async fn partition_counts(kafka: &KafkaConfig, topic: Option<&str>) -> Result<BTreeMap<String, i32>, TopicError> {
+    let kafka = kafka.clone();
+    let topic = topic.map(str::to_string);
+    blocking(move || {
+        let consumer: BaseConsumer = client_config(&kafka)
+            .create()
+            .map_err(|source| TopicError::Unreachable { brokers: kafka.brokers.clone(), source })?;
+        let metadata = consumer
+            .fetch_metadata(topic.as_deref(), super::ADMIN_TIMEOUT)
+            .map_err(|source| TopicError::Unreachable { brokers: kafka.brokers.clone(), source })?;
+        Ok(metadata
+            .topics()
+            .iter()
+            .filter(|t| t.error().is_none())
+            .map(|t| (t.name().to_string(), t.partitions().len() as i32))
+            .collect())
+    })
+    .await
+}
+
+/// One consumer group's position on one topic.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct GroupLag {
+    pub group: String,
+    /// Sum over partitions of committed offsets; `None` when the group never committed.
+    pub committed: Option<i64>,
+    /// Records not yet consumed: high watermark − committed offset (or − low watermark for a
+    /// partition the group never committed).
+    pub lag: i64,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct TopicStatus {
+    pub topic: String,
+    /// `None` when the topic does not exist.
+    pub partitions: Option<i32>,
+    /// Records held: the sum of high − low watermarks.
+    pub records: i64,
+    pub groups: Vec<GroupLag>,
+}
+
+/// Partitions, record counts and each Tayga group's lag, for the four topics.
+pub async fn describe_topics(kafka: &KafkaConfig, names: &Names) -> Result<Vec<TopicStatus>, TopicError> {
+    let counts = partition_counts(kafka, None).await?;
+    let specs = topic_specs(names, kafka);
+    let kafka = kafka.clone();
+    let names = names.clone();
+    blocking(move || {
+        let mut out = Vec::new();
+        for spec in specs {
+            let Some(&partitions) = counts.get(&spec.name) else {
+                out.push(TopicStatus { topic: spec.name, partitions: None, records: 0, groups: Vec::new() });
+                continue;
+            };
+            let watermarks = watermarks(&kafka, &spec.name, partitions)?;
+            let records = watermarks.iter().map(|(low, high)| high - low).sum();
+            let mut groups = Vec::new();
+            for group in names.groups_of(&spec.name) {
+                groups.push(group_lag(&kafka, group, &spec.name, &watermarks)?);
+            }
+            out.push(TopicStatus { topic: spec.name, partitions: Some(partitions), records, groups });
+        }
+        Ok(out)
+    })
+    .await
+}
+
+/// (low, high) watermarks of every partition of `topic`, in partition order.
+pub fn watermarks(kafka: &KafkaConfig, topic: &str, partitions: i32) -> Result<Vec<(i64, i64)>, TopicError> {
+    let consumer: BaseConsumer = client_config(kafka)
+        .create()
+        .map_err(|source| TopicError::Unreachable { brokers: kafka.brokers.clone(), source })?;
+    (0..partitions)
+        .map(|p| {
+            consumer
+                .fetch_watermarks(topic, p, super::ADMIN_TIMEOUT)
+                .map_err(|source| TopicError::Read { what: format!("watermarks of {topic}/{p}"), source })
+        })
+        .collect()
+}
+
+fn group_lag(kafka: &KafkaConfig, group: &str, topic: &str, watermarks: &[(i64, i64)]) -> Result<GroupLag, TopicError> {
+    let consumer: BaseConsumer = client_config(kafka)
+        .set("group.id", group)
+        .set("enable.auto.commit", "false")
+        .create()
+        .map_err(|source| TopicError::Unreachable { brokers: kafka.brokers.clone(), source })?;
+    let mut wanted = TopicPartitionList::new();
+    for p in 0..watermarks.len() as i32 {
+        wanted.add_partition(topic, p);
+    }
+    let committed = consumer
+        .committed_offsets(wanted, super::ADMIN_TIMEOUT)
+        .map_err(|source| TopicError::Read { what: format!("committed offsets of group {group}"), source })?;
+    let mut total_committed = None;
+    let mut lag = 0;
+    for (p, (low, high)) in watermarks.iter().enumerate() {
+        let offset = committed.find_partition(topic, p as i32).map(|e| e.offset());
+        match offset {
+            Some(Offset::Offset(o)) => {
+                *total_committed.get_or_insert(0) += o;
+                lag += (high - o.max(*low)).max(0);
+            }
+            _ => lag += high - low,
+        }
+    }
+    Ok(GroupLag { group: group.to_string(), committed: total_committed, lag })
+}
+
+/// librdkafka's metadata and offset calls block; keep them off the async workers.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, TopicError> + Send + 'static,
+) -> Result<T, TopicError> {
+    tokio::task::spawn_blocking(f).await.expect("blocking broker call panicked")
+}
+
+/// Waits up to `timeout` for `topic` to report `partitions` partitions in metadata: a topic
+/// just created may take a moment to appear everywhere.
+pub async fn wait_for_topic(kafka: &KafkaConfig, topic: &str, timeout: Duration) -> Result<i32, TopicError> {
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        let counts = partition_counts(kafka, Some(topic)).await;
+        match counts {
+            Ok(c) if c.get(topic).is_some_and(|n| *n > 0) => return Ok(c[topic]),
+            Err(e) if tokio::time::Instant::now() >= deadline => return Err(e),
+            _ if tokio::time::Instant::now() >= deadline => {
+                return Err(TopicError::Read {
+                    what: format!("metadata of {topic}"),
+                    source: KafkaError::MetadataFetch(RDKafkaErrorCode::UnknownTopicOrPartition),
+                })
+            }
+            _ => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_four_topics_have_the_seed_partition_counts() {
+        let kafka = KafkaConfig::default();
+        let specs = topic_specs(&Names::new("tayga"), &kafka);
+        let shape: Vec<(&str, i32)> = specs.iter().map(|s| (s.name.as_str(), s.partitions)).collect();
+        assert_eq!(
+            shape,
+            vec![("tayga.signals", 12), ("tayga.logs", 12), ("tayga.stories", 3), ("tayga.alerts", 3)]
+        );
+    }
+
+    #[test]
+    fn groups_follow_the_design_table() {
+        let names = Names::new("t1");
+        assert_eq!(names.groups_of("t1.signals"), vec!["t1-writer", "t1-assembler"]);
+        assert_eq!(names.groups_of("t1.logs"), vec!["t1-logminer"]);
+        assert_eq!(names.groups_of("t1.alerts"), vec!["t1-notifier"]);
+        assert!(names.groups_of("t1.stories").is_empty());
+    }
+}

@@ -1,0 +1,104 @@
+//! The command line: one clap definition drives the parser, `--help`, the man pages and the
+//! shell completions (`tayga generate` writes the last two into `man/` and `completions/`).
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "tayga",
+    version,
+    about = "OpenTelemetry traces and logs into ClickHouse, with log templates, alerts and trace stories",
+    long_about = "Tayga receives OpenTelemetry traces and logs (OTLP), keeps them in ClickHouse, mines log \
+templates per service, raises alerts when a new kind of log line appears, a template spikes or goes \
+silent, assembles traces into stories and delivers alerts to webhooks.\n\n\
+Configuration comes from tayga.toml (or --config), overridden by TAYGA_<SECTION>_<KEY> environment \
+variables; with neither, everything runs against localhost."
+)]
+pub struct Cli {
+    /// Configuration file (default: ./tayga.toml when it exists)
+    #[arg(long, global = true, value_name = "FILE", env = "TAYGA_CONFIG")]
+    pub config: Option<PathBuf>,
+
+    /// Print data as JSON instead of tables
+    #[arg(long, global = true)]
+    pub json: bool,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Show or check the effective configuration
+    #[command(subcommand)]
+    Config(ConfigCommand),
+    /// Create the ClickHouse database and tables, or upgrade them to the current schema
+    Migrate(MigrateArgs),
+    /// Create Tayga's Kafka topics, or show their partitions and consumer lag
+    #[command(subcommand)]
+    Topics(TopicsCommand),
+    /// Mine log templates from a plain log file, offline, with the logminer's engine
+    Mine(crate::cmd::mine::MineArgs),
+    /// Print a shell completion script
+    Completions(CompletionsArgs),
+    /// Print the man page, or write one page per subcommand into a directory
+    Man(ManArgs),
+    /// Regenerate the committed completions/ and man/ directories
+    #[command(hide = true)]
+    Generate(GenerateArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Print every setting with its value and where it came from (default, file, env)
+    Show,
+    /// Validate the configuration; exit 1 with one line per problem
+    Check,
+}
+
+#[derive(Debug, Args)]
+pub struct MigrateArgs {
+    /// Print the DDL statements instead of running them
+    #[arg(long)]
+    pub print: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TopicsCommand {
+    /// Create the four topics (existing ones are reported and left as they are)
+    Create,
+    /// Show each topic's partitions, records, and each consumer group's committed offsets and lag
+    List,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum Shell {
+    Bash,
+    Zsh,
+    Fish,
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    pub shell: Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write tayga.1 and a page per subcommand into this directory
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct GenerateArgs {
+    /// The repository root: completions/ and man/ are written below it
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    pub root: PathBuf,
+}
+
+pub fn command() -> clap::Command {
+    <Cli as clap::CommandFactory>::command()
+}

@@ -1,0 +1,327 @@
+//! `tayga mine [FILE|-]`: mine templates from a file of log messages, one per line, with
+//! the same engine and default configuration as the logminer.
+//!
+//! By default each line is printed with its template's *final* text (after the whole
+//! input has been mined), which is what a reader wants from a finished file; ids do not
+//! change as a template generalises, so only the text differs from what the logminer saw
+//! at the time. `--online` prints each line as it is mined instead, for endless pipes.
+
+use crate::mine::{Change, Miner, MiningConfig};
+use anyhow::{Context, Result};
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, BufWriter, IsTerminal, Read, Write};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Format {
+    #[default]
+    Csv,
+    Json,
+    Table,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct MineArgs {
+    /// Log file, one message per line; `-` reads standard input.
+    #[arg(value_name = "FILE|-", default_value = "-")]
+    pub file: String,
+    /// Service the lines belong to (templates ids are per service).
+    #[arg(long, default_value = "default")]
+    pub service: String,
+    /// Output format: csv (header `line,template_id,template`), json (one object per
+    /// line) or table.
+    #[arg(long, value_enum, default_value_t = Format::Csv)]
+    pub format: Format,
+    /// Print the templates with their counts, most frequent first, instead of one row
+    /// per line.
+    #[arg(long)]
+    pub templates: bool,
+    /// Print lines, templates, lines/s and peak memory to stderr.
+    #[arg(long)]
+    pub stats: bool,
+    /// Print each line as soon as it is mined, with its template as it was then, instead
+    /// of the final templates at the end (for pipes that never end).
+    #[arg(long, conflicts_with = "templates")]
+    pub online: bool,
+    /// TOML file with `[drain]` and `[masking]` tables (the keys of `[logminer.drain]`
+    /// and `[logminer.masking]` in tayga.toml); defaults otherwise.
+    #[arg(long, value_name = "FILE")]
+    pub mining_config: Option<PathBuf>,
+}
+
+/// Progress is worth drawing only for inputs that take more than a moment.
+const PROGRESS_MIN_BYTES: u64 = 8 << 20;
+
+pub fn run(args: &MineArgs, json: bool) -> Result<()> {
+    let format = if json { Format::Json } else { args.format };
+    let config = match &args.mining_config {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+            toml::from_str::<MiningConfig>(&text).with_context(|| format!("parsing {}", path.display()))?
+        }
+        None => MiningConfig::default(),
+    };
+    let mut miner = Miner::new(config).context("masking configuration")?;
+
+    let (name, size, input): (String, Option<u64>, Box<dyn Read>) = if args.file == "-" {
+        ("standard input".to_string(), None, Box::new(io::stdin().lock()))
+    } else {
+        let file = File::open(&args.file).with_context(|| format!("opening {}", args.file))?;
+        let size = file.metadata().ok().map(|m| m.len());
+        (args.file.clone(), size, Box::new(file))
+    };
+    let mut reader = BufReader::with_capacity(1 << 20, input);
+
+    let progress = match size {
+        Some(size) if size >= PROGRESS_MIN_BYTES && io::stderr().is_terminal() => {
+            let bar = indicatif::ProgressBar::new(size);
+            bar.set_style(
+                indicatif::ProgressStyle::with_template("{bar:40} {bytes}/{total_bytes} {bytes_per_sec} eta {eta}")
+                    .expect("static template"),
+            );
+            Some(bar)
+        }
+        _ => None,
+    };
+
+    let stdout = io::stdout();
+    let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
+    let mut table = (format == Format::Table).then(new_table);
+    let per_line_online = args.online;
+    if per_line_online && format == Format::Csv {
+        writeln!(out, "line,template_id,template").or_else(ignore_broken_pipe)?;
+    }
+
+    // Dense local indices per template id: the per-line record is 4 bytes, and the
+    // final text and count of an evicted template are still known at the end.
+    let mut index: HashMap<u64, u32> = HashMap::new();
+    let mut ids: Vec<u64> = Vec::new();
+    let mut texts: Vec<String> = Vec::new();
+    let mut counts: Vec<u64> = Vec::new();
+    let mut per_line: Vec<u32> = Vec::new();
+
+    let started = Instant::now();
+    let mut buf = Vec::with_capacity(4096);
+    let mut lines: u64 = 0;
+    let mut bytes_read: u64 = 0;
+    loop {
+        buf.clear();
+        let n = reader.read_until(b'\n', &mut buf).with_context(|| format!("reading {name}"))?;
+        if n == 0 {
+            break;
+        }
+        bytes_read += n as u64;
+        let mut end = buf.len();
+        while end > 0 && (buf[end - 1] == b'\n' || buf[end - 1] == b'\r') {
+            end -= 1;
+        }
+        let text = String::from_utf8_lossy(&buf[..end]);
+        lines += 1;
+        let r = miner.add(&args.service, &text);
+        let idx = *index.entry(r.template_id).or_insert_with(|| {
+            ids.push(r.template_id);
+            texts.push(String::new());
+            counts.push(0);
+            (ids.len() - 1) as u32
+        });
+        if r.change != Change::Unchanged || texts[idx as usize].is_empty() {
+            texts[idx as usize].clear();
+            texts[idx as usize].push_str(r.template);
+        }
+        counts[idx as usize] += 1;
+        if per_line_online {
+            let row = LineRow { line: lines, id: r.template_id, template: r.template };
+            row.write(format, &mut out, table.as_mut()).or_else(ignore_broken_pipe)?;
+        } else if !args.templates {
+            per_line.push(idx);
+        }
+        if let Some(bar) = &progress {
+            if lines % 65_536 == 0 {
+                bar.set_position(bytes_read);
+            }
+        }
+    }
+    let mined_in = started.elapsed();
+    if let Some(bar) = progress {
+        bar.finish_and_clear();
+    }
+
+    let written = if args.templates {
+        let mut order: Vec<usize> = (0..ids.len()).collect();
+        order.sort_by(|&a, &b| counts[b].cmp(&counts[a]).then(ids[a].cmp(&ids[b])));
+        write_templates(format, &mut out, &order, &ids, &texts, &counts)
+    } else if !per_line_online {
+        write_lines(format, &mut out, &per_line, &ids, &texts)
+    } else {
+        match table.take() {
+            Some(t) => writeln!(out, "{t}"),
+            None => Ok(()),
+        }
+    };
+    written.and_then(|()| out.flush()).or_else(ignore_broken_pipe)?;
+
+    if args.stats {
+        print_stats(lines, ids.len(), mined_in, miner.masking_version());
+    }
+    Ok(())
+}
+
+/// `tayga mine big.log | head` should stop quietly, not report an error.
+fn ignore_broken_pipe(e: io::Error) -> Result<()> {
+    if e.kind() == io::ErrorKind::BrokenPipe {
+        Ok(())
+    } else {
+        Err(e).context("writing output")
+    }
+}
+
+fn new_table() -> comfy_table::Table {
+    let mut t = comfy_table::Table::new();
+    t.load_preset(comfy_table::presets::UTF8_FULL_CONDENSED);
+    t
+}
+
+struct LineRow<'a> {
+    line: u64,
+    id: u64,
+    template: &'a str,
+}
+
+impl LineRow<'_> {
+    fn write(&self, format: Format, out: &mut impl Write, table: Option<&mut comfy_table::Table>) -> io::Result<()> {
+        match format {
+            Format::Csv => writeln!(out, "{},{:016x},{}", self.line, self.id, csv_field(self.template)),
+            Format::Json => writeln!(
+                out,
+                "{{\"line\":{},\"template_id\":\"{:016x}\",\"template\":{}}}",
+                self.line,
+                self.id,
+                json_string(self.template)
+            ),
+            Format::Table => {
+                let table = table.expect("a table for the table format");
+                if table.header().is_none() {
+                    table.set_header(["line", "template_id", "template"]);
+                }
+                table.add_row([self.line.to_string(), format!("{:016x}", self.id), self.template.to_string()]);
+                Ok(())
+            }
+        }
+    }
+}
+
+fn write_lines(format: Format, out: &mut impl Write, per_line: &[u32], ids: &[u64], texts: &[String]) -> io::Result<()> {
+    if format == Format::Csv {
+        writeln!(out, "line,template_id,template")?;
+    }
+    let mut table = (format == Format::Table).then(new_table);
+    // Quoting a template once, not once per line, matters on millions of lines.
+    let quoted: Vec<String> = match format {
+        Format::Csv => texts.iter().map(|t| csv_field(t).into_owned()).collect(),
+        Format::Json => texts.iter().map(|t| json_string(t)).collect(),
+        Format::Table => Vec::new(),
+    };
+    for (n, &idx) in per_line.iter().enumerate() {
+        let i = idx as usize;
+        match format {
+            Format::Csv => writeln!(out, "{},{:016x},{}", n + 1, ids[i], quoted[i])?,
+            Format::Json => writeln!(out, "{{\"line\":{},\"template_id\":\"{:016x}\",\"template\":{}}}", n + 1, ids[i], quoted[i])?,
+            Format::Table => {
+                let row = LineRow { line: n as u64 + 1, id: ids[i], template: &texts[i] };
+                row.write(format, out, table.as_mut())?;
+            }
+        }
+    }
+    if let Some(t) = table {
+        writeln!(out, "{t}")?;
+    }
+    Ok(())
+}
+
+fn write_templates(
+    format: Format,
+    out: &mut impl Write,
+    order: &[usize],
+    ids: &[u64],
+    texts: &[String],
+    counts: &[u64],
+) -> io::Result<()> {
+    match format {
+        Format::Csv => {
+            writeln!(out, "template_id,count,template")?;
+            for &i in order {
+                writeln!(out, "{:016x},{},{}", ids[i], counts[i], csv_field(&texts[i]))?;
+            }
+        }
+        Format::Json => {
+            for &i in order {
+                writeln!(
+                    out,
+                    "{{\"template_id\":\"{:016x}\",\"count\":{},\"template\":{}}}",
+                    ids[i],
+                    counts[i],
+                    json_string(&texts[i])
+                )?;
+            }
+        }
+        Format::Table => {
+            let mut t = new_table();
+            t.set_header(["template_id", "count", "template"]);
+            for &i in order {
+                t.add_row([format!("{:016x}", ids[i]), counts[i].to_string(), texts[i].clone()]);
+            }
+            writeln!(out, "{t}")?;
+        }
+    }
+    Ok(())
+}
+
+/// RFC 4180 quoting, only when needed.
+fn csv_field(s: &str) -> std::borrow::Cow<'_, str> {
+    let needs = s.bytes().any(|c| matches!(c, b',' | b'"' | b'\n' | b'\r'))
+        || s.starts_with(' ')
+        || s.ends_with(' ');
+    if needs {
+        std::borrow::Cow::Owned(format!("\"{}\"", s.replace('"', "\"\"")))
+    } else {
+        std::borrow::Cow::Borrowed(s)
+    }
+}
+
+fn json_string(s: &str) -> String {
+    serde_json::to_string(s).expect("a str always serialises")
+}
+
+fn print_stats(lines: u64, templates: usize, elapsed: Duration, masking_version: &str) {
+    let secs = elapsed.as_secs_f64();
+    let rate = if secs > 0.0 { lines as f64 / secs } else { 0.0 };
+    let peak = peak_memory_kib().map_or_else(|| "n/a".to_string(), |k| format!("{:.1} MiB", k as f64 / 1024.0));
+    eprintln!("lines        {lines}");
+    eprintln!("templates    {templates}");
+    eprintln!("mined in     {secs:.3} s");
+    eprintln!("lines/s      {rate:.0}");
+    eprintln!("peak memory  {peak}");
+    eprintln!("masking      {masking_version}");
+}
+
+/// Peak resident set size (VmHWM) in KiB, where the platform reports it.
+fn peak_memory_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_quoting() {
+        assert_eq!(csv_field("a b"), "a b");
+        assert_eq!(csv_field("a, b"), "\"a, b\"");
+        assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
+        assert_eq!(csv_field(" lead"), "\" lead\"");
+    }
+}

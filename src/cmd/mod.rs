@@ -1,0 +1,33 @@
+//! One file per operator command. Commands print to the writer they are given (stdout in
+//! the binary, a buffer in tests) and return errors; only `src/bin/tayga.rs` decides exit
+//! codes.
+
+pub mod config;
+pub mod generate;
+pub mod migrate;
+pub mod mine;
+pub mod topics;
+
+use std::io::Write;
+
+use crate::cli::{Cli, Command};
+use crate::config::Loaded;
+
+/// A failure the command has already explained on stderr: exit 1 without another line.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Reported(pub String);
+
+/// Runs one parsed command line.
+pub async fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<()> {
+    let load = || Loaded::load(cli.config.as_deref()).map_err(config::load_failed);
+    match &cli.command {
+        Command::Config(sub) => config::run(sub, cli.config.as_deref(), cli.json, out),
+        Command::Migrate(args) => migrate::run(&load()?.config, args, cli.json, out).await,
+        Command::Topics(sub) => topics::run(&load()?.config, sub, cli.json, out).await,
+        Command::Mine(args) => mine::run(args, cli.json),
+        Command::Completions(args) => generate::completions(args.shell, out),
+        Command::Man(args) => generate::man(args.dir.as_deref(), out),
+        Command::Generate(args) => generate::generate(&args.root, out),
+    }
+}

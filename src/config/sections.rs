@@ -1,0 +1,433 @@
+//! The sections of `tayga.toml`. Every struct rejects unknown keys and fills what is missing
+//! from its `Default`, whose values are the seeds' numbers. A field here is a key in the file,
+//! an environment variable and a line of `tayga config show`: there is no other list.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    pub kafka: KafkaConfig,
+    pub clickhouse: ClickHouseConfig,
+    pub retention: RetentionConfig,
+    pub ingest: IngestConfig,
+    pub writer: WriterConfig,
+    pub assembler: AssemblerConfig,
+    pub logminer: LogminerConfig,
+    pub notifier: NotifierConfig,
+    pub api: ApiConfig,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct KafkaConfig {
+    /// Comma-separated bootstrap servers.
+    pub brokers: String,
+    /// Partitions of `signals` and `logs` when Tayga creates them (seed 000: 12).
+    pub partitions: i32,
+    /// Replication factor of topics Tayga creates (1 on a single broker).
+    pub replication_factor: i32,
+    /// Every topic and consumer group name starts with this, so several installs (and the
+    /// tests) can share one broker.
+    pub topic_prefix: String,
+}
+
+impl Default for KafkaConfig {
+    fn default() -> Self {
+        KafkaConfig {
+            brokers: "127.0.0.1:9092".into(),
+            partitions: 12,
+            replication_factor: 1,
+            topic_prefix: "tayga".into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ClickHouseConfig {
+    /// HTTP interface of the server.
+    pub url: String,
+    pub database: String,
+    pub user: String,
+    pub password: String,
+}
+
+impl Default for ClickHouseConfig {
+    fn default() -> Self {
+        ClickHouseConfig {
+            url: "http://127.0.0.1:8123".into(),
+            database: "tayga".into(),
+            user: "default".into(),
+            password: String::new(),
+        }
+    }
+}
+
+/// How long each table keeps its data. Tables are partitioned by day; the writer drops
+/// whole partitions older than this once an hour (ARCHITECTURE.md, "Retention"). A value of
+/// 0 keeps data forever.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RetentionConfig {
+    pub spans_days: u32,
+    pub logs_days: u32,
+    pub log_hits_days: u32,
+    pub stories_days: u32,
+    pub log_alerts_days: u32,
+    /// Seed 003: delivery rows are kept 30 days.
+    pub notifier_deliveries_days: u32,
+    pub pipeline_metrics_days: u32,
+    /// How often the sweep runs.
+    pub interval_secs: u64,
+}
+
+impl Default for RetentionConfig {
+    fn default() -> Self {
+        RetentionConfig {
+            spans_days: 7,
+            logs_days: 7,
+            log_hits_days: 7,
+            stories_days: 30,
+            log_alerts_days: 90,
+            notifier_deliveries_days: 30,
+            pipeline_metrics_days: 7,
+            interval_secs: 3600,
+        }
+    }
+}
+
+/// Which ingest path is tried first (seed 001). It orders the paths; it never disables one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PipelinePolicy {
+    Auto,
+    Redpanda,
+    Direct,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct IngestConfig {
+    /// OTLP/HTTP listener; also serves `/health` and `/metrics`.
+    pub http_addr: String,
+    /// OTLP/gRPC listener.
+    pub grpc_addr: String,
+    /// `TAYGA_INGEST_PIPELINE`: auto, redpanda or direct.
+    pub pipeline: PipelinePolicy,
+    /// Largest request body accepted, after decompression.
+    pub max_body_bytes: u64,
+    /// Largest record published to the broker (seed 000: 900,000 bytes).
+    pub max_record_bytes: u64,
+    /// How long a failed path is skipped before a probe may bring it back.
+    pub breaker_cooldown_secs: u64,
+    /// How often the background probe checks paths that are down.
+    pub probe_interval_secs: u64,
+}
+
+impl Default for IngestConfig {
+    fn default() -> Self {
+        IngestConfig {
+            http_addr: "127.0.0.1:4318".into(),
+            grpc_addr: "127.0.0.1:4317".into(),
+            pipeline: PipelinePolicy::Auto,
+            max_body_bytes: 32 * 1024 * 1024,
+            max_record_bytes: 900_000,
+            breaker_cooldown_secs: 30,
+            probe_interval_secs: 5,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct WriterConfig {
+    /// `/health` and `/metrics`.
+    pub metrics_addr: String,
+    /// Rows buffered before an insert.
+    pub batch_max_rows: u64,
+    /// Longest a row waits in the buffer.
+    pub batch_max_wait_ms: u64,
+}
+
+impl Default for WriterConfig {
+    fn default() -> Self {
+        WriterConfig { metrics_addr: "127.0.0.1:9401".into(), batch_max_rows: 50_000, batch_max_wait_ms: 500 }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AssemblerConfig {
+    pub metrics_addr: String,
+    /// A trace closes after this long without a new span.
+    pub idle_close_secs: u64,
+    /// A trace with more spans closes at once and its story says it was truncated.
+    pub max_spans_per_trace: u64,
+    /// Caps on memory: past either, the oldest open traces close early.
+    pub max_open_traces: u64,
+    pub max_buffered_spans: u64,
+}
+
+impl Default for AssemblerConfig {
+    fn default() -> Self {
+        AssemblerConfig {
+            metrics_addr: "127.0.0.1:9402".into(),
+            idle_close_secs: 30,
+            max_spans_per_trace: 10_000,
+            max_open_traces: 100_000,
+            max_buffered_spans: 1_000_000,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LogminerConfig {
+    pub metrics_addr: String,
+    /// `LOGMINER_REPLICAS`: how many replicas the deployment runs (1 to 12).
+    pub replicas: u32,
+    /// This replica's id in heartbeats; empty means the hostname (the container's name).
+    pub replica_id: String,
+    /// A replica owns the services whose logs it mined within this window (seed 000: 60).
+    pub ownership_window_min: u64,
+    /// Detection pass interval.
+    pub tick_secs: u64,
+    /// Clean stop: flush bound, then the new-template pass bound (seed 000: 15 s, 20 s).
+    pub shutdown_flush_timeout_secs: u64,
+    pub shutdown_pass_timeout_secs: u64,
+    /// The new-template pass after a revoke (seed 000: 30 s).
+    pub revoke_pass_timeout_secs: u64,
+    /// Republication of unmarked alerts (seed 000: 24 h, 1,000 per pass).
+    pub republish_window_hours: u64,
+    pub republish_max_per_pass: u64,
+    /// `remine` refuses while a heartbeat is younger than this (seed 000: 3 minutes).
+    pub heartbeat_fresh_secs: u64,
+    /// Heartbeat keys older than this are deleted at start-up (seed 000: a day).
+    pub heartbeat_expire_secs: u64,
+    /// Spike: the minute count must reach `spike_factor` × the baseline and at least
+    /// `spike_min_count`; the baseline is the mean of the previous `spike_baseline_min` minutes.
+    pub spike_factor: f64,
+    pub spike_min_count: u64,
+    pub spike_baseline_min: u64,
+    /// Silence: a template seen in at least `silence_min_active_minutes` of the last
+    /// `silence_baseline_min` minutes, absent for `silence_after_min` while its service logs.
+    pub silence_baseline_min: u64,
+    pub silence_min_active_minutes: u64,
+    pub silence_after_min: u64,
+}
+
+impl Default for LogminerConfig {
+    fn default() -> Self {
+        LogminerConfig {
+            metrics_addr: "127.0.0.1:9403".into(),
+            replicas: 1,
+            replica_id: String::new(),
+            ownership_window_min: 60,
+            tick_secs: 10,
+            shutdown_flush_timeout_secs: 15,
+            shutdown_pass_timeout_secs: 20,
+            revoke_pass_timeout_secs: 30,
+            republish_window_hours: 24,
+            republish_max_per_pass: 1000,
+            heartbeat_fresh_secs: 180,
+            heartbeat_expire_secs: 86_400,
+            spike_factor: 5.0,
+            spike_min_count: 20,
+            spike_baseline_min: 30,
+            silence_baseline_min: 30,
+            silence_min_active_minutes: 20,
+            silence_after_min: 5,
+        }
+    }
+}
+
+/// A webhook that receives alerts (seed 003).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TargetConfig {
+    /// The target's name in `notifier_deliveries`; must be unique.
+    pub name: String,
+    pub url: String,
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// Alert kinds sent to this target; empty means every kind.
+    #[serde(default)]
+    pub kinds: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct NotifierConfig {
+    pub metrics_addr: String,
+    pub targets: Vec<TargetConfig>,
+    /// Alerts whose `last_at` is older than this when read are skipped as stale.
+    pub max_age_secs: u64,
+    pub max_attempts: u32,
+    pub timeout_secs: u64,
+    pub breaker_cooldown_secs: u64,
+    /// Backoff after the n-th failure: max(base × 2^(n−1), Retry-After), capped.
+    pub backoff_base_secs: u64,
+    pub backoff_cap_secs: u64,
+}
+
+impl Default for NotifierConfig {
+    fn default() -> Self {
+        NotifierConfig {
+            metrics_addr: "127.0.0.1:9404".into(),
+            targets: Vec::new(),
+            max_age_secs: 3600,
+            max_attempts: 8,
+            timeout_secs: 10,
+            breaker_cooldown_secs: 300,
+            backoff_base_secs: 1,
+            backoff_cap_secs: 300,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ApiConfig {
+    /// The HTTP API and the web app.
+    pub listen_addr: String,
+    /// The metric recorder scrapes every service this often.
+    pub scrape_interval_secs: u64,
+    /// `host:port` of the logminer's metrics; resolved on every tick, each address scraped.
+    pub logminer_metrics: String,
+}
+
+impl Default for ApiConfig {
+    fn default() -> Self {
+        ApiConfig {
+            listen_addr: "127.0.0.1:8080".into(),
+            scrape_interval_secs: 15,
+            logminer_metrics: "127.0.0.1:9403".into(),
+        }
+    }
+}
+
+/// Alert kinds (DESIGN.md §7); `notifier.targets[].kinds` may name only these.
+pub const ALERT_KINDS: &[&str] = &["new_template", "spike", "silence"];
+
+impl Config {
+    /// Problems a well-typed configuration can still have, one line each.
+    pub fn validate(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        let mut check = |ok: bool, problem: String| {
+            if !ok {
+                problems.push(problem);
+            }
+        };
+        check(!self.kafka.brokers.trim().is_empty(), "kafka.brokers is empty".into());
+        check(self.kafka.partitions >= 1, format!("kafka.partitions must be at least 1, is {}", self.kafka.partitions));
+        check(self.kafka.replication_factor >= 1, "kafka.replication_factor must be at least 1".into());
+        check(
+            is_identifier(&self.kafka.topic_prefix.replace(['.', '-'], "_")),
+            format!("kafka.topic_prefix `{}` may hold only letters, digits, `.`, `_` and `-`", self.kafka.topic_prefix),
+        );
+        check(
+            self.clickhouse.url.starts_with("http://") || self.clickhouse.url.starts_with("https://"),
+            format!("clickhouse.url `{}` must start with http:// or https://", self.clickhouse.url),
+        );
+        check(
+            is_identifier(&self.clickhouse.database),
+            format!("clickhouse.database `{}` must be a plain identifier (letters, digits, _)", self.clickhouse.database),
+        );
+        for (key, addr) in [
+            ("ingest.http_addr", &self.ingest.http_addr),
+            ("ingest.grpc_addr", &self.ingest.grpc_addr),
+            ("writer.metrics_addr", &self.writer.metrics_addr),
+            ("assembler.metrics_addr", &self.assembler.metrics_addr),
+            ("logminer.metrics_addr", &self.logminer.metrics_addr),
+            ("notifier.metrics_addr", &self.notifier.metrics_addr),
+            ("api.listen_addr", &self.api.listen_addr),
+        ] {
+            check(addr.parse::<SocketAddr>().is_ok(), format!("{key} `{addr}` is not an ip:port address"));
+        }
+        check(
+            self.ingest.max_record_bytes >= 1024 && self.ingest.max_record_bytes <= 900_000,
+            format!("ingest.max_record_bytes must be between 1024 and 900000, is {}", self.ingest.max_record_bytes),
+        );
+        check(self.ingest.max_body_bytes >= 1024, "ingest.max_body_bytes must be at least 1024".into());
+        check(self.ingest.probe_interval_secs >= 1, "ingest.probe_interval_secs must be at least 1".into());
+        check(self.writer.batch_max_rows >= 1, "writer.batch_max_rows must be at least 1".into());
+        check(self.assembler.idle_close_secs >= 1, "assembler.idle_close_secs must be at least 1".into());
+        check(
+            (1..=12).contains(&self.logminer.replicas),
+            format!("logminer.replicas (LOGMINER_REPLICAS) must be 1 to 12, is {}", self.logminer.replicas),
+        );
+        check(self.logminer.tick_secs >= 1, "logminer.tick_secs must be at least 1".into());
+        check(self.logminer.ownership_window_min >= 1, "logminer.ownership_window_min must be at least 1".into());
+        check(self.logminer.spike_factor > 1.0, "logminer.spike_factor must be above 1".into());
+        check(
+            self.logminer.silence_min_active_minutes <= self.logminer.silence_baseline_min,
+            "logminer.silence_min_active_minutes cannot exceed logminer.silence_baseline_min".into(),
+        );
+        check(self.notifier.max_attempts >= 1, "notifier.max_attempts must be at least 1".into());
+        check(self.notifier.timeout_secs >= 1, "notifier.timeout_secs must be at least 1".into());
+        check(
+            self.notifier.backoff_cap_secs >= self.notifier.backoff_base_secs,
+            "notifier.backoff_cap_secs must be at least notifier.backoff_base_secs".into(),
+        );
+        let mut names = std::collections::BTreeSet::new();
+        for (i, target) in self.notifier.targets.iter().enumerate() {
+            let at = format!("notifier.targets[{i}]");
+            check(!target.name.trim().is_empty(), format!("{at}.name is empty"));
+            check(names.insert(target.name.clone()), format!("{at}.name `{}` is used twice", target.name));
+            check(
+                reqwest::Url::parse(&target.url).is_ok_and(|u| matches!(u.scheme(), "http" | "https")),
+                format!("{at}.url `{}` is not an http(s) URL", target.url),
+            );
+            for kind in &target.kinds {
+                check(
+                    ALERT_KINDS.contains(&kind.as_str()),
+                    format!("{at}.kinds: `{kind}` is not one of {}", ALERT_KINDS.join(", ")),
+                );
+            }
+        }
+        check(self.api.scrape_interval_secs >= 1, "api.scrape_interval_secs must be at least 1".into());
+        problems
+    }
+
+    /// The topic and group names of this install (DESIGN.md §2).
+    pub fn names(&self) -> crate::bus::Names {
+        crate::bus::Names::new(&self.kafka.topic_prefix)
+    }
+}
+
+fn is_identifier(s: &str) -> bool {
+    !s.is_empty()
+        && !s.starts_with(|c: char| c.is_ascii_digit())
+        && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_defaults_are_valid() {
+        assert_eq!(Config::default().validate(), Vec::<String>::new());
+    }
+
+    #[test]
+    fn validation_names_each_problem() {
+        let mut config = Config::default();
+        config.logminer.replicas = 13;
+        config.clickhouse.database = "my-db".into();
+        config.notifier.targets.push(TargetConfig {
+            name: "ops".into(),
+            url: "ftp://x".into(),
+            headers: BTreeMap::new(),
+            kinds: vec!["panic".into()],
+        });
+        let problems = config.validate();
+        assert_eq!(problems.len(), 4, "{problems:?}");
+        assert!(problems.iter().any(|p| p.contains("LOGMINER_REPLICAS")));
+        assert!(problems.iter().any(|p| p.contains("`panic` is not one of")));
+    }
+}

@@ -1,0 +1,224 @@
+//! Log template mining: masking, then Drain, one template tree per service.
+//!
+//! Pure code, no I/O: the logminer feeds lines in and persists what comes out; `tayga
+//! mine` does the same over a file. Everything here is deterministic: the same lines in
+//! the same order give the same templates and ids on any machine and in any process.
+//!
+//! # Pipeline
+//!
+//! 1. [`Masker`] replaces variables it can recognise by shape (numbers, IPs, host:port,
+//!    ids, hex, UUIDs, paths, URLs, e-mails, durations, sizes, `key=value` values) with
+//!    placeholders such as `<NUM>` and `<IP>`, inside tokens as well as whole ones.
+//! 2. The masked line is split on whitespace and mined by a Drain tree (He et al., ICWS
+//!    2017): routed by token count and its first `depth - 2` tokens to a leaf, compared
+//!    with the leaf's templates, joined to the most similar one at or above `sim_th`, or
+//!    made a new template.
+//!
+//! # Where this differs from Drain / Drain3
+//!
+//! - **Similarity ignores wildcards.** Drain3 scores a line by the share of *all*
+//!   template tokens it repeats, so each `<*>` a template learns makes it harder to join
+//!   and a mature template starts rejecting its own lines. Here the ratio is over the
+//!   template's constant tokens.
+//! - **Both branches are searched.** At every tree level a line looks in the branch of its
+//!   own token and in the `<*>` branch.
+//! - **Partial wildcards.** When two tokens differ, the punctuation they share at either
+//!   end stays: `(alpha)` and `(beta)` generalise to `(<*>)`, `user=root` and
+//!   `user=guest` to `user=<*>`.
+//! - **The tree is a function of the templates.** A token that finds its tree node full
+//!   (`max_children`) becomes a wildcard in the template it creates, instead of only being
+//!   routed through the `<*>` branch; together with id-based tie-breaking this is what
+//!   makes [`Miner::restore`] exact.
+//!
+//! # Template identity and generalisation
+//!
+//! A template's id is [`crate::identity::template_id`]`(service, text)` of the text it
+//! was *born* with, and it keeps that id for life while its text generalises (`user alice
+//! logged in` → `user <*> logged in`). So:
+//!
+//! - a generalisation is reported as [`Change::Generalised`] (with the previous text), not
+//!   as a new template: the logminer updates the row with that id, and the template's
+//!   count and alerts carry on;
+//! - ids are stable across processes and restarts, and two replicas that mine the same
+//!   lines agree on them;
+//! - two live templates never share an id: a line whose own template text is the birth
+//!   text of a live template joins that template even if it falls below the threshold.
+//!
+//! An evicted template that comes back is born again with the same text, so with the same
+//! id. The count a miner reports is the number of lines it has seen for the template
+//! (plus the restored count); after an eviction it starts again from 1.
+//!
+//! # Restore
+//!
+//! The stored form is [`StoredTemplate`]: id, current text, count. A miner given the
+//! stored templates of a service (in the order [`Miner::templates`] lists them: least
+//! recently used first) matches new lines exactly as the original did, because routing,
+//! similarity and tie-breaking depend only on the template texts and ids.
+//!
+//! # Memory
+//!
+//! Each service keeps at most `max_clusters` templates (least recently used evicted
+//! first), and tree nodes are freed with the last template under them, so a service's
+//! memory is bounded by `max_clusters` times the size of a template. The number of
+//! services is the caller's to bound (the logminer drops services it no longer owns with
+//! [`Miner::remove_service`]).
+//!
+//! # Known limitation
+//!
+//! The literal text `<*>` in a log line is indistinguishable from a learned wildcard once
+//! stored, so after a restore it matches anything in that position.
+
+pub mod config;
+mod drain;
+pub mod masking;
+
+pub use config::{CustomRule, DrainConfig, MaskingConfig, MiningConfig};
+pub use masking::{Masker, MaskingError, MASKING_VERSION};
+
+use drain::{Line, Tree};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// What adding a line did to its template.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Change {
+    /// The line matched the template as it was.
+    Unchanged,
+    /// A template was born with this line: announce it.
+    New,
+    /// The line joined the template and generalised its text (same id): update the
+    /// stored text, do not announce.
+    Generalised { previous: String },
+}
+
+/// The result of [`Miner::add`]. Borrows the miner, so copy what must outlive the next
+/// call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MineResult<'a> {
+    pub template_id: u64,
+    /// The template's text after this line.
+    pub template: &'a str,
+    pub change: Change,
+    /// Lines seen for the template, including a restored count.
+    pub count: u64,
+    /// A template evicted (least recently used) to make room for a new one.
+    pub evicted: Option<u64>,
+}
+
+impl MineResult<'_> {
+    pub fn is_new(&self) -> bool {
+        self.change == Change::New
+    }
+    pub fn is_generalised(&self) -> bool {
+        matches!(self.change, Change::Generalised { .. })
+    }
+}
+
+/// A template as the logminer stores it and hands it back to [`Miner::restore`].
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct StoredTemplate {
+    pub id: u64,
+    pub template: String,
+    pub count: u64,
+}
+
+/// A template as [`Miner::templates`] lists it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TemplateRef<'a> {
+    pub id: u64,
+    pub template: &'a str,
+    pub count: u64,
+}
+
+impl TemplateRef<'_> {
+    pub fn to_stored(&self) -> StoredTemplate {
+        StoredTemplate { id: self.id, template: self.template.to_string(), count: self.count }
+    }
+}
+
+/// Templates for many services: one Drain tree per service, one masker for all.
+#[derive(Debug)]
+pub struct Miner {
+    config: MiningConfig,
+    masker: Masker,
+    services: BTreeMap<String, Tree>,
+    masked: String,
+    spans: Vec<(u32, u32)>,
+}
+
+impl Miner {
+    /// Fails only on a masking configuration it cannot use (an unknown rule name, a
+    /// malformed custom rule).
+    pub fn new(config: MiningConfig) -> Result<Miner, MaskingError> {
+        let masker = Masker::new(&config.masking)?;
+        Ok(Miner { config, masker, services: BTreeMap::new(), masked: String::new(), spans: Vec::new() })
+    }
+
+    pub fn config(&self) -> &MiningConfig {
+        &self.config
+    }
+
+    pub fn masker(&self) -> &Masker {
+        &self.masker
+    }
+
+    /// The value to record as `masking_version`.
+    pub fn masking_version(&self) -> &str {
+        self.masker.version()
+    }
+
+    /// Mines one log message of `service`.
+    pub fn add(&mut self, service: &str, line: &str) -> MineResult<'_> {
+        self.masker.mask_into(line, &mut self.masked);
+        drain::tokenize(&self.masked, &mut self.spans);
+        // A lookup by &str first: the owned key is only allocated for a new service.
+        if !self.services.contains_key(service) {
+            self.services.insert(service.to_string(), Tree::new(&self.config.drain));
+        }
+        let tree = self.services.get_mut(service).expect("inserted above");
+        let line = Line { text: &self.masked, spans: &self.spans };
+        let outcome = tree.add(line, &mut |text| crate::identity::template_id(service, text));
+        let c = tree.cluster(outcome.slot);
+        MineResult { template_id: c.id, template: &c.text, change: outcome.change, count: c.count, evicted: outcome.evicted }
+    }
+
+    /// Puts a stored template back. Returns the id of a template evicted to make room, if
+    /// any (only when more templates are restored than `max_clusters`).
+    pub fn restore(&mut self, service: &str, stored: StoredTemplate) -> Option<u64> {
+        let drain = &self.config.drain;
+        let tree = self.services.entry(service.to_string()).or_insert_with(|| Tree::new(drain));
+        tree.restore(stored.id, &stored.template, stored.count)
+    }
+
+    /// A service's templates, least recently used first (the order to restore them in).
+    pub fn templates(&self, service: &str) -> impl Iterator<Item = TemplateRef<'_>> + '_ {
+        self.services
+            .get(service)
+            .into_iter()
+            .flat_map(|t| t.iter_lru())
+            .map(|c| TemplateRef { id: c.id, template: &c.text, count: c.count })
+    }
+
+    /// Number of templates held for a service.
+    pub fn template_count(&self, service: &str) -> usize {
+        self.services.get(service).map_or(0, Tree::len)
+    }
+
+    /// Services with templates, in name order.
+    pub fn services(&self) -> impl Iterator<Item = &str> + '_ {
+        self.services.keys().map(String::as_str)
+    }
+
+    /// Forgets a service (e.g. after a rebalance took it elsewhere).
+    pub fn remove_service(&mut self, service: &str) {
+        self.services.remove(service);
+    }
+
+    /// Forgets every service (e.g. before reloading after a rebalance assignment).
+    pub fn clear(&mut self) {
+        self.services.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,235 @@
+//! Tree behaviour, generalisation, restore and eviction, through the public API.
+
+use super::*;
+
+fn miner() -> Miner {
+    Miner::new(MiningConfig::default()).unwrap()
+}
+
+fn with_drain(f: impl FnOnce(&mut DrainConfig)) -> Miner {
+    let mut cfg = MiningConfig::default();
+    f(&mut cfg.drain);
+    Miner::new(cfg).unwrap()
+}
+
+#[test]
+fn same_shape_joins_one_template() {
+    let mut m = miner();
+    let a = m.add("svc", "Received block blk_1 of size 67108864 from /10.0.0.1").template_id;
+    let r = m.add("svc", "Received block blk_-2 of size 1024 from /10.0.0.9");
+    assert_eq!(r.template_id, a);
+    assert_eq!(r.template, "Received block blk_<ID> of size <NUM> from /<IP>");
+    assert_eq!(r.change, Change::Unchanged);
+    assert_eq!(r.count, 2);
+}
+
+#[test]
+fn a_generalisation_keeps_the_birth_id() {
+    let mut m = miner();
+    let first = m.add("svc", "login of user alice from web");
+    assert!(first.is_new());
+    let born = first.template_id;
+    assert_eq!(born, crate::identity::template_id("svc", "login of user alice from web"));
+    let r = m.add("svc", "login of user bob from web");
+    assert_eq!(r.template_id, born);
+    assert_eq!(r.template, "login of user <*> from web");
+    assert_eq!(r.change, Change::Generalised { previous: "login of user alice from web".into() });
+    let r = m.add("svc", "login of user carol from web");
+    assert_eq!((r.template_id, r.change), (born, Change::Unchanged));
+}
+
+#[test]
+fn partial_wildcards_keep_punctuation() {
+    let mut m = miner();
+    m.add("svc", "connection from (alpha) closed");
+    let r = m.add("svc", "connection from (beta) closed");
+    assert_eq!(r.template, "connection from (<*>) closed");
+    // A token that does not fit the partial wildcard widens it.
+    let r = m.add("svc", "connection from gamma closed");
+    assert_eq!(r.template, "connection from <*> closed");
+}
+
+#[test]
+fn different_events_stay_apart() {
+    let mut m = miner();
+    let a = m.add("svc", "Deleting block blk_1 file /data/current/blk_1").template_id;
+    let b = m.add("svc", "Verification succeeded for blk_2").template_id;
+    let c = m.add("svc", "PacketResponder 1 for block blk_3 terminating").template_id;
+    let d = m.add("svc", "PacketResponder 2 for block blk_4 terminating").template_id;
+    assert_ne!(a, b);
+    assert_ne!(b, c);
+    assert_eq!(c, d);
+    assert_eq!(m.template_count("svc"), 3);
+}
+
+#[test]
+fn below_threshold_makes_a_new_template() {
+    let mut m = miner();
+    let a = m.add("svc", "disk sda is full now").template_id;
+    let b = m.add("svc", "cpu core is hot today").template_id;
+    assert_ne!(a, b);
+}
+
+#[test]
+fn services_have_separate_trees_and_ids() {
+    let mut m = miner();
+    let a = m.add("a", "cache warmed up").template_id;
+    let b = m.add("b", "cache warmed up").template_id;
+    assert_ne!(a, b);
+    assert_eq!(m.services().collect::<Vec<_>>(), ["a", "b"]);
+    m.remove_service("a");
+    assert_eq!(m.template_count("a"), 0);
+}
+
+#[test]
+fn numeric_first_tokens_do_not_split_templates() {
+    let mut m = miner();
+    let a = m.add("svc", "node17 rebooted after crash").template_id;
+    let b = m.add("svc", "node18 rebooted after crash");
+    assert_eq!(b.template_id, a);
+    assert_eq!(b.template, "<*> rebooted after crash");
+}
+
+#[test]
+fn full_nodes_route_to_wildcards() {
+    let mut m = with_drain(|d| d.max_children = 3);
+    m.add("svc", "alpha starts the job now");
+    m.add("svc", "beta starts the job now");
+    // max_children 3 leaves room for two literal children and the `<*>` child: gamma
+    // becomes a wildcard in its own template and is routed through `<*>`.
+    let r = m.add("svc", "gamma starts the job now");
+    assert_eq!(r.template, "<*> starts the job now");
+    let gamma = r.template_id;
+    let again = m.add("svc", "delta starts the job now");
+    assert_eq!(again.template_id, gamma);
+    // Lines with a branch of their own still find their template.
+    let alpha = m.add("svc", "alpha starts the job now");
+    assert_eq!(alpha.template, "alpha starts the job now");
+}
+
+#[test]
+fn lru_eviction_honours_max_clusters() {
+    let mut m = with_drain(|d| d.max_clusters = 2);
+    let a = m.add("svc", "alpha one").template_id;
+    let b = m.add("svc", "beta two three").template_id;
+    m.add("svc", "alpha one"); // alpha is now the most recent
+    let c = m.add("svc", "gamma four five six");
+    assert_eq!(c.evicted, Some(b));
+    let c = c.template_id;
+    assert_eq!(m.template_count("svc"), 2);
+    let ids: Vec<u64> = m.templates("svc").map(|t| t.id).collect();
+    assert_eq!(ids, [a, c]);
+    // The evicted template comes back with its old id.
+    let back = m.add("svc", "beta two three");
+    assert_eq!(back.template_id, b);
+    assert!(back.is_new());
+    assert_eq!(back.evicted, Some(a));
+}
+
+#[test]
+fn eviction_frees_tree_nodes() {
+    let mut m = with_drain(|d| d.max_clusters = 4);
+    for i in 0..500 {
+        m.add("svc", &format!("word{} w{} x", char::from(b'a' + (i % 26) as u8), i));
+        m.add("svc", &format!("unique{}z event {} of kind k{}", "q".repeat(i % 7 + 1), i, i % 3));
+    }
+    assert!(m.template_count("svc") <= 4);
+    let nodes = m.services["svc"].node_count();
+    assert!(nodes <= 4 * 3, "{nodes} nodes for 4 templates");
+}
+
+fn replay(lines: &[&str], cfg: MiningConfig) {
+    let mut original = Miner::new(cfg.clone()).unwrap();
+    let (learn, check) = lines.split_at(lines.len() / 2);
+    for l in learn {
+        original.add("svc", l);
+    }
+    let mut restored = Miner::new(cfg).unwrap();
+    for t in original.templates("svc") {
+        restored.restore("svc", t.to_stored());
+    }
+    assert_eq!(
+        restored.templates("svc").map(|t| t.to_stored()).collect::<Vec<_>>(),
+        original.templates("svc").map(|t| t.to_stored()).collect::<Vec<_>>()
+    );
+    for l in check {
+        let a = original.add("svc", l);
+        let a = (a.template_id, a.template.to_string(), a.change, a.count, a.evicted);
+        let b = restored.add("svc", l);
+        let b = (b.template_id, b.template.to_string(), b.change, b.count, b.evicted);
+        assert_eq!(a, b, "line {l:?}");
+    }
+}
+
+const SAMPLE: &[&str] = &[
+    "user alice logged in from web",
+    "user bob logged in from web",
+    "connection from 10.0.0.1 (alpha) closed",
+    "connection from 10.0.0.2 (beta) closed",
+    "disk sda is full now",
+    "alpha starts the job now",
+    "beta starts the job now",
+    "gamma starts the job now",
+    "delta starts the job now",
+    "epsilon ends the job now",
+    "user carol logged in from app",
+    "connection from 10.0.0.3 () closed",
+    "disk sdb is full now",
+    "zeta starts the job now",
+    "alpha starts the job now",
+    "cpu core is hot today",
+    "user dave logged out from web",
+    "eta ends the job later",
+];
+
+#[test]
+fn restore_matches_like_the_original() {
+    replay(SAMPLE, MiningConfig::default());
+    replay(SAMPLE, { let mut c = MiningConfig::default(); c.drain.max_children = 3; c });
+    replay(SAMPLE, { let mut c = MiningConfig::default(); c.drain.max_clusters = 3; c });
+    replay(SAMPLE, { let mut c = MiningConfig::default(); c.drain.depth = 6; c.drain.sim_th = 0.3; c });
+}
+
+#[test]
+fn restore_is_idempotent_and_keeps_counts() {
+    let mut m = miner();
+    let t = StoredTemplate { id: 7, template: "user <*> logged in".into(), count: 41 };
+    m.restore("svc", t.clone());
+    m.restore("svc", t);
+    assert_eq!(m.template_count("svc"), 1);
+    let r = m.add("svc", "user zoe logged in");
+    assert_eq!((r.template_id, r.count, r.change), (7, 42, Change::Unchanged));
+}
+
+#[test]
+fn a_line_equal_to_a_live_birth_template_joins_it() {
+    let mut m = with_drain(|d| d.sim_th = 0.9);
+    let born = m.add("svc", "a b c d e f g h i j").template_id;
+    // Generalise most of the template away so the birth text itself falls below 0.9.
+    m.restore("svc", StoredTemplate { id: born, template: "a <*> <*> <*> <*> <*> <*> <*> x y".into(), count: 1 });
+    let r = m.add("svc", "a b c d e f g h i j");
+    assert_eq!(r.template_id, born);
+    assert_eq!(m.template_count("svc"), 1);
+}
+
+#[test]
+fn empty_lines_have_a_template() {
+    let mut m = miner();
+    let a = m.add("svc", "").template_id;
+    let b = m.add("svc", "   \t ").template_id;
+    assert_eq!(a, b);
+}
+
+#[test]
+fn config_round_trips_through_toml_defaults() {
+    let cfg: MiningConfig = serde_json::from_str("{}").unwrap();
+    assert_eq!(cfg, MiningConfig::default());
+    let cfg: MiningConfig = serde_json::from_str(r#"{"drain": {"sim_th": 0.7}}"#).unwrap();
+    assert_eq!(cfg.drain.sim_th, 0.7);
+    assert_eq!(cfg.drain.depth, DrainConfig::default().depth);
+    assert!(serde_json::from_str::<MiningConfig>(r#"{"drain": {"simth": 0.7}}"#).is_err());
+    let toml_text = "[drain]\nmax_clusters = 10\n[masking]\ndisable = [\"path\"]\n";
+    let cfg: MiningConfig = toml::from_str(toml_text).unwrap();
+    assert_eq!(cfg.drain.max_clusters, 10);
+    assert_eq!(cfg.masking.disable, ["path"]);
+}

@@ -1,0 +1,59 @@
+//! Retention by dropping whole day partitions. `TTL` is missing from ClickHouse 18.16, and
+//! dropping a partition is cheap and works on every version. The writer daemon runs the
+//! sweep every `retention.interval_secs` (ARCHITECTURE.md, "Retention").
+
+use clickhouse::Row;
+use serde::Deserialize;
+
+use super::schema::DAY_PARTITIONED;
+use super::{Store, StoreError};
+use crate::config::RetentionConfig;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DroppedPartition {
+    pub table: String,
+    /// The day, as `YYYYMMDD`.
+    pub partition: String,
+}
+
+#[derive(Row, Deserialize)]
+struct PartitionId {
+    partition: String,
+}
+
+/// Drops every day partition older than its table's retention, judged at `now_secs`.
+/// Returns what was dropped.
+pub async fn drop_expired(store: &Store, retention: &RetentionConfig, now_secs: u64) -> Result<Vec<DroppedPartition>, StoreError> {
+    let mut dropped = Vec::new();
+    for (table, key) in DAY_PARTITIONED {
+        let days = key.days(retention);
+        if days == 0 {
+            continue;
+        }
+        let expired = store
+            .client()
+            .query(
+                "SELECT partition FROM system.parts
+                 WHERE database = ? AND table = ? AND active
+                 GROUP BY partition
+                 HAVING toUInt32(partition) < toYYYYMMDD(toDate(toDateTime(?)) - ?)
+                 ORDER BY partition",
+            )
+            .bind(store.database())
+            .bind(*table)
+            .bind(now_secs)
+            .bind(days)
+            .fetch_all::<PartitionId>()
+            .await
+            .map_err(|source| store.query_error(&format!("listing expired partitions of {table}"), source))?;
+        for PartitionId { partition } in expired {
+            // Partition ids are YYYYMMDD digits read back from system.parts, never user input.
+            debug_assert!(partition.bytes().all(|b| b.is_ascii_digit()));
+            store
+                .execute(&format!("dropping partition {partition} of {table}"), &format!("ALTER TABLE {table} DROP PARTITION {partition}"))
+                .await?;
+            dropped.push(DroppedPartition { table: table.to_string(), partition });
+        }
+    }
+    Ok(dropped)
+}

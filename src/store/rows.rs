@@ -1,0 +1,170 @@
+//! One struct per table, in the column order of `schema.rs`. The crate's schema validation
+//! is off (ClickHouse 18.16 lacks RowBinaryWithNamesAndTypes), so RowBinary is written by
+//! field position: `tests/store_rows.rs` round-trips a row of every table to prove each
+//! struct still matches its table.
+
+use clickhouse::{Row, RowOwned, RowRead, RowWrite};
+use serde::{Deserialize, Serialize};
+
+/// A row type and the table it belongs to.
+pub trait TableRow: RowOwned + RowRead + RowWrite + Send + Sync {
+    const TABLE: &'static str;
+}
+
+macro_rules! table_row {
+    ($ty:ident, $table:literal) => {
+        impl TableRow for $ty {
+            const TABLE: &'static str = $table;
+        }
+    };
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Row, Serialize, Deserialize)]
+pub struct SpanRow {
+    pub trace_id: String,
+    pub span_id: String,
+    pub parent_span_id: String,
+    pub service: String,
+    pub name: String,
+    pub kind: u8,
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub duration_ns: u64,
+    pub status_code: u8,
+    pub status_message: String,
+    pub attr_keys: Vec<String>,
+    pub attr_values: Vec<String>,
+    pub resource_keys: Vec<String>,
+    pub resource_values: Vec<String>,
+    pub scope_name: String,
+    pub event_count: u32,
+    pub link_count: u32,
+    pub ingest_ns: u64,
+}
+table_row!(SpanRow, "spans");
+
+#[derive(Debug, Clone, PartialEq, Default, Row, Serialize, Deserialize)]
+pub struct LogRow {
+    pub log_id: u64,
+    pub service: String,
+    pub time_ns: u64,
+    pub observed_ns: u64,
+    pub severity_number: u8,
+    pub severity_text: String,
+    pub body: String,
+    pub trace_id: String,
+    pub span_id: String,
+    pub attr_keys: Vec<String>,
+    pub attr_values: Vec<String>,
+    pub resource_keys: Vec<String>,
+    pub resource_values: Vec<String>,
+    pub scope_name: String,
+    pub ingest_ns: u64,
+}
+table_row!(LogRow, "logs");
+
+#[derive(Debug, Clone, PartialEq, Default, Row, Serialize, Deserialize)]
+pub struct TemplateRow {
+    pub service: String,
+    pub template_id: u64,
+    pub template: String,
+    pub count: u64,
+    pub first_seen_ns: u64,
+    pub last_seen_ns: u64,
+    pub masking_version: String,
+    pub updated_ns: u64,
+}
+table_row!(TemplateRow, "log_templates");
+
+#[derive(Debug, Clone, PartialEq, Default, Row, Serialize, Deserialize)]
+pub struct HitRow {
+    pub service: String,
+    pub log_id: u64,
+    pub template_id: u64,
+    pub time_ns: u64,
+}
+table_row!(HitRow, "log_hits");
+
+#[derive(Debug, Clone, PartialEq, Default, Row, Serialize, Deserialize)]
+pub struct StoryRow {
+    pub trace_id: String,
+    pub fingerprint: u64,
+    pub root_service: String,
+    pub root_operation: String,
+    pub start_ns: u64,
+    pub duration_ns: u64,
+    pub span_count: u32,
+    pub services: Vec<String>,
+    pub edges: Vec<String>,
+    pub error: u8,
+    pub error_spans: u32,
+    pub log_count: u32,
+    pub truncated: u8,
+    pub version_ns: u64,
+}
+table_row!(StoryRow, "stories");
+
+#[derive(Debug, Clone, PartialEq, Default, Row, Serialize, Deserialize)]
+pub struct AlertRow {
+    pub alert_id: u64,
+    pub kind: String,
+    pub service: String,
+    pub template_id: u64,
+    pub template: String,
+    pub first_at: u64,
+    pub last_at: u64,
+    pub count: u64,
+    pub baseline: f64,
+    pub threshold: f64,
+    pub stored_ns: u64,
+    pub updated_ns: u64,
+}
+table_row!(AlertRow, "log_alerts");
+
+#[derive(Debug, Clone, PartialEq, Default, Row, Serialize, Deserialize)]
+pub struct AlertPublicationRow {
+    pub alert_id: u64,
+    pub alert_updated_ns: u64,
+    pub published_ns: u64,
+}
+table_row!(AlertPublicationRow, "log_alert_publications");
+
+#[derive(Debug, Clone, PartialEq, Default, Row, Serialize, Deserialize)]
+pub struct StateRow {
+    pub key: String,
+    pub value: String,
+    pub updated_ns: u64,
+}
+table_row!(StateRow, "logminer_state");
+
+#[derive(Debug, Clone, PartialEq, Default, Row, Serialize, Deserialize)]
+pub struct DeliveryRow {
+    pub alert_id: u64,
+    pub target: String,
+    pub status: String,
+    pub attempts: u32,
+    pub last_error: String,
+    pub created_ns: u64,
+    pub updated_ns: u64,
+}
+table_row!(DeliveryRow, "notifier_deliveries");
+
+#[derive(Debug, Clone, PartialEq, Default, Row, Serialize, Deserialize)]
+pub struct MetricSampleRow {
+    pub ts_ns: u64,
+    pub service: String,
+    pub instance: String,
+    pub metric: String,
+    pub label_keys: Vec<String>,
+    pub label_values: Vec<String>,
+    pub value: f64,
+}
+table_row!(MetricSampleRow, "pipeline_metrics");
+
+#[derive(Debug, Clone, PartialEq, Default, Row, Serialize, Deserialize)]
+pub struct MigrationRow {
+    pub version: u32,
+    pub name: String,
+    pub applied_ns: u64,
+}
+table_row!(MigrationRow, "schema_migrations");

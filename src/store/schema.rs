@@ -1,0 +1,287 @@
+//! Every ClickHouse DDL statement Tayga runs lives in this file (an architecture invariant).
+//!
+//! The same statements must run on Debian's ClickHouse 18.16 (our tests' server) and on
+//! current releases (production), so they use only what both have: UInt64 nanosecond
+//! timestamps, parallel arrays for attributes, ReplacingMergeTree keyed by each row's
+//! deterministic identity (DESIGN.md §3), and partitions by day so retention can drop whole
+//! partitions. A test executes every statement in chdb-core (current ClickHouse) as well.
+//!
+//! Migrations are append-only: a released migration is never edited, a change is a new one.
+
+/// One step of the schema, applied once and recorded in `schema_migrations`.
+pub struct Migration {
+    pub version: u32,
+    pub name: &'static str,
+    pub statements: &'static [&'static str],
+}
+
+/// The table that records applied migrations. Created before any migration runs.
+pub const MIGRATIONS_TABLE_DDL: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (
+    version UInt32,
+    name String,
+    applied_ns UInt64
+) ENGINE = MergeTree() ORDER BY version";
+
+/// The day partition of a nanosecond timestamp column, as `YYYYMMDD` (a UInt32), so
+/// retention can compare partition ids with a cut-off date.
+macro_rules! day_of {
+    ($col:literal) => {
+        concat!("toYYYYMMDD(toDateTime(intDiv(", $col, ", 1000000000)))")
+    };
+}
+
+pub const MIGRATIONS: &[Migration] = &[Migration {
+    version: 1,
+    name: "initial schema",
+    statements: &[
+        // A span's identity is (trace_id, span_id); ids are lowercase hex as in OTLP/JSON.
+        concat!(
+            "CREATE TABLE IF NOT EXISTS spans (
+    trace_id String,
+    span_id String,
+    parent_span_id String,
+    service String,
+    name String,
+    kind UInt8,
+    start_ns UInt64,
+    end_ns UInt64,
+    duration_ns UInt64,
+    status_code UInt8,
+    status_message String,
+    attr_keys Array(String),
+    attr_values Array(String),
+    resource_keys Array(String),
+    resource_values Array(String),
+    scope_name String,
+    event_count UInt32,
+    link_count UInt32,
+    ingest_ns UInt64
+) ENGINE = ReplacingMergeTree(ingest_ns)
+PARTITION BY ",
+            day_of!("start_ns"),
+            "
+ORDER BY (trace_id, span_id)"
+        ),
+        // A log's identity is log_id, a hash of its service and canonical content.
+        concat!(
+            "CREATE TABLE IF NOT EXISTS logs (
+    log_id UInt64,
+    service String,
+    time_ns UInt64,
+    observed_ns UInt64,
+    severity_number UInt8,
+    severity_text String,
+    body String,
+    trace_id String,
+    span_id String,
+    attr_keys Array(String),
+    attr_values Array(String),
+    resource_keys Array(String),
+    resource_values Array(String),
+    scope_name String,
+    ingest_ns UInt64
+) ENGINE = ReplacingMergeTree(ingest_ns)
+PARTITION BY ",
+            day_of!("time_ns"),
+            "
+ORDER BY (service, log_id)"
+        ),
+        // One row per (service, template); the newest update wins.
+        "CREATE TABLE IF NOT EXISTS log_templates (
+    service String,
+    template_id UInt64,
+    template String,
+    count UInt64,
+    first_seen_ns UInt64,
+    last_seen_ns UInt64,
+    masking_version String,
+    updated_ns UInt64
+) ENGINE = ReplacingMergeTree(updated_ns)
+ORDER BY (service, template_id)",
+        // Which template each log matched; deduplicated by log_id, counted with uniqExact.
+        concat!(
+            "CREATE TABLE IF NOT EXISTS log_hits (
+    service String,
+    log_id UInt64,
+    template_id UInt64,
+    time_ns UInt64
+) ENGINE = ReplacingMergeTree()
+PARTITION BY ",
+            day_of!("time_ns"),
+            "
+ORDER BY (service, log_id)"
+        ),
+        // One story per trace; a late span replaces it with a newer version.
+        concat!(
+            "CREATE TABLE IF NOT EXISTS stories (
+    trace_id String,
+    fingerprint UInt64,
+    root_service String,
+    root_operation String,
+    start_ns UInt64,
+    duration_ns UInt64,
+    span_count UInt32,
+    services Array(String),
+    edges Array(String),
+    error UInt8,
+    error_spans UInt32,
+    log_count UInt32,
+    truncated UInt8,
+    version_ns UInt64
+) ENGINE = ReplacingMergeTree(version_ns)
+PARTITION BY ",
+            day_of!("start_ns"),
+            "
+ORDER BY trace_id"
+        ),
+        // Seed 000: a ReplacingMergeTree by alert_id; every update is a newer version.
+        concat!(
+            "CREATE TABLE IF NOT EXISTS log_alerts (
+    alert_id UInt64,
+    kind String,
+    service String,
+    template_id UInt64,
+    template String,
+    first_at UInt64,
+    last_at UInt64,
+    count UInt64,
+    baseline Float64,
+    threshold Float64,
+    stored_ns UInt64,
+    updated_ns UInt64
+) ENGINE = ReplacingMergeTree(updated_ns)
+PARTITION BY ",
+            day_of!("first_at"),
+            "
+ORDER BY alert_id"
+        ),
+        // A mark per published version of an alert; republication looks for missing marks.
+        "CREATE TABLE IF NOT EXISTS log_alert_publications (
+    alert_id UInt64,
+    alert_updated_ns UInt64,
+    published_ns UInt64
+) ENGINE = ReplacingMergeTree(published_ns)
+ORDER BY (alert_id, alert_updated_ns)",
+        // Seed 000's key/value state: watermarks, heartbeats, masking epoch.
+        "CREATE TABLE IF NOT EXISTS logminer_state (
+    key String,
+    value String,
+    updated_ns UInt64
+) ENGINE = ReplacingMergeTree(updated_ns)
+ORDER BY key",
+        // Seed 003: the state of every (alert, target) pair; kept 30 days. created_ns is
+        // carried unchanged through a pair's updates, so all its versions share a partition.
+        concat!(
+            "CREATE TABLE IF NOT EXISTS notifier_deliveries (
+    alert_id UInt64,
+    target String,
+    status String,
+    attempts UInt32,
+    last_error String,
+    created_ns UInt64,
+    updated_ns UInt64
+) ENGINE = ReplacingMergeTree(updated_ns)
+PARTITION BY ",
+            day_of!("created_ns"),
+            "
+ORDER BY (alert_id, target)"
+        ),
+        // Samples the API's recorder scrapes from every service's /metrics.
+        concat!(
+            "CREATE TABLE IF NOT EXISTS pipeline_metrics (
+    ts_ns UInt64,
+    service String,
+    instance String,
+    metric String,
+    label_keys Array(String),
+    label_values Array(String),
+    value Float64
+) ENGINE = MergeTree()
+PARTITION BY ",
+            day_of!("ts_ns"),
+            "
+ORDER BY (service, metric, ts_ns)"
+        ),
+    ],
+}];
+
+/// Tables whose partitions are days, with the retention key that governs each.
+pub const DAY_PARTITIONED: &[(&str, RetentionKey)] = &[
+    ("spans", RetentionKey::Spans),
+    ("logs", RetentionKey::Logs),
+    ("log_hits", RetentionKey::LogHits),
+    ("stories", RetentionKey::Stories),
+    ("log_alerts", RetentionKey::LogAlerts),
+    ("notifier_deliveries", RetentionKey::NotifierDeliveries),
+    ("pipeline_metrics", RetentionKey::PipelineMetrics),
+];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RetentionKey {
+    Spans,
+    Logs,
+    LogHits,
+    Stories,
+    LogAlerts,
+    NotifierDeliveries,
+    PipelineMetrics,
+}
+
+impl RetentionKey {
+    pub fn days(self, retention: &crate::config::RetentionConfig) -> u32 {
+        match self {
+            RetentionKey::Spans => retention.spans_days,
+            RetentionKey::Logs => retention.logs_days,
+            RetentionKey::LogHits => retention.log_hits_days,
+            RetentionKey::Stories => retention.stories_days,
+            RetentionKey::LogAlerts => retention.log_alerts_days,
+            RetentionKey::NotifierDeliveries => retention.notifier_deliveries_days,
+            RetentionKey::PipelineMetrics => retention.pipeline_metrics_days,
+        }
+    }
+}
+
+/// Every table the schema creates, in creation order (for checks and tests).
+pub fn table_names() -> Vec<String> {
+    MIGRATIONS
+        .iter()
+        .flat_map(|m| m.statements.iter())
+        .filter_map(|s| s.strip_prefix("CREATE TABLE IF NOT EXISTS "))
+        .map(|rest| rest.split_whitespace().next().unwrap_or_default().to_string())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_increase_without_gaps() {
+        for (i, m) in MIGRATIONS.iter().enumerate() {
+            assert_eq!(m.version as usize, i + 1, "migration {} is out of order", m.name);
+        }
+    }
+
+    #[test]
+    fn every_day_partitioned_table_exists_in_the_schema() {
+        let tables = table_names();
+        for (table, _) in DAY_PARTITIONED {
+            assert!(tables.iter().any(|t| t == table), "{table} is not created by any migration");
+        }
+        assert!(tables.contains(&"notifier_deliveries".to_string()));
+        assert_eq!(tables.len(), 10);
+    }
+
+    #[test]
+    fn no_feature_missing_from_clickhouse_18_16_is_used() {
+        // INFRA.md lists what 18.16 lacks; any of these in DDL breaks our test server.
+        let forbidden = ["DateTime64", "Map(", " TTL ", "CODEC", "INDEX ", "IF NOT EXISTS ADD", "LowCardinality"];
+        for m in MIGRATIONS {
+            for s in m.statements {
+                for f in forbidden {
+                    assert!(!s.contains(f), "migration {} uses {f}", m.version);
+                }
+            }
+        }
+    }
+}
