@@ -22,6 +22,9 @@ _tayga() {
             tayga,config)
                 cmd="tayga__subcmd__config"
                 ;;
+            tayga,deliveries)
+                cmd="tayga__subcmd__deliveries"
+                ;;
             tayga,generate)
                 cmd="tayga__subcmd__generate"
                 ;;
@@ -36,6 +39,9 @@ _tayga() {
                 ;;
             tayga,mine)
                 cmd="tayga__subcmd__mine"
+                ;;
+            tayga,serve)
+                cmd="tayga__subcmd__serve"
                 ;;
             tayga,topics)
                 cmd="tayga__subcmd__topics"
@@ -58,11 +64,26 @@ _tayga() {
             tayga__subcmd__config__subcmd__help,show)
                 cmd="tayga__subcmd__config__subcmd__help__subcmd__show"
                 ;;
+            tayga__subcmd__deliveries,help)
+                cmd="tayga__subcmd__deliveries__subcmd__help"
+                ;;
+            tayga__subcmd__deliveries,show)
+                cmd="tayga__subcmd__deliveries__subcmd__show"
+                ;;
+            tayga__subcmd__deliveries__subcmd__help,help)
+                cmd="tayga__subcmd__deliveries__subcmd__help__subcmd__help"
+                ;;
+            tayga__subcmd__deliveries__subcmd__help,show)
+                cmd="tayga__subcmd__deliveries__subcmd__help__subcmd__show"
+                ;;
             tayga__subcmd__help,completions)
                 cmd="tayga__subcmd__help__subcmd__completions"
                 ;;
             tayga__subcmd__help,config)
                 cmd="tayga__subcmd__help__subcmd__config"
+                ;;
+            tayga__subcmd__help,deliveries)
+                cmd="tayga__subcmd__help__subcmd__deliveries"
                 ;;
             tayga__subcmd__help,generate)
                 cmd="tayga__subcmd__help__subcmd__generate"
@@ -79,6 +100,9 @@ _tayga() {
             tayga__subcmd__help,mine)
                 cmd="tayga__subcmd__help__subcmd__mine"
                 ;;
+            tayga__subcmd__help,serve)
+                cmd="tayga__subcmd__help__subcmd__serve"
+                ;;
             tayga__subcmd__help,topics)
                 cmd="tayga__subcmd__help__subcmd__topics"
                 ;;
@@ -87,6 +111,9 @@ _tayga() {
                 ;;
             tayga__subcmd__help__subcmd__config,show)
                 cmd="tayga__subcmd__help__subcmd__config__subcmd__show"
+                ;;
+            tayga__subcmd__help__subcmd__deliveries,show)
+                cmd="tayga__subcmd__help__subcmd__deliveries__subcmd__show"
                 ;;
             tayga__subcmd__help__subcmd__topics,create)
                 cmd="tayga__subcmd__help__subcmd__topics__subcmd__create"
@@ -119,7 +146,7 @@ _tayga() {
 
     case "${cmd}" in
         tayga)
-            opts="-h -V --config --json --help --version config migrate topics mine completions man generate help"
+            opts="-h -V --config --json --help --version config migrate topics serve deliveries mine completions man generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -264,6 +291,88 @@ _tayga() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        tayga__subcmd__deliveries)
+            opts="-h --config --json --help show help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        tayga__subcmd__deliveries__subcmd__help)
+            opts="show help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        tayga__subcmd__deliveries__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        tayga__subcmd__deliveries__subcmd__help__subcmd__show)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        tayga__subcmd__deliveries__subcmd__show)
+            opts="-h --alert-id --config --json --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --alert-id)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         tayga__subcmd__generate)
             opts="-h --root --config --json --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -287,7 +396,7 @@ _tayga() {
             return 0
             ;;
         tayga__subcmd__help)
-            opts="config migrate topics mine completions man generate help"
+            opts="config migrate topics serve deliveries mine completions man generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -343,6 +452,34 @@ _tayga() {
             return 0
             ;;
         tayga__subcmd__help__subcmd__config__subcmd__show)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        tayga__subcmd__help__subcmd__deliveries)
+            opts="show"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        tayga__subcmd__help__subcmd__deliveries__subcmd__show)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -413,6 +550,20 @@ _tayga() {
             return 0
             ;;
         tayga__subcmd__help__subcmd__mine)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        tayga__subcmd__help__subcmd__serve)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -527,6 +678,24 @@ _tayga() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        tayga__subcmd__serve)
+            opts="-h --config --json --help ingest writer assembler logminer notifier api all"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
                 --config)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0

@@ -39,6 +39,11 @@ pub enum Command {
     /// Create Tayga's Kafka topics, or show their partitions and consumer lag
     #[command(subcommand)]
     Topics(TopicsCommand),
+    /// Run one daemon, or every daemon in one process (`all`)
+    Serve(ServeArgs),
+    /// Show the delivery state of an alert to each webhook target
+    #[command(subcommand)]
+    Deliveries(DeliveriesCommand),
     /// Mine log templates from a plain log file, offline, with the logminer's engine
     Mine(crate::cmd::mine::MineArgs),
     /// Print a shell completion script
@@ -63,6 +68,34 @@ pub struct MigrateArgs {
     /// Print the DDL statements instead of running them
     #[arg(long)]
     pub print: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Service {
+    Ingest,
+    Writer,
+    Assembler,
+    Logminer,
+    Notifier,
+    Api,
+    /// Every service in one process (single-node install, demo)
+    All,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// The daemon to run
+    pub service: Service,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DeliveriesCommand {
+    /// The (alert, target) delivery rows of one alert: status, attempts, last error
+    Show {
+        /// The alert's id, as printed by `tayga alerts list` and sent in webhook payloads
+        #[arg(long, value_name = "ID")]
+        alert_id: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]

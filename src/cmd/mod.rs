@@ -3,9 +3,11 @@
 //! codes.
 
 pub mod config;
+pub mod deliveries;
 pub mod generate;
 pub mod migrate;
 pub mod mine;
+pub mod serve;
 pub mod topics;
 
 use std::io::Write;
@@ -25,6 +27,8 @@ pub async fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<()> {
         Command::Config(sub) => config::run(sub, cli.config.as_deref(), cli.json, out),
         Command::Migrate(args) => migrate::run(&load()?.config, args, cli.json, out).await,
         Command::Topics(sub) => topics::run(&load()?.config, sub, cli.json, out).await,
+        Command::Serve(args) => serve::run(load()?, args.service).await,
+        Command::Deliveries(sub) => deliveries::run(&load()?.config, sub, cli.json, out).await,
         Command::Mine(args) => mine::run(args, cli.json),
         Command::Completions(args) => generate::completions(args.shell, out),
         Command::Man(args) => generate::man(args.dir.as_deref(), out),

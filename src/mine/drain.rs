@@ -7,52 +7,118 @@ use std::collections::HashMap;
 const NONE: u32 = u32::MAX;
 const WILD: &str = "<*>";
 
-/// One template token.
+/// One template item.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Tok {
-    /// A constant: the line must repeat it exactly.
-    Lit(Box<str>),
-    /// `<*>`: anything.
+    /// A constant token; `word` says it has letters outside placeholders (`closed`,
+    /// `blk_<ID>`), as opposed to a value (`<NUM>`, `<IP>:<NUM>`, `-`), which must still
+    /// match but is no evidence that two lines say the same thing.
+    Lit(Box<str>, bool),
+    /// `<*>`: any one token.
     Wild,
     /// `pre<*>suf`: a variable that keeps the punctuation around it, e.g. `(<*>)` or
     /// `user=<*>`, so the template still says what the variable is.
     Part(Box<str>, Box<str>),
+    /// `<...>`: any number of tokens, zero included: a variable whose width varies
+    /// (`<1 sec` / `00:05`) or that is sometimes absent (`(1.2 KB)`).
+    Gap,
 }
 
+const GAP: &str = "<...>";
+
 impl Tok {
+    fn lit(s: &str) -> Tok {
+        Tok::Lit(s.into(), is_word(s))
+    }
+
     fn parse(s: &str) -> Tok {
         if s == WILD {
             return Tok::Wild;
         }
+        if s == GAP {
+            return Tok::Gap;
+        }
         match (s.find(WILD), s.rfind(WILD)) {
             (Some(first), Some(last)) => Tok::Part(s[..first].into(), s[last + WILD.len()..].into()),
-            _ => Tok::Lit(s.into()),
+            _ => Tok::lit(s),
         }
     }
 
     fn write(&self, out: &mut String) {
         match self {
-            Tok::Lit(s) => out.push_str(s),
+            Tok::Lit(s, _) => out.push_str(s),
             Tok::Wild => out.push_str(WILD),
             Tok::Part(p, s) => {
                 out.push_str(p);
                 out.push_str(WILD);
                 out.push_str(s);
             }
+            Tok::Gap => out.push_str(GAP),
         }
     }
 
-    /// How the token routes through the tree: `None` is the `<*>` branch.
+    /// How the item routes through the tree: `None` is the `<*>` branch. Values route
+    /// there too: a token that is only placeholders says nothing about which event this
+    /// is, and a list `<IP>,<IP>` must meet a single `<IP>`.
     fn route(&self, numeric: bool) -> Option<&str> {
         match self {
-            Tok::Lit(s) => route_str(s, numeric),
+            Tok::Lit(s, true) => route_str(s, numeric),
             _ => None,
         }
     }
+
+    fn fits(&self, l: &str) -> bool {
+        match self {
+            Tok::Lit(s, _) => **s == *l,
+            Tok::Wild => true,
+            Tok::Part(p, s) => part_matches(p, s, l),
+            Tok::Gap => false,
+        }
+    }
+
+    /// Could this item be (part of) a variable? Used to decide whether a span may change
+    /// width.
+    fn variable_like(&self) -> bool {
+        !matches!(self, Tok::Lit(_, true))
+    }
+}
+
+/// Has the token letters outside its placeholders?
+fn is_word(s: &str) -> bool {
+    let b = s.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'<' {
+            let close = b[i + 1..].iter().position(|&c| !(c.is_ascii_alphabetic() || c == b'*' || c == b'.'));
+            if let Some(k) = close {
+                if k > 0 && b[i + 1 + k] == b'>' {
+                    i += k + 2;
+                    continue;
+                }
+            }
+        }
+        if b[i].is_ascii_alphabetic() || b[i] >= 0x80 {
+            return true;
+        }
+        i += 1;
+    }
+    false
+}
+
+/// Units written after a number (`1.36 KB`, `<1 sec`): part of the quantity when a span
+/// changes width.
+fn is_unit(s: &str) -> bool {
+    let t = s.trim_matches(|c: char| c.is_ascii_punctuation());
+    matches!(
+        t,
+        "B" | "KB" | "kB" | "MB" | "GB" | "TB" | "KiB" | "MiB" | "GiB" | "TiB" | "bytes" | "ns" | "us"
+            | "ms" | "s" | "sec" | "secs" | "second" | "seconds" | "min" | "mins" | "minute"
+            | "minutes" | "h" | "hr" | "hrs" | "hour" | "hours" | "d" | "day" | "days"
+    )
 }
 
 fn route_str(s: &str, numeric: bool) -> Option<&str> {
-    if numeric && s.bytes().any(|c| c.is_ascii_digit()) {
+    if !is_word(s) || numeric && s.bytes().any(|c| c.is_ascii_digit()) {
         None
     } else {
         Some(s)
@@ -120,6 +186,11 @@ pub(crate) struct Cluster {
     pub tokens: Vec<Tok>,
     pub text: String,
     pub count: u64,
+    /// Word tokens in `tokens`: the denominator of the similarity.
+    words: usize,
+    /// Whether `tokens` holds a [`Tok::Gap`], so lines must be aligned, not compared
+    /// position by position.
+    gap: bool,
     leaf: u32,
     /// Towards the more recently used end of the LRU list.
     newer: u32,
@@ -134,6 +205,29 @@ pub(crate) struct Outcome {
     pub change: super::Change,
     pub evicted: Option<u64>,
 }
+
+/// How a line lines up with a template.
+#[derive(Debug)]
+enum Plan {
+    /// Same length, no gap: token `i` of the line against item `i`.
+    Positional,
+    /// The result of [`align`].
+    Aligned(Vec<Step>),
+}
+
+#[derive(Debug, Clone)]
+enum Step {
+    /// Item `.0` against token `.1`.
+    Pair(usize, usize),
+    /// Items and tokens that become one [`Tok::Gap`].
+    Flex,
+}
+
+/// Longest token sequence aligned with dynamic programming; longer lines only meet
+/// templates of their own length.
+const MAX_ALIGN: usize = 64;
+/// How far apart in length a line and a template may be to be aligned.
+const MAX_DELTA: usize = 6;
 
 #[derive(Debug)]
 pub(crate) struct Tree {
@@ -154,6 +248,9 @@ pub(crate) struct Tree {
     frontier: Vec<u32>,
     next: Vec<u32>,
 }
+
+/// The best candidate so far: similarity, wildcard count, id, slot, plan.
+type Best = Option<(f64, usize, u64, u32, Plan)>;
 
 impl Tree {
     pub fn new(cfg: &DrainConfig) -> Tree {
@@ -215,15 +312,14 @@ impl Tree {
     /// its template text (only called when a cluster is born, so ids cost nothing on the
     /// hot path).
     pub fn add(&mut self, line: Line<'_>, birth_id: &mut dyn FnMut(&str) -> u64) -> Outcome {
-        if let Some(slot) = self.best_match(line) {
-            let change = self.merge(slot, line);
+        if let Some((slot, plan)) = self.best_match(line) {
+            let change = self.merge(slot, line, plan);
             self.touch(slot);
-            let c = self.cluster_mut(slot);
-            c.count += 1;
+            self.cluster_mut(slot).count += 1;
             return Outcome { slot, change, evicted: None };
         }
 
-        let mut tokens: Vec<Tok> = (0..line.len()).map(|i| Tok::Lit(line.get(i).into())).collect();
+        let mut tokens: Vec<Tok> = (0..line.len()).map(|i| Tok::lit(line.get(i))).collect();
         let path = self.path_for(&mut tokens, false);
         let text = render(&tokens);
         let id = birth_id(&text);
@@ -231,12 +327,24 @@ impl Tree {
             // The line's template is the birth template of a live cluster that no longer
             // reaches the threshold for it (its text generalised too far). Two clusters
             // must never share an id, and this line is that template's, so it joins it.
-            let change = self.merge(slot, line);
+            self.prune(path);
+            let c = self.cluster(slot);
+            let plan = if !c.gap && c.tokens.len() == line.len() {
+                Some(Plan::Positional)
+            } else {
+                align(&c.tokens, line, 0.0).map(|(_, _, steps)| Plan::Aligned(steps))
+            };
+            let change = match plan {
+                Some(plan) => self.merge(slot, line, plan),
+                None => super::Change::Unchanged,
+            };
             self.touch(slot);
             self.cluster_mut(slot).count += 1;
             return Outcome { slot, change, evicted: None };
         }
         let evicted = self.make_room();
+        // Eviction may have pruned the nodes of the path just made.
+        let path = if evicted.is_some() { self.path_for(&mut tokens, false) } else { path };
         let slot = self.insert(id, tokens, text, 1, path);
         Outcome { slot, change: super::Change::New, evicted }
     }
@@ -247,10 +355,10 @@ impl Tree {
         if let Some(&slot) = self.by_id.get(&id) {
             self.remove(slot);
         }
+        let evicted = self.make_room();
         let mut tokens: Vec<Tok> = template.split_ascii_whitespace().map(Tok::parse).collect();
         let path = self.path_for(&mut tokens, true);
         let text = render(&tokens);
-        let evicted = self.make_room();
         self.insert(id, tokens, text, count, path);
         evicted
     }
@@ -280,8 +388,11 @@ impl Tree {
                 n
             }
         };
+        let mut after_gap = false;
         for tok in tokens.iter_mut().take(self.levels) {
-            let key = tok.route(self.numeric).map(Box::<str>::from);
+            // Past a gap, positions no longer line up with the line's tokens.
+            after_gap |= *tok == Tok::Gap;
+            let key = if after_gap { None } else { tok.route(self.numeric).map(Box::<str>::from) };
             node = match key {
                 Some(key) => match self.node(node).children.get(&key) {
                     Some(&child) => child,
@@ -326,7 +437,9 @@ impl Tree {
     }
 
     fn insert(&mut self, id: u64, tokens: Vec<Tok>, text: String, count: u64, leaf: u32) -> u32 {
-        let cluster = Cluster { id, tokens, text, count, leaf, newer: NONE, older: NONE };
+        let words = tokens.iter().filter(|t| matches!(t, Tok::Lit(_, true))).count();
+        let gap = tokens.contains(&Tok::Gap);
+        let cluster = Cluster { id, tokens, text, count, words, gap, leaf, newer: NONE, older: NONE };
         let slot = match self.free_clusters.pop() {
             Some(s) => {
                 self.clusters[s as usize] = Some(cluster);
@@ -347,14 +460,24 @@ impl Tree {
     /// number of live clusters.
     fn remove(&mut self, slot: u32) {
         self.unlink(slot);
+        self.detach(slot);
         let c = self.clusters[slot as usize].take().expect("live cluster");
         self.free_clusters.push(slot);
         self.by_id.remove(&c.id);
-        let leaf = self.node_mut(c.leaf);
+    }
+
+    /// Takes a cluster out of its leaf.
+    fn detach(&mut self, slot: u32) {
+        let leaf_idx = self.cluster(slot).leaf;
+        let leaf = self.node_mut(leaf_idx);
         if let Some(pos) = leaf.clusters.iter().position(|&s| s == slot) {
             leaf.clusters.swap_remove(pos);
         }
-        let mut n = c.leaf;
+        self.prune(leaf_idx);
+    }
+
+    /// Frees a node left empty, and its ancestors that only it kept alive.
+    fn prune(&mut self, mut n: u32) {
         loop {
             let node = self.node(n);
             if !node.clusters.is_empty() || !node.children.is_empty() || node.wild != NONE {
@@ -379,17 +502,18 @@ impl Tree {
         }
     }
 
-    /// The most similar cluster at or above the threshold. A line searches both the
-    /// branch of its own token and the `<*>` branch at every level (Drain follows only
-    /// one), so a template that generalised a routing token still catches the lines whose
-    /// token has a branch of its own.
-    fn best_match(&mut self, line: Line<'_>) -> Option<u32> {
-        let &root = self.roots.get(&line.len())?;
+    /// The leaves a line of `len` tokens routed by `line`'s first tokens can reach. A
+    /// line searches both the branch of its own token and the `<*>` branch at every level
+    /// (Drain follows only one), so a template that generalised a routing token still
+    /// catches the lines whose token has a branch of its own.
+    fn leaves(&mut self, len: usize, line: Line<'_>) -> Vec<u32> {
         let mut frontier = std::mem::take(&mut self.frontier);
         let mut next = std::mem::take(&mut self.next);
         frontier.clear();
-        frontier.push(root);
-        for level in 0..self.levels.min(line.len()) {
+        if let Some(&root) = self.roots.get(&len) {
+            frontier.push(root);
+        }
+        for level in 0..self.levels.min(len).min(line.len()) {
             next.clear();
             let key = route_str(line.get(level), self.numeric);
             for &n in &frontier {
@@ -405,53 +529,81 @@ impl Tree {
             }
             std::mem::swap(&mut frontier, &mut next);
         }
+        self.next = next;
+        frontier
+    }
 
-        let mut best: Option<(f64, usize, u64, u32)> = None;
-        for &n in &frontier {
+    /// The most similar cluster at or above the threshold: among templates of the line's
+    /// length first, and only when none qualifies among templates a few tokens longer or
+    /// shorter, which can only be joined through a gap.
+    fn best_match(&mut self, line: Line<'_>) -> Option<(u32, Plan)> {
+        let mut best: Best = None;
+        let leaves = self.leaves(line.len(), line);
+        for &n in &leaves {
             for &slot in &self.node(n).clusters {
                 let c = self.cluster(slot);
-                let Some((sim, params)) = similarity(&c.tokens, line, self.sim_th) else {
-                    continue;
+                let scored = if c.gap {
+                    align(&c.tokens, line, self.sim_th).map(|(s, p, steps)| (s, p, Plan::Aligned(steps)))
+                } else {
+                    positional(c, line, self.sim_th).map(|(s, p)| (s, p, Plan::Positional))
                 };
-                // Ties go to the more specific template (a general one would swallow the
-                // lines a specific one was made for), then to the smaller id, so the
-                // choice never depends on the order clusters were created or restored in.
-                let better = match best {
-                    None => true,
-                    Some((bs, bp, bid, _)) => {
-                        sim > bs || sim == bs && (params < bp || params == bp && c.id < bid)
+                consider(&mut best, c.id, slot, scored);
+            }
+        }
+        self.frontier = leaves;
+        if best.is_none() && line.len() <= MAX_ALIGN {
+            let n = line.len();
+            for delta in 1..=MAX_DELTA {
+                for len in [n.checked_sub(delta), Some(n + delta)].into_iter().flatten() {
+                    let leaves = self.leaves(len, line);
+                    for &leaf in &leaves {
+                        for &slot in &self.node(leaf).clusters {
+                            let c = self.cluster(slot);
+                            let scored = align(&c.tokens, line, self.sim_th).map(|(s, p, steps)| (s, p, Plan::Aligned(steps)));
+                            consider(&mut best, c.id, slot, scored);
+                        }
                     }
-                };
-                if better {
-                    best = Some((sim, params, c.id, slot));
+                    self.frontier = leaves;
                 }
             }
         }
-        self.frontier = frontier;
-        self.next = next;
-        best.map(|(_, _, _, slot)| slot)
+        best.map(|(_, _, _, slot, plan)| (slot, plan))
     }
 
     /// Generalises the template where the line differs; reports whether the text changed.
-    fn merge(&mut self, slot: u32, line: Line<'_>) -> super::Change {
-        let c = self.cluster_mut(slot);
-        let mut changed = false;
-        for (i, tok) in c.tokens.iter_mut().enumerate() {
-            let l = line.get(i);
-            let merged = match tok {
-                Tok::Wild => continue,
-                Tok::Lit(s) if **s == *l => continue,
-                Tok::Lit(s) => affix_merge(s, s, l, true),
-                Tok::Part(p, s) if part_matches(p, s, l) => continue,
-                Tok::Part(p, s) => affix_merge(p, s, l, false),
-            };
-            *tok = merged;
-            changed = true;
-        }
-        if !changed {
+    fn merge(&mut self, slot: u32, line: Line<'_>, plan: Plan) -> super::Change {
+        let c = self.cluster(slot);
+        let merged: Vec<Tok> = match &plan {
+            Plan::Positional => c.tokens.iter().enumerate().map(|(i, t)| generalise(t, line.get(i))).collect(),
+            Plan::Aligned(steps) => {
+                let mut out = Vec::with_capacity(c.tokens.len());
+                for step in steps {
+                    match *step {
+                        Step::Pair(i, j) => out.push(generalise(&c.tokens[i], line.get(j))),
+                        Step::Flex => {
+                            if out.last() != Some(&Tok::Gap) {
+                                out.push(Tok::Gap);
+                            }
+                        }
+                    }
+                }
+                out
+            }
+        };
+        if merged == c.tokens {
             return super::Change::Unchanged;
         }
+        // A new length or routing means a new leaf.
+        self.detach(slot);
+        let mut merged = merged;
+        let leaf = self.path_for(&mut merged, false);
+        let c = self.cluster_mut(slot);
+        c.words = merged.iter().filter(|t| matches!(t, Tok::Lit(_, true))).count();
+        c.gap = merged.contains(&Tok::Gap);
+        c.tokens = merged;
+        c.leaf = leaf;
         let previous = std::mem::replace(&mut c.text, render(&c.tokens));
+        self.node_mut(leaf).clusters.push(slot);
         super::Change::Generalised { previous }
     }
 
@@ -505,6 +657,22 @@ impl Tree {
     }
 }
 
+/// Keeps the better of two candidates. Ties go to the more specific template (a general
+/// one would swallow the lines a specific one was made for), then to the smaller id, so
+/// the choice never depends on the order clusters were created or restored in.
+fn consider(best: &mut Best, id: u64, slot: u32, scored: Option<(f64, usize, Plan)>) {
+    let Some((sim, params, plan)) = scored else {
+        return;
+    };
+    let better = match best {
+        None => true,
+        Some((bs, bp, bid, _, _)) => sim > *bs || sim == *bs && (params < *bp || params == *bp && id < *bid),
+    };
+    if better {
+        *best = Some((sim, params, id, slot, plan));
+    }
+}
+
 pub(crate) fn render(tokens: &[Tok]) -> String {
     let mut out = String::new();
     for (i, t) in tokens.iter().enumerate() {
@@ -521,53 +689,176 @@ fn part_matches(p: &str, s: &str, l: &str) -> bool {
     l.len() >= p.len() + s.len() && l.starts_with(p) && l.ends_with(s)
 }
 
-/// Similarity of a line to a template: the share of the template's constant tokens the
-/// line repeats exactly. Drain divides by all tokens, so every wildcard a template learns
-/// makes it harder to join, and a well-learned template ends up rejecting its own lines;
-/// leaving wildcards out of the ratio keeps the threshold's meaning as the template
-/// generalises. Returns `None` below the threshold (with an early exit once it cannot be
-/// reached), else the similarity and the number of wildcard positions.
+/// The item that covers both the template item and the line token.
+fn generalise(t: &Tok, l: &str) -> Tok {
+    match t {
+        Tok::Lit(s, _) if **s == *l => t.clone(),
+        Tok::Lit(s, _) => affix_merge(s, s, l, true),
+        Tok::Part(p, s) if part_matches(p, s, l) => t.clone(),
+        Tok::Part(p, s) => affix_merge(p, s, l, false),
+        Tok::Wild | Tok::Gap => t.clone(),
+    }
+}
+
+/// Similarity of a line to a same-length template, position by position: the share of
+/// the template's words the line repeats. Drain divides by all tokens, so every wildcard
+/// a template learns makes it harder to join, and a well-learned template ends up
+/// rejecting its own lines; and it counts matching placeholders (`<NUM>` = `<NUM>`) as
+/// evidence, so short lines of numbers merge whatever they say. Here wildcards and values
+/// are left out of the ratio, except that a value the line does not repeat counts
+/// against it. Returns `None` below the threshold (exiting as soon as it cannot be
+/// reached), else the similarity and the number of wildcards.
 #[inline]
-fn similarity(tokens: &[Tok], line: Line<'_>, th: f64) -> Option<(f64, usize)> {
+fn positional(c: &Cluster, line: Line<'_>, th: f64) -> Option<(f64, usize)> {
+    let words = c.words;
+    let mut word_misses = 0usize;
+    let mut value_misses = 0usize;
     let mut params = 0usize;
-    let mut constants = 0usize;
-    for t in tokens {
-        if !matches!(t, Tok::Lit(_)) {
-            params += 1;
-        } else {
-            constants += 1;
-        }
-    }
-    if constants == 0 {
-        return Some((1.0, params));
-    }
-    let allowed_misses = constants - (th * constants as f64).ceil().max(0.0) as usize;
-    let mut misses = 0usize;
-    for (i, t) in tokens.iter().enumerate() {
+    for (i, t) in c.tokens.iter().enumerate() {
         let l = line.get(i);
-        match t {
-            Tok::Lit(s) => {
-                if **s != *l {
-                    misses += 1;
-                    if misses > allowed_misses {
-                        return None;
-                    }
+        let miss = match t {
+            Tok::Lit(s, w) => {
+                if **s == *l {
+                    continue;
                 }
+                *w
             }
-            Tok::Wild => {}
+            Tok::Wild => {
+                params += 1;
+                continue;
+            }
             Tok::Part(p, s) => {
-                // A partial wildcard the line does not fit is as good as a miss.
-                if !part_matches(p, s, l) {
-                    misses += 1;
-                    if misses > allowed_misses {
-                        return None;
-                    }
+                params += 1;
+                if part_matches(p, s, l) {
+                    continue;
                 }
+                false
             }
+            Tok::Gap => unreachable!("gap templates are aligned"),
+        };
+        if miss {
+            word_misses += 1;
+        } else {
+            value_misses += 1;
+        }
+        if ((words - word_misses) as f64) < th * (words + value_misses) as f64 {
+            return None;
         }
     }
-    let sim = (constants - misses.min(constants)) as f64 / constants as f64;
+    let denom = words + value_misses;
+    let sim = if denom == 0 { 1.0 } else { (words - word_misses) as f64 / denom as f64 };
     (sim >= th).then_some((sim, params))
+}
+
+/// Aligns a line with a template of another length, or one with gaps: a weighted longest
+/// common subsequence, then every stretch between aligned tokens is either the same width
+/// on both sides (compared position by position) or made only of values and units on
+/// both sides (it becomes a gap). A stretch that changes width and holds a word rejects
+/// the template: `rhost=<IP>` never joins `rhost=<IP> user=root`, but `bytes sent` joins
+/// `bytes (<NUM>.<NUM> KB) sent`. Scored like [`positional`].
+fn align(t: &[Tok], line: Line<'_>, th: f64) -> Option<(f64, usize, Vec<Step>)> {
+    let (m, n) = (t.len(), line.len());
+    if m > MAX_ALIGN || n > MAX_ALIGN {
+        return None;
+    }
+    let w = n + 1;
+    let score = |i: usize, j: usize| -> u16 {
+        match &t[i] {
+            Tok::Lit(s, word) if **s == *line.get(j) => {
+                if *word {
+                    3
+                } else {
+                    2
+                }
+            }
+            Tok::Wild => 1,
+            Tok::Part(p, s) if part_matches(p, s, line.get(j)) => 1,
+            _ => 0,
+        }
+    };
+    // Suffix table, so the trace runs forwards and prefers the earliest pairing.
+    let mut dp = vec![0u16; (m + 1) * w];
+    for i in (0..m).rev() {
+        for j in (0..n).rev() {
+            let mut best = dp[(i + 1) * w + j].max(dp[i * w + j + 1]);
+            let s = score(i, j);
+            if s > 0 {
+                best = best.max(dp[(i + 1) * w + j + 1] + s);
+            }
+            dp[i * w + j] = best;
+        }
+    }
+    let mut pairs = Vec::new();
+    let (mut i, mut j) = (0, 0);
+    while i < m && j < n {
+        let s = score(i, j);
+        if s > 0 && dp[i * w + j] == dp[(i + 1) * w + j + 1] + s {
+            pairs.push((i, j));
+            i += 1;
+            j += 1;
+        } else if dp[i * w + j] == dp[(i + 1) * w + j] {
+            i += 1;
+        } else {
+            j += 1;
+        }
+    }
+    pairs.push((m, n));
+
+    let mut steps = Vec::with_capacity(m.max(n));
+    let (mut words, mut word_misses, mut value_misses) = (0usize, 0usize, 0usize);
+    let (mut ti, mut lj) = (0, 0);
+    for &(pi, pj) in &pairs {
+        let (items, toks) = (ti..pi, lj..pj);
+        let has_gap = t[items.clone()].contains(&Tok::Gap);
+        if !has_gap && items.len() == toks.len() {
+            for (a, b) in items.zip(toks) {
+                steps.push(Step::Pair(a, b));
+                match &t[a] {
+                    Tok::Lit(s, true) => {
+                        words += 1;
+                        word_misses += usize::from(**s != *line.get(b));
+                    }
+                    other => value_misses += usize::from(!other.fits(line.get(b))),
+                }
+            }
+        } else if !items.is_empty() || !toks.is_empty() {
+            let items_ok = flex_ok(t[items].iter().map(|x| (x.variable_like(), matches!(x, Tok::Lit(s, true) if is_unit(s)))));
+            let toks_ok = flex_ok(toks.map(|k| {
+                let s = line.get(k);
+                (!is_word(s), is_unit(s))
+            }));
+            if !(items_ok && toks_ok) {
+                return None;
+            }
+            steps.push(Step::Flex);
+        }
+        if pi < m {
+            steps.push(Step::Pair(pi, pj));
+            if matches!(t[pi], Tok::Lit(_, true)) {
+                words += 1;
+            }
+        }
+        ti = pi + 1;
+        lj = pj + 1;
+    }
+    let denom = words + value_misses;
+    let sim = if denom == 0 { 1.0 } else { (words - word_misses) as f64 / denom as f64 };
+    let params = t.iter().filter(|x| !matches!(x, Tok::Lit(..))).count();
+    (sim >= th).then_some((sim, params, steps))
+}
+
+/// A stretch may change width when it is only values, each optionally followed by units
+/// (`<NUM>.<NUM> KB)`, `<<NUM> sec`).
+fn flex_ok(items: impl Iterator<Item = (bool, bool)>) -> bool {
+    let mut after_value = false;
+    for (variable, unit) in items {
+        if variable {
+            after_value = true;
+        } else if !(unit && after_value) {
+            return false;
+        }
+    }
+    true
 }
 
 /// Can an affix end (prefix) or start (suffix) at this character? Punctuation, but not
@@ -623,7 +914,7 @@ mod tests {
 
     #[test]
     fn token_parse_round_trips() {
-        for t in ["<*>", "(<*>)", "user=<*>", "plain", "<NUM>", ""] {
+        for t in ["<*>", "(<*>)", "user=<*>", "plain", "<NUM>", "", "<...>"] {
             let mut s = String::new();
             Tok::parse(t).write(&mut s);
             assert_eq!(s, t);

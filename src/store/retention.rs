@@ -21,6 +21,14 @@ struct PartitionId {
     partition: String,
 }
 
+/// Day partitions of a table older than a cut-off. Binds: database, table, now (seconds),
+/// retention (days).
+pub const EXPIRED_PARTITIONS_SQL: &str = "SELECT partition FROM system.parts
+WHERE database = ? AND table = ? AND active
+GROUP BY partition
+HAVING toUInt32(partition) < toYYYYMMDD(toDate(toDateTime(?)) - ?)
+ORDER BY partition";
+
 /// Drops every day partition older than its table's retention, judged at `now_secs`.
 /// Returns what was dropped.
 pub async fn drop_expired(store: &Store, retention: &RetentionConfig, now_secs: u64) -> Result<Vec<DroppedPartition>, StoreError> {
@@ -32,13 +40,7 @@ pub async fn drop_expired(store: &Store, retention: &RetentionConfig, now_secs: 
         }
         let expired = store
             .client()
-            .query(
-                "SELECT partition FROM system.parts
-                 WHERE database = ? AND table = ? AND active
-                 GROUP BY partition
-                 HAVING toUInt32(partition) < toYYYYMMDD(toDate(toDateTime(?)) - ?)
-                 ORDER BY partition",
-            )
+            .query(EXPIRED_PARTITIONS_SQL)
             .bind(store.database())
             .bind(*table)
             .bind(now_secs)

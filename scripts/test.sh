@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The whole test suite, on a fresh machine or a developer's: installs what is missing
+# (ClickHouse 18.16, the Tansu broker, chdb-core for the portability test), starts the
+# services that are not already answering, runs every test, and stops what it started.
+# Extra arguments go to `cargo test` (e.g. scripts/test.sh --test cli).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+svc=scripts/services.sh
+started=()
+cleanup() {
+  for s in "${started[@]}"; do "$svc" "stop-$s" || true; done
+}
+trap cleanup EXIT
+
+"$svc" install
+python3 -c 'import chdb' 2>/dev/null || python3 -m pip install -q chdb-core
+
+status=$("$svc" status)
+grep -q '^clickhouse: up' <<<"$status" || { "$svc" start-clickhouse; started+=(clickhouse); }
+grep -q '^broker: up' <<<"$status" || { "$svc" start-broker; started+=(broker); }
+
+cargo test --locked "$@"

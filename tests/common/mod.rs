@@ -1,0 +1,116 @@
+//! The integration-test harness. Each test gets its own ClickHouse database and topic
+//! prefix, so tests running in parallel (and several checkouts on one machine) never see
+//! each other's data; both are removed when the environment is dropped. Tests wait for
+//! conditions with deadlines and never sleep a fixed time.
+#![allow(dead_code)]
+
+use std::future::Future;
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use rdkafka::admin::{AdminClient, AdminOptions};
+use rdkafka::client::DefaultClientContext;
+use tayga::config::Config;
+use tayga::store::Store;
+
+static NEXT_ID: AtomicU32 = AtomicU32::new(0);
+
+pub struct TestEnv {
+    pub name: String,
+    pub config: Config,
+}
+
+impl TestEnv {
+    /// A fresh database and topic prefix named after the test. Fails at once, saying how
+    /// to start them, when ClickHouse or the broker does not answer.
+    pub fn new(test: &str) -> TestEnv {
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        let name = format!("t_{}_{}_{}", test, std::process::id(), id).replace('-', "_");
+        let mut config = Config::default();
+        if let Ok(url) = std::env::var("TAYGA_TEST_CLICKHOUSE_URL") {
+            config.clickhouse.url = url;
+        }
+        if let Ok(brokers) = std::env::var("TAYGA_TEST_KAFKA_BROKERS") {
+            config.kafka.brokers = brokers;
+        }
+        config.clickhouse.database = name.clone();
+        config.kafka.topic_prefix = name.clone();
+        TestEnv { name, config }
+    }
+
+    pub fn store(&self) -> Store {
+        Store::new(&self.config.clickhouse)
+    }
+
+    /// A Store with this test's schema applied.
+    pub async fn migrated_store(&self) -> Store {
+        let store = self.store();
+        tayga::store::migrate::migrate(&store).await.unwrap_or_else(|e| {
+            panic!("migrate failed: {e}\n(is ClickHouse running? start it with scripts/services.sh start)")
+        });
+        store
+    }
+
+    /// The `tayga` binary with this test's database and topic prefix in its environment.
+    pub fn tayga(&self) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_tayga"));
+        cmd.env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("TAYGA_CLICKHOUSE_URL", &self.config.clickhouse.url)
+            .env("TAYGA_CLICKHOUSE_DATABASE", &self.config.clickhouse.database)
+            .env("TAYGA_KAFKA_BROKERS", &self.config.kafka.brokers)
+            .env("TAYGA_KAFKA_TOPIC_PREFIX", &self.config.kafka.topic_prefix)
+            // Never pick up a developer's ./tayga.toml.
+            .current_dir(std::env::temp_dir());
+        cmd
+    }
+}
+
+impl Drop for TestEnv {
+    fn drop(&mut self) {
+        let config = self.config.clone();
+        // Drop may run inside a test's runtime, which cannot block: clean up on a thread
+        // with a runtime of its own.
+        let _ = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            rt.block_on(async {
+                let _ = Store::new(&config.clickhouse).drop_database().await;
+                let names = config.names();
+                let topics = [names.signals, names.logs, names.stories, names.alerts];
+                if let Ok(admin) = tayga::bus::client_config(&config.kafka).create::<AdminClient<DefaultClientContext>>() {
+                    let refs: Vec<&str> = topics.iter().map(String::as_str).collect();
+                    let options = AdminOptions::new().operation_timeout(Some(Duration::from_secs(5)));
+                    let _ = tokio::time::timeout(Duration::from_secs(10), admin.delete_topics(&refs, &options)).await;
+                }
+            });
+        })
+        .join();
+    }
+}
+
+/// Runs a command and returns its output, with stdout and stderr as text.
+pub fn run(cmd: &mut Command) -> (Output, String, String) {
+    let output = cmd.output().expect("the tayga binary runs");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    (output, stdout, stderr)
+}
+
+/// Polls `check` until it returns `Some`, or panics naming `what` after `timeout`.
+pub async fn wait_for<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            panic!("timed out after {timeout:?} waiting for {what}");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
