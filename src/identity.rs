@@ -21,6 +21,38 @@ pub fn template_id(service: &str, template: &str) -> u64 {
     hash_fields(&[b"template", service.as_bytes(), template.as_bytes()])
 }
 
+/// A log's id: a hash of its service and its canonical content: what the application
+/// emitted (time, severity, body, trace context, attributes, resource, scope), not when or
+/// how Tayga received it. Attributes are sorted by key, since their order carries no meaning.
+pub fn log_id(row: &crate::store::LogRow) -> u64 {
+    fn sorted_pairs(keys: &[String], values: &[String]) -> Vec<u8> {
+        let mut pairs: Vec<(&String, &String)> = keys.iter().zip(values).collect();
+        pairs.sort();
+        let mut out = Vec::new();
+        for (k, v) in pairs {
+            out.extend_from_slice(k.as_bytes());
+            out.push(0xFE);
+            out.extend_from_slice(v.as_bytes());
+            out.push(0xFE);
+        }
+        out
+    }
+    let time = row.time_ns.to_le_bytes();
+    hash_fields(&[
+        b"log",
+        row.service.as_bytes(),
+        &time,
+        &[row.severity_number],
+        row.severity_text.as_bytes(),
+        row.body.as_bytes(),
+        row.trace_id.as_bytes(),
+        row.span_id.as_bytes(),
+        &sorted_pairs(&row.attr_keys, &row.attr_values),
+        &sorted_pairs(&row.resource_keys, &row.resource_values),
+        row.scope_name.as_bytes(),
+    ])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
