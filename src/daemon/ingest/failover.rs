@@ -1,0 +1,189 @@
+//! Which ingest path carries a request (seed 001, "Failover, and why it is a breaker").
+//!
+//! Two paths: the broker ("redpanda") and ClickHouse directly ("direct"). A path that fails
+//! is marked down and skipped; only the background probe brings it back, and not before its
+//! cooldown has passed, so a client's request never pays to rediscover a dead path. The
+//! broker starts down-until-probed: the log is probed before it is published to. The
+//! policy orders the paths; it never removes one. Pure state: time comes in as arguments.
+
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::config::PipelinePolicy;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Path {
+    Redpanda,
+    Direct,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PathState {
+    Up,
+    /// Failed at `since`; skipped until a probe succeeds after the cooldown.
+    Down { since: Instant },
+    /// Never probed yet (the broker at boot).
+    Unprobed,
+}
+
+#[derive(Debug, Clone)]
+pub struct Failover {
+    policy: PipelinePolicy,
+    cooldown: Duration,
+    redpanda: PathState,
+    direct: PathState,
+}
+
+/// What `/health` reports under `ingest`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Health {
+    pub policy: PipelinePolicy,
+    /// The path the next request takes, or "none" when both are down.
+    pub using: &'static str,
+    pub redpanda: &'static str,
+    pub direct: &'static str,
+}
+
+impl Failover {
+    pub fn new(policy: PipelinePolicy, cooldown: Duration) -> Failover {
+        Failover { policy, cooldown, redpanda: PathState::Unprobed, direct: PathState::Up }
+    }
+
+    fn state(&self, path: Path) -> PathState {
+        match path {
+            Path::Redpanda => self.redpanda,
+            Path::Direct => self.direct,
+        }
+    }
+
+    fn set(&mut self, path: Path, state: PathState) {
+        match path {
+            Path::Redpanda => self.redpanda = state,
+            Path::Direct => self.direct = state,
+        }
+    }
+
+    /// The preference order: `direct` pins direct first; `auto` and `redpanda` prefer the log.
+    pub fn preference(&self) -> [Path; 2] {
+        match self.policy {
+            PipelinePolicy::Direct => [Path::Direct, Path::Redpanda],
+            PipelinePolicy::Auto | PipelinePolicy::Redpanda => [Path::Redpanda, Path::Direct],
+        }
+    }
+
+    /// The paths a request may try, in order; empty means refuse at once (503).
+    pub fn usable(&self) -> Vec<Path> {
+        self.preference().into_iter().filter(|p| self.state(*p) == PathState::Up).collect()
+    }
+
+    /// A request failed on `path`: skip it from now on.
+    pub fn failed(&mut self, path: Path, now: Instant) {
+        if !matches!(self.state(path), PathState::Down { .. }) {
+            self.set(path, PathState::Down { since: now });
+        }
+    }
+
+    /// Paths the probe should check now: down ones whose cooldown has passed, and the
+    /// broker before its first probe.
+    pub fn due_for_probe(&self, now: Instant) -> Vec<Path> {
+        [Path::Redpanda, Path::Direct]
+            .into_iter()
+            .filter(|p| match self.state(*p) {
+                PathState::Up => false,
+                PathState::Unprobed => true,
+                PathState::Down { since } => now.duration_since(since) >= self.cooldown,
+            })
+            .collect()
+    }
+
+    /// The probe's answer for `path`. A failed probe restarts the cooldown.
+    pub fn probed(&mut self, path: Path, ok: bool, now: Instant) {
+        self.set(path, if ok { PathState::Up } else { PathState::Down { since: now } });
+    }
+
+    pub fn is_up(&self, path: Path) -> bool {
+        self.state(path) == PathState::Up
+    }
+
+    pub fn health(&self) -> Health {
+        let word = |p: Path| if self.is_up(p) { "up" } else { "down" };
+        Health {
+            policy: self.policy,
+            using: match self.usable().first() {
+                Some(Path::Redpanda) => "redpanda",
+                Some(Path::Direct) => "direct",
+                None => "none",
+            },
+            redpanda: word(Path::Redpanda),
+            direct: word(Path::Direct),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const COOLDOWN: Duration = Duration::from_secs(30);
+
+    #[test]
+    fn the_broker_is_probed_before_it_is_published_to() {
+        let now = Instant::now();
+        let mut f = Failover::new(PipelinePolicy::Auto, COOLDOWN);
+        assert_eq!(f.usable(), vec![Path::Direct]);
+        assert_eq!(f.health().using, "direct");
+        assert_eq!(f.due_for_probe(now), vec![Path::Redpanda]);
+        f.probed(Path::Redpanda, true, now);
+        assert_eq!(f.usable(), vec![Path::Redpanda, Path::Direct]);
+        assert_eq!(f.health().using, "redpanda");
+    }
+
+    #[test]
+    fn a_failed_path_is_skipped_until_a_probe_after_the_cooldown() {
+        let t0 = Instant::now();
+        let mut f = Failover::new(PipelinePolicy::Auto, COOLDOWN);
+        f.probed(Path::Redpanda, true, t0);
+        f.failed(Path::Redpanda, t0);
+        assert_eq!(f.usable(), vec![Path::Direct], "the next request goes straight to direct");
+        assert!(f.due_for_probe(t0 + COOLDOWN / 2).is_empty(), "no probe inside the cooldown");
+        assert_eq!(f.due_for_probe(t0 + COOLDOWN), vec![Path::Redpanda]);
+        f.probed(Path::Redpanda, false, t0 + COOLDOWN);
+        assert!(f.due_for_probe(t0 + COOLDOWN + COOLDOWN / 2).is_empty(), "a failed probe restarts the cooldown");
+        f.probed(Path::Redpanda, true, t0 + 2 * COOLDOWN);
+        assert_eq!(f.usable()[0], Path::Redpanda);
+    }
+
+    #[test]
+    fn both_down_means_refuse_at_once() {
+        let t0 = Instant::now();
+        let mut f = Failover::new(PipelinePolicy::Redpanda, COOLDOWN);
+        f.failed(Path::Direct, t0);
+        assert!(f.usable().is_empty());
+        assert_eq!(
+            f.health(),
+            Health { policy: PipelinePolicy::Redpanda, using: "none", redpanda: "down", direct: "down" }
+        );
+    }
+
+    #[test]
+    fn the_policy_orders_paths_but_never_removes_one() {
+        let t0 = Instant::now();
+        let mut f = Failover::new(PipelinePolicy::Direct, COOLDOWN);
+        f.probed(Path::Redpanda, true, t0);
+        assert_eq!(f.usable(), vec![Path::Direct, Path::Redpanda]);
+        f.failed(Path::Direct, t0);
+        assert_eq!(f.usable(), vec![Path::Redpanda], "pinned direct still fails over to the log");
+    }
+
+    #[test]
+    fn health_serialises_as_seed_001_shows() {
+        let mut f = Failover::new(PipelinePolicy::Auto, COOLDOWN);
+        f.probed(Path::Redpanda, true, Instant::now());
+        assert_eq!(
+            serde_json::to_string(&f.health()).unwrap(),
+            r#"{"policy":"auto","using":"redpanda","redpanda":"up","direct":"up"}"#
+        );
+    }
+}
