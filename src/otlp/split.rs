@@ -50,6 +50,8 @@ pub enum Grouping {
 pub struct Record<R> {
     pub key: RecordKey,
     pub request: R,
+    /// How many spans or logs the request holds.
+    pub items: usize,
 }
 
 /// An item too large to fit in any record by itself.
@@ -337,13 +339,13 @@ pub fn split<R: OtlpRequest>(request: R, grouping: Grouping, max_bytes: usize) -
             let mut grown = builder.size.with_item(&sizes, &parts.scopes, si, item_len);
             if grown.total() > max_bytes {
                 let full = std::mem::replace(&mut builder, Builder::new());
-                out.records.push(Record { key: key.clone(), request: full.build(&parts) });
+                out.records.push(Record { key: key.clone(), items: full.items.len(), request: full.build(&parts) });
                 grown = alone;
             }
             builder.push(grown, si, item);
         }
         if !builder.items.is_empty() {
-            out.records.push(Record { key, request: builder.build(&parts) });
+            out.records.push(Record { key, items: builder.items.len(), request: builder.build(&parts) });
         }
     }
     out
