@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, on a fresh machine or a developer's: installs what is missing
-# (ClickHouse 18.16, the Tansu broker, chdb-core for the portability test), starts the
+# (ClickHouse 18.16, the Tansu broker, chdb-core for the portability test, the stock
+# OpenTelemetry Python SDK exporters for the ingest compatibility test), starts the
 # services that are not already answering, runs every test, and stops what it started.
 # Extra arguments go to `cargo test` (e.g. scripts/test.sh --test cli).
 set -euo pipefail
@@ -15,6 +16,8 @@ trap cleanup EXIT
 
 "$svc" install
 python3 -c 'import chdb' 2>/dev/null || python3 -m pip install -q chdb-core
+python3 -c 'import opentelemetry.exporter.otlp.proto.grpc, opentelemetry.exporter.otlp.proto.http' 2>/dev/null ||
+  python3 -m pip install -q opentelemetry-sdk opentelemetry-exporter-otlp-proto-http opentelemetry-exporter-otlp-proto-grpc
 
 status=$("$svc" status)
 grep -q '^clickhouse: up' <<<"$status" || { "$svc" start-clickhouse; started+=(clickhouse); }

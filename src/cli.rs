@@ -44,6 +44,8 @@ pub enum Command {
     /// Show the delivery state of an alert to each webhook target
     #[command(subcommand)]
     Deliveries(DeliveriesCommand),
+    /// Send synthetic OTLP traffic to an ingest, at a set rate, and report what it achieved
+    Loadgen(LoadgenArgs),
     /// Mine log templates from a plain log file, offline, with the logminer's engine
     Mine(crate::cmd::mine::MineArgs),
     /// Print a shell completion script
@@ -86,6 +88,45 @@ pub enum Service {
 pub struct ServeArgs {
     /// The daemon to run
     pub service: Service,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Protocol {
+    /// OTLP/HTTP with protobuf bodies
+    Http,
+    /// OTLP/gRPC
+    Grpc,
+}
+
+#[derive(Debug, Args)]
+pub struct LoadgenArgs {
+    /// OTLP/HTTP or OTLP/gRPC
+    #[arg(long, value_enum, default_value = "http")]
+    pub protocol: Protocol,
+    /// Ingest's address (default: http://127.0.0.1:4318 for http, http://127.0.0.1:4317 for grpc)
+    #[arg(long, value_name = "URL")]
+    pub endpoint: Option<String>,
+    /// Requests per second, over all connections; 0 sends as fast as ingest answers
+    #[arg(long, default_value_t = 10.0)]
+    pub rate: f64,
+    /// How long to send, in seconds
+    #[arg(long, default_value_t = 10.0, value_name = "SECS")]
+    pub duration: f64,
+    /// Requests in flight at once
+    #[arg(long, default_value_t = 4)]
+    pub concurrency: usize,
+    /// Distinct services the traffic comes from
+    #[arg(long, default_value_t = 3)]
+    pub services: usize,
+    /// Traces in each traces request (0: send no traces)
+    #[arg(long, default_value_t = 10)]
+    pub traces_per_request: usize,
+    /// Spans in each trace
+    #[arg(long, default_value_t = 10)]
+    pub spans_per_trace: usize,
+    /// Logs in each logs request (0: send no logs)
+    #[arg(long, default_value_t = 0)]
+    pub logs_per_request: usize,
 }
 
 #[derive(Debug, Subcommand)]

@@ -9,12 +9,17 @@ use tayga::cmd::{self, Reported};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("TAYGA_LOG").unwrap_or_else(|_| "warn".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    if matches!(cli.command, tayga::cli::Command::Serve(_)) {
+        // Daemons log JSON in containers, at info by default (src/daemon/mod.rs).
+        tayga::daemon::init_tracing();
+    } else {
+        tracing_subscriber::fmt()
+            .with_env_filter(
+                tracing_subscriber::EnvFilter::try_from_env("TAYGA_LOG").unwrap_or_else(|_| "warn".into()),
+            )
+            .with_writer(std::io::stderr)
+            .init();
+    }
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(e) => {
@@ -22,7 +27,9 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let mut stdout = std::io::stdout().lock();
+    // Not `.lock()`: daemons log to stdout from other threads, and a lock held here for the
+    // whole run would block them forever.
+    let mut stdout = std::io::stdout();
     match runtime.block_on(cmd::run(cli, &mut stdout)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if e.is::<Reported>() => ExitCode::FAILURE,

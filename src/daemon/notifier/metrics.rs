@@ -1,0 +1,132 @@
+//! The notifier's Prometheus metrics (docs/notifier.md lists them).
+
+use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+
+/// The `result` label of `tayga_notifier_deliveries_total`: how a record ended for a target.
+#[derive(Debug, Clone, Copy, Hash, PartialEq, Eq, EncodeLabelValue)]
+#[allow(non_camel_case_types)]
+pub enum DeliveryResult {
+    /// A 2xx was received.
+    delivered,
+    /// Permanent error, max_attempts reached, or one failed attempt while the breaker was open.
+    failed,
+    /// The pair already had a delivered or failed row: nothing was sent.
+    duplicate,
+    /// `last_at` older than `max_age_secs` when read: nothing was sent.
+    stale,
+    /// The target's `kinds` do not include the alert's kind.
+    skipped,
+}
+
+/// The `outcome` label of `tayga_notifier_attempts_total`.
+#[derive(Debug, Clone, Copy, Hash, PartialEq, Eq, EncodeLabelValue)]
+#[allow(non_camel_case_types)]
+pub enum AttemptLabel {
+    success,
+    retryable,
+    permanent,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct TargetResult {
+    pub target: String,
+    pub result: DeliveryResult,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct TargetAttempt {
+    pub target: String,
+    pub outcome: AttemptLabel,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct TargetLabel {
+    pub target: String,
+}
+
+type HistogramFamily = Family<TargetLabel, Histogram, fn() -> Histogram>;
+
+#[derive(Clone)]
+pub struct NotifierMetrics {
+    pub records: Counter,
+    pub invalid_records: Counter,
+    pub deliveries: Family<TargetResult, Counter>,
+    pub attempts: Family<TargetAttempt, Counter>,
+    pub retries: Family<TargetLabel, Counter>,
+    pub breaker_open: Family<TargetLabel, Gauge>,
+    pub delivery_seconds: HistogramFamily,
+}
+
+fn latency_histogram() -> Histogram {
+    // 10 ms to about 45 minutes: a delivery may wait out the whole ladder.
+    Histogram::new(exponential_buckets(0.01, 2.5, 14))
+}
+
+impl NotifierMetrics {
+    /// Creates the metrics and registers them in `registry`.
+    pub fn new(registry: &mut Registry) -> NotifierMetrics {
+        let m = NotifierMetrics {
+            records: Counter::default(),
+            invalid_records: Counter::default(),
+            deliveries: Family::default(),
+            attempts: Family::default(),
+            retries: Family::default(),
+            breaker_open: Family::default(),
+            delivery_seconds: Family::new_with_constructor(latency_histogram as fn() -> Histogram),
+        };
+        registry.register("tayga_notifier_records_consumed", "Records read from the alerts topic", m.records.clone());
+        registry.register(
+            "tayga_notifier_invalid_records",
+            "Records that were not a readable alert (bad JSON, unknown version); skipped and committed",
+            m.invalid_records.clone(),
+        );
+        registry.register(
+            "tayga_notifier_deliveries",
+            "How each record ended for each target: delivered, failed, duplicate, stale, skipped",
+            m.deliveries.clone(),
+        );
+        registry.register("tayga_notifier_attempts", "HTTP attempts by target and outcome", m.attempts.clone());
+        registry.register("tayga_notifier_retries", "Attempts scheduled after a retryable failure", m.retries.clone());
+        registry.register(
+            "tayga_notifier_breaker_open",
+            "1 while the target's circuit breaker is open, else 0",
+            m.breaker_open.clone(),
+        );
+        registry.register(
+            "tayga_notifier_delivery_seconds",
+            "From reading a record to its target's final outcome (delivered or failed), retries included",
+            m.delivery_seconds.clone(),
+        );
+        m
+    }
+
+    pub fn result(&self, target: &str, result: DeliveryResult) {
+        self.deliveries.get_or_create(&TargetResult { target: target.to_string(), result }).inc();
+    }
+
+    pub fn attempt(&self, target: &str, outcome: AttemptLabel) {
+        self.attempts.get_or_create(&TargetAttempt { target: target.to_string(), outcome }).inc();
+    }
+
+    pub fn retry(&self, target: &str) {
+        self.retries.get_or_create(&TargetLabel { target: target.to_string() }).inc();
+    }
+
+    pub fn set_breaker(&self, target: &str, open: bool) {
+        self.breaker_open.get_or_create(&TargetLabel { target: target.to_string() }).set(i64::from(open));
+    }
+
+    pub fn observe_delivery(&self, target: &str, seconds: f64) {
+        self.delivery_seconds.get_or_create(&TargetLabel { target: target.to_string() }).observe(seconds);
+    }
+
+    /// The current count of `result` for `target` (tests, `/health`).
+    pub fn result_count(&self, target: &str, result: DeliveryResult) -> u64 {
+        self.deliveries.get_or_create(&TargetResult { target: target.to_string(), result }).get()
+    }
+}

@@ -1,0 +1,283 @@
+//! The notifier (seed 003, DESIGN.md §8): reads `<prefix>.alerts` in group
+//! `<prefix>-notifier` and delivers each alert to each webhook target once, with retries,
+//! backoff and a per-target breaker. docs/notifier.md describes the behaviour for operators.
+//!
+//! - [`backoff`] and [`breaker`]: the seed's rules as pure functions, unit-tested.
+//! - [`deliver`]: one alert to one target: attempts, ladder, rows.
+//! - [`store`]: `notifier_deliveries` reads (argMax) and writes (timeouts, retries).
+//! - [`metrics`]: the Prometheus metrics.
+//! - this file: the consumer loop, the decision order and the offset commits.
+
+pub mod backoff;
+pub mod breaker;
+pub mod deliver;
+pub mod metrics;
+pub mod store;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use prometheus_client::registry::Registry;
+use rdkafka::consumer::{CommitMode, Consumer, StreamConsumer};
+use rdkafka::message::Message;
+use rdkafka::{Offset, TopicPartitionList};
+use serde_json::json;
+use tokio::task::JoinSet;
+
+use self::deliver::{Ctx, Settings, Target, TargetEnd};
+use self::metrics::{DeliveryResult, NotifierMetrics};
+use crate::alert::{format_id, Alert};
+use crate::bus::Names;
+use crate::config::{Config, KafkaConfig};
+use crate::daemon::{retry_at_start, serve_http, HealthFn, Shutdown};
+use crate::store::{now_ns, Store};
+
+/// Seed 003: long enough that waits at the Retry-After cap (about 35 minutes for 8
+/// attempts) do not cause a rebalance.
+pub const MAX_POLL_INTERVAL_MS: u64 = 40 * 60 * 1000;
+/// A member that dies without leaving (SIGKILL) holds its partitions this long.
+pub const SESSION_TIMEOUT_MS: u64 = 10_000;
+
+/// How long start-up waits for the broker and ClickHouse before giving up.
+const START_LIMIT: Duration = Duration::from_secs(60);
+
+/// `tayga serve notifier`: prepares topics and schema, serves `/health` and `/metrics` on
+/// `notifier.metrics_addr`, and runs until `shutdown`.
+pub async fn serve(config: &Config, shutdown: Shutdown) -> anyhow::Result<()> {
+    let mut registry = Registry::default();
+    let metrics = NotifierMetrics::new(&mut registry);
+    let notifier = Notifier::new(config, metrics, shutdown.clone())?;
+    let health: HealthFn = {
+        let targets = notifier.targets.clone();
+        Arc::new(move || health(&targets))
+    };
+    let (_, http) = serve_http(&config.notifier.metrics_addr, Arc::new(registry), health, shutdown.clone()).await?;
+    let result = async {
+        prepare(config, &shutdown).await?;
+        notifier.run().await
+    }
+    .await;
+    // Stop the HTTP server too when the notifier ends on an error.
+    shutdown.trigger();
+    let _ = http.await;
+    result
+}
+
+/// Creates the topics and the schema if missing (both idempotent), waiting up to a minute
+/// for the broker and ClickHouse to answer.
+pub async fn prepare(config: &Config, shutdown: &Shutdown) -> anyhow::Result<()> {
+    let names = config.names();
+    retry_at_start("creating topics", START_LIMIT, Duration::from_secs(1), shutdown, || {
+        crate::bus::topics::ensure_topics(&config.kafka, &names)
+    })
+    .await?;
+    let store = Store::new(&config.clickhouse);
+    retry_at_start("migrating the ClickHouse schema", START_LIMIT, Duration::from_secs(1), shutdown, || {
+        crate::store::migrate::migrate(&store)
+    })
+    .await?;
+    Ok(())
+}
+
+fn health(targets: &[Arc<Target>]) -> serde_json::Value {
+    let targets: Vec<_> = targets
+        .iter()
+        .map(|t| json!({"name": t.name, "breaker": if t.breaker_open() { "open" } else { "closed" }}))
+        .collect();
+    json!({"status": "ok", "service": "notifier", "targets": targets})
+}
+
+/// The consumer settings of seed 003: explicit commits only.
+pub fn consumer_config(kafka: &KafkaConfig, names: &Names) -> rdkafka::ClientConfig {
+    let mut c = crate::bus::client_config(kafka);
+    c.set("group.id", &names.notifier_group)
+        .set("client.id", "tayga-notifier")
+        .set("enable.auto.commit", "false")
+        .set("enable.auto.offset.store", "false")
+        .set("auto.offset.reset", "earliest")
+        .set("max.poll.interval.ms", MAX_POLL_INTERVAL_MS.to_string())
+        .set("session.timeout.ms", SESSION_TIMEOUT_MS.to_string())
+        .set("heartbeat.interval.ms", "3000");
+    c
+}
+
+/// How a record ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecordEnd {
+    /// Every target is delivered or failed, or the record was skipped: commit its offset.
+    Done,
+    /// Stopped by shutdown before every target was final: do not commit.
+    Interrupted,
+}
+
+pub struct Notifier {
+    ctx: Arc<Ctx>,
+    targets: Arc<Vec<Arc<Target>>>,
+    kafka: KafkaConfig,
+    names: Names,
+}
+
+impl Notifier {
+    pub fn new(config: &Config, metrics: NotifierMetrics, shutdown: Shutdown) -> anyhow::Result<Notifier> {
+        let settings = Settings::from_config(&config.notifier);
+        let targets = config
+            .notifier
+            .targets
+            .iter()
+            .map(|t| Target::new(t, settings.breaker_cooldown).map(Arc::new))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        for t in &targets {
+            metrics.set_breaker(&t.name, false);
+        }
+        let http = Ctx::http_client(&settings).context("building the HTTP client")?;
+        let ctx = Ctx { store: Store::new(&config.clickhouse), http, settings, metrics, shutdown };
+        Ok(Notifier { ctx: Arc::new(ctx), targets: Arc::new(targets), kafka: config.kafka.clone(), names: config.names() })
+    }
+
+    /// Consumes until shutdown. Returns once the record in hand is finished (its in-flight
+    /// attempts done and their rows written) and its offset committed if it is done.
+    pub async fn run(self) -> anyhow::Result<()> {
+        let consumer: Arc<StreamConsumer> = Arc::new(
+            consumer_config(&self.kafka, &self.names).create().context("creating the Kafka consumer")?,
+        );
+        consumer.subscribe(&[&self.names.alerts]).with_context(|| format!("subscribing to {}", self.names.alerts))?;
+        tracing::info!(
+            topic = %self.names.alerts, group = %self.names.notifier_group, targets = self.targets.len(),
+            "notifier started"
+        );
+        let shutdown = self.ctx.shutdown.clone();
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        loop {
+            let message = tokio::select! {
+                biased;
+                _ = shutdown.triggered() => break,
+                _ = tick.tick() => {
+                    // An elapsed cooldown closes a breaker without any event: show it.
+                    for t in self.targets.iter() {
+                        self.ctx.metrics.set_breaker(&t.name, t.breaker_open());
+                    }
+                    continue;
+                }
+                message = consumer.recv() => message,
+            };
+            let message = match message {
+                Ok(m) => m.detach(),
+                Err(e) => {
+                    tracing::warn!(error = %e, "reading from the alerts topic failed");
+                    shutdown.sleep(Duration::from_millis(500)).await;
+                    continue;
+                }
+            };
+            self.ctx.metrics.records.inc();
+            let end = self.handle(message.payload().unwrap_or_default()).await;
+            if end == RecordEnd::Interrupted {
+                tracing::info!(
+                    partition = message.partition(), offset = message.offset(),
+                    "stopped before the record was done; it will be read again"
+                );
+                break;
+            }
+            commit(&consumer, message.topic(), message.partition(), message.offset() + 1).await;
+            if shutdown.is_triggered() {
+                break;
+            }
+        }
+        tracing::info!("notifier stopped");
+        // Leave the group now rather than at drop, off the async workers (it blocks).
+        let _ = tokio::task::spawn_blocking(move || {
+            consumer.unsubscribe();
+            drop(consumer);
+        })
+        .await;
+        Ok(())
+    }
+
+    /// The decision order of seed 003 for one record.
+    pub async fn handle(&self, payload: &[u8]) -> RecordEnd {
+        let read_at = Instant::now();
+        let alert = match Alert::from_json(payload) {
+            Ok(alert) => alert,
+            Err(e) => {
+                // A record no build of this version can read would block the partition
+                // forever if it were retried: skip it, loudly.
+                tracing::error!(error = %e, "skipping a record that is not a readable alert");
+                self.ctx.metrics.invalid_records.inc();
+                return RecordEnd::Done;
+            }
+        };
+        let id = format_id(alert.alert_id);
+        // 1. No targets: nothing is sent.
+        if self.targets.is_empty() {
+            tracing::debug!(alert_id = %id, "no targets configured");
+            return RecordEnd::Done;
+        }
+        // 2. Kind filter, per target. 3. Staleness, judged now, when the record is read.
+        let age_ns = now_ns().saturating_sub(alert.last_at);
+        let stale = u128::from(age_ns) > self.ctx.settings.max_age.as_nanos();
+        let mut wanted = Vec::new();
+        for target in self.targets.iter() {
+            if !target.accepts(alert.kind) {
+                self.ctx.metrics.result(&target.name, DeliveryResult::skipped);
+            } else if stale {
+                self.ctx.metrics.result(&target.name, DeliveryResult::stale);
+            } else {
+                wanted.push(target.clone());
+            }
+        }
+        if stale {
+            tracing::info!(alert_id = %id, age_secs = age_ns / 1_000_000_000, "stale alert skipped");
+        }
+        if wanted.is_empty() {
+            return RecordEnd::Done;
+        }
+        // 4. Deliver to every remaining target, from each pair's recorded state.
+        let mut existing = loop {
+            match store::latest_by_target(&self.ctx.store, alert.alert_id).await {
+                Ok(rows) => break rows,
+                Err(e) => {
+                    tracing::warn!(error = %e, alert_id = %id, "cannot read delivery rows; retrying");
+                    if self.ctx.shutdown.is_triggered() || !self.ctx.shutdown.sleep(Duration::from_secs(1)).await {
+                        return RecordEnd::Interrupted;
+                    }
+                }
+            }
+        };
+        let body = Arc::new(alert.to_json().unwrap_or_else(|_| payload.to_vec()));
+        let mut tasks = JoinSet::new();
+        for target in wanted {
+            let row = existing.remove(&target.name);
+            tasks.spawn(deliver::deliver(self.ctx.clone(), target, alert.alert_id, row, body.clone(), read_at));
+        }
+        let mut end = RecordEnd::Done;
+        while let Some(result) = tasks.join_next().await {
+            match result {
+                Ok(TargetEnd::Final) => {}
+                Ok(TargetEnd::Interrupted) => end = RecordEnd::Interrupted,
+                Err(e) => {
+                    tracing::error!(error = %e, alert_id = %id, "a delivery task failed");
+                    end = RecordEnd::Interrupted;
+                }
+            }
+        }
+        end
+    }
+}
+
+/// Commits `next_offset` for one partition, synchronously (off the async workers). A failed
+/// commit is logged: the next commit on the partition covers it, and a record read again
+/// finds its rows and sends nothing.
+async fn commit(consumer: &Arc<StreamConsumer>, topic: &str, partition: i32, next_offset: i64) {
+    let mut tpl = TopicPartitionList::new();
+    if let Err(e) = tpl.add_partition_offset(topic, partition, Offset::Offset(next_offset)) {
+        tracing::error!(error = %e, "building the offset to commit");
+        return;
+    }
+    let consumer = consumer.clone();
+    let result = tokio::task::spawn_blocking(move || consumer.commit(&tpl, CommitMode::Sync)).await;
+    match result {
+        Ok(Ok(())) => tracing::debug!(partition, offset = next_offset, "committed"),
+        Ok(Err(e)) => tracing::warn!(error = %e, partition, offset = next_offset, "committing the offset failed"),
+        Err(e) => tracing::error!(error = %e, "the commit task failed"),
+    }
+}

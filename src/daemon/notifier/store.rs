@@ -1,0 +1,117 @@
+//! `notifier_deliveries`: the state of every (alert, target) pair (seed 003). The table is a
+//! ReplacingMergeTree by (alert_id, target) with `updated_ns` as the version, so every
+//! change is a new row and reads take the latest version with `argMax`.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Duration;
+
+use crate::store::{DeliveryRow, Store, StoreError};
+
+/// The `status` column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// Attempts made, none succeeded yet; more may follow (after a restart too).
+    Pending,
+    Delivered,
+    Failed,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Pending => "pending",
+            Status::Delivered => "delivered",
+            Status::Failed => "failed",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Status> {
+        [Status::Pending, Status::Delivered, Status::Failed].into_iter().find(|st| st.as_str() == s)
+    }
+
+    /// Delivered or failed: a re-read copy of the alert sends nothing to this target.
+    pub fn is_final(self) -> bool {
+        !matches!(self, Status::Pending)
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The latest version of every (alert, target) row of one alert, by target. `created_ns`
+/// is the pair's first row's, `updated_ns` its latest. No aliases: ClickHouse would let an
+/// alias named like a column shadow that column inside the other aggregates. Rows are read
+/// by position (RowBinary), in `DeliveryRow`'s field order.
+pub const LATEST_BY_ALERT_SQL: &str = "SELECT alert_id, target,
+    argMax(status, updated_ns),
+    argMax(attempts, updated_ns),
+    argMax(last_error, updated_ns),
+    min(created_ns),
+    max(updated_ns)
+FROM notifier_deliveries
+WHERE alert_id = ?
+GROUP BY alert_id, target
+ORDER BY target";
+
+/// One write's own time limit, and how long a failed write is retried (seed 003, "Stopping").
+pub const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
+pub const WRITE_RETRY_FOR: Duration = Duration::from_secs(10);
+const WRITE_RETRY_PAUSE: Duration = Duration::from_millis(500);
+
+pub async fn latest_for_alert(store: &Store, alert_id: u64) -> Result<Vec<DeliveryRow>, StoreError> {
+    store
+        .client()
+        .query(LATEST_BY_ALERT_SQL)
+        .bind(alert_id)
+        .fetch_all::<DeliveryRow>()
+        .await
+        .map_err(|source| store.query_error("reading notifier_deliveries", source))
+}
+
+/// The latest rows of one alert, by target name.
+pub async fn latest_by_target(store: &Store, alert_id: u64) -> Result<BTreeMap<String, DeliveryRow>, CallError> {
+    let rows = with_timeout("reading notifier_deliveries", latest_for_alert(store, alert_id)).await?;
+    Ok(rows.into_iter().map(|r| (r.target.clone(), r)).collect())
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("{what} did not finish within {secs} s", secs = WRITE_TIMEOUT.as_secs())]
+    Timeout { what: String },
+}
+
+async fn with_timeout<T>(
+    what: &str,
+    fut: impl std::future::Future<Output = Result<T, StoreError>>,
+) -> Result<T, CallError> {
+    match tokio::time::timeout(WRITE_TIMEOUT, fut).await {
+        Ok(result) => Ok(result?),
+        Err(_) => Err(CallError::Timeout { what: what.to_string() }),
+    }
+}
+
+/// Writes one version of a pair's row: each try is limited to 5 s, and a failed write is
+/// retried for up to 10 s more. The error is the last try's.
+pub async fn write_row(store: &Store, row: &DeliveryRow) -> Result<(), CallError> {
+    let mut retry_until = None;
+    loop {
+        let result = with_timeout("writing notifier_deliveries", store.insert(std::slice::from_ref(row))).await;
+        let err = match result {
+            Ok(()) => return Ok(()),
+            Err(e) => e,
+        };
+        let until = *retry_until.get_or_insert_with(|| tokio::time::Instant::now() + WRITE_RETRY_FOR);
+        let now = tokio::time::Instant::now();
+        if now >= until {
+            return Err(err);
+        }
+        tracing::warn!(error = %err, alert_id = %crate::alert::format_id(row.alert_id), target = %row.target, "writing a delivery row failed; retrying");
+        tokio::time::sleep(WRITE_RETRY_PAUSE.min(until - now)).await;
+    }
+}

@@ -1,0 +1,190 @@
+//! Helpers shared by tests/notifier.rs and tests/notifier_process.rs: scripted webhook
+//! receivers, alert publishing, and reads of delivery rows and committed offsets.
+#![allow(dead_code)]
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Router;
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use tayga::alert::{Alert, AlertKind, ALERT_FORMAT_VERSION};
+use tayga::config::{Config, TargetConfig};
+use tayga::store::{now_ns, DeliveryRow, Store};
+
+/// What a receiver answers to one request.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    pub status: u16,
+    pub retry_after: Option<String>,
+    /// Held this long before answering (an attempt "in flight").
+    pub delay: Duration,
+}
+
+impl Reply {
+    pub fn status(status: u16) -> Reply {
+        Reply { status, retry_after: None, delay: Duration::ZERO }
+    }
+
+    pub fn retry_after(mut self, value: &str) -> Reply {
+        self.retry_after = Some(value.to_string());
+        self
+    }
+
+    pub fn delayed(mut self, delay: Duration) -> Reply {
+        self.delay = delay;
+        self
+    }
+}
+
+/// A request a receiver got.
+#[derive(Debug, Clone)]
+pub struct Received {
+    pub body: serde_json::Value,
+    pub headers: HeaderMap,
+    pub at: Instant,
+    /// The status it was answered with.
+    pub status: u16,
+}
+
+struct HookState {
+    script: VecDeque<Reply>,
+    default: Reply,
+    received: Vec<Received>,
+}
+
+/// A webhook receiver on 127.0.0.1:0 answering from a script, then with a default reply.
+#[derive(Clone)]
+pub struct Hook {
+    pub url: String,
+    state: Arc<Mutex<HookState>>,
+}
+
+impl Hook {
+    pub async fn start(script: Vec<Reply>, default: Reply) -> Hook {
+        let state = Arc::new(Mutex::new(HookState { script: script.into(), default, received: Vec::new() }));
+        let app = Router::new().fallback(answer).with_state(state.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr: SocketAddr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            axum::serve(listener, app).await.unwrap();
+        });
+        Hook { url: format!("http://{addr}/hook"), state }
+    }
+
+    /// Always answers `status`.
+    pub async fn always(status: u16) -> Hook {
+        Hook::start(Vec::new(), Reply::status(status)).await
+    }
+
+    pub fn set_default(&self, reply: Reply) {
+        self.state.lock().unwrap().default = reply;
+    }
+
+    pub fn received(&self) -> Vec<Received> {
+        self.state.lock().unwrap().received.clone()
+    }
+
+    /// Requests received so far (counted on arrival, before the reply).
+    pub fn count(&self) -> usize {
+        self.state.lock().unwrap().received.len()
+    }
+
+    /// Requests answered with a 2xx.
+    pub fn successes(&self) -> usize {
+        self.received().iter().filter(|r| (200..300).contains(&r.status)).count()
+    }
+
+    pub fn target(&self, name: &str) -> TargetConfig {
+        TargetConfig { name: name.into(), url: self.url.clone(), headers: Default::default(), kinds: Vec::new() }
+    }
+}
+
+async fn answer(State(state): State<Arc<Mutex<HookState>>>, headers: HeaderMap, body: Bytes) -> Response {
+    let reply = {
+        let mut s = state.lock().unwrap();
+        let reply = s.script.pop_front().unwrap_or_else(|| s.default.clone());
+        s.received.push(Received {
+            body: serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null),
+            headers,
+            at: Instant::now(),
+            status: reply.status,
+        });
+        reply
+    };
+    if !reply.delay.is_zero() {
+        tokio::time::sleep(reply.delay).await;
+    }
+    let mut response = StatusCode::from_u16(reply.status).unwrap().into_response();
+    if let Some(value) = reply.retry_after {
+        response.headers_mut().insert("retry-after", value.parse().unwrap());
+    }
+    response
+}
+
+/// A fresh alert whose id is unique to the test (`seed` tells several apart).
+pub fn alert(test: &str, seed: u64, kind: AlertKind) -> Alert {
+    let alert_id = tayga::identity::template_id(test, &seed.to_string());
+    let now = now_ns();
+    Alert {
+        version: ALERT_FORMAT_VERSION,
+        alert_id,
+        kind,
+        service: "checkout".into(),
+        template_id: tayga::identity::template_id("checkout", test),
+        template: "payment failed: card <*> declined".into(),
+        first_at: now - 60_000_000_000,
+        last_at: now,
+        count: 412,
+        baseline: 12.5,
+        threshold: 62.5,
+    }
+}
+
+/// Publishes alerts to the test's alerts topic, keyed by template id (DESIGN.md §2).
+pub async fn publish(config: &Config, alerts: &[&Alert]) {
+    let producer: FutureProducer = tayga::bus::client_config(&config.kafka).create().unwrap();
+    let topic = config.names().alerts;
+    for alert in alerts {
+        let key = alert.key();
+        let value = alert.to_json().unwrap();
+        producer
+            .send(FutureRecord::to(&topic).key(&key).payload(&value), Duration::from_secs(10))
+            .await
+            .map_err(|(e, _)| e)
+            .expect("publishing an alert");
+    }
+}
+
+/// Test settings: no backoff (base 0), fast ladders; production defaults stay the seed's.
+pub fn notifier_config(base: &Config, targets: Vec<TargetConfig>) -> Config {
+    let mut config = base.clone();
+    config.notifier.targets = targets;
+    config.notifier.backoff_base_secs = 0;
+    config.notifier.backoff_cap_secs = 2;
+    config.notifier.timeout_secs = 5;
+    config.notifier.breaker_cooldown_secs = 120;
+    config.notifier.metrics_addr = "127.0.0.1:0".into();
+    config
+}
+
+/// The latest row of every target of an alert.
+pub async fn rows(store: &Store, alert_id: u64) -> Vec<DeliveryRow> {
+    tayga::daemon::notifier::store::latest_for_alert(store, alert_id).await.unwrap()
+}
+
+pub async fn row(store: &Store, alert_id: u64, target: &str) -> Option<DeliveryRow> {
+    rows(store, alert_id).await.into_iter().find(|r| r.target == target)
+}
+
+/// The notifier group's committed offsets on the alerts topic, summed over partitions.
+pub async fn committed(config: &Config) -> Option<i64> {
+    let status = tayga::bus::topics::describe_topics(&config.kafka, &config.names()).await.ok()?;
+    let alerts = status.into_iter().find(|t| t.topic == config.names().alerts)?;
+    alerts.groups.first()?.committed
+}

@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+"""Send one trace and one log with the standard OpenTelemetry Python SDK exporters, unchanged,
+to a Tayga ingest: `otel_export.py http|grpc ENDPOINT SERVICE`. Exits non-zero when an export
+fails. Used by tests/ingest.rs to prove that stock exporters work against Tayga."""
+import logging
+import sys
+
+from opentelemetry import trace
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
+from opentelemetry.sdk._logs import LoggerProvider, LoggingHandler
+from opentelemetry.sdk._logs.export import SimpleLogRecordProcessor
+
+protocol, endpoint, service = sys.argv[1], sys.argv[2], sys.argv[3]
+if protocol == "http":
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
+    span_exporter = OTLPSpanExporter(endpoint=f"{endpoint}/v1/traces")
+    log_exporter = OTLPLogExporter(endpoint=f"{endpoint}/v1/logs")
+else:
+    from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+    from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter
+    span_exporter = OTLPSpanExporter(endpoint=endpoint, insecure=True)
+    log_exporter = OTLPLogExporter(endpoint=endpoint, insecure=True)
+
+resource = Resource.create({"service.name": service})
+results = []
+
+
+class Checked:
+    """Wraps an exporter to remember each export's result."""
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def export(self, batch):
+        result = self.inner.export(batch)
+        results.append(result)
+        return result
+
+    def shutdown(self):
+        self.inner.shutdown()
+
+    def force_flush(self, timeout_millis=30000):
+        return True
+
+
+provider = TracerProvider(resource=resource)
+provider.add_span_processor(SimpleSpanProcessor(Checked(span_exporter)))
+tracer = provider.get_tracer("tayga-test")
+with tracer.start_as_current_span("checkout") as parent:
+    with tracer.start_as_current_span("charge-card"):
+        pass
+
+logs = LoggerProvider(resource=resource)
+logs.add_log_record_processor(SimpleLogRecordProcessor(Checked(log_exporter)))
+logger = logging.getLogger("tayga-test")
+logger.propagate = False
+logger.addHandler(LoggingHandler(logger_provider=logs))
+logger.setLevel(logging.INFO)
+with tracer.start_as_current_span("with-log"):
+    logger.warning("payment declined for order %s", 42)
+
+provider.shutdown()
+logs.shutdown()
+ok = all(r in (SpanExportResult.SUCCESS,) or getattr(r, "name", "") == "SUCCESS" for r in results)
+print(f"{len(results)} exports, {'all succeeded' if ok else 'some failed'}: {results}")
+sys.exit(0 if ok and len(results) == 4 else 1)
