@@ -31,6 +31,9 @@ _tayga() {
             tayga,help)
                 cmd="tayga__subcmd__help"
                 ;;
+            tayga,loadgen)
+                cmd="tayga__subcmd__loadgen"
+                ;;
             tayga,man)
                 cmd="tayga__subcmd__man"
                 ;;
@@ -91,6 +94,9 @@ _tayga() {
             tayga__subcmd__help,help)
                 cmd="tayga__subcmd__help__subcmd__help"
                 ;;
+            tayga__subcmd__help,loadgen)
+                cmd="tayga__subcmd__help__subcmd__loadgen"
+                ;;
             tayga__subcmd__help,man)
                 cmd="tayga__subcmd__help__subcmd__man"
                 ;;
@@ -146,7 +152,7 @@ _tayga() {
 
     case "${cmd}" in
         tayga)
-            opts="-h -V --config --json --help --version config migrate topics serve deliveries mine completions man generate help"
+            opts="-h -V --config --json --help --version config migrate topics serve deliveries loadgen mine completions man generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -396,7 +402,7 @@ _tayga() {
             return 0
             ;;
         tayga__subcmd__help)
-            opts="config migrate topics serve deliveries mine completions man generate help"
+            opts="config migrate topics serve deliveries loadgen mine completions man generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -521,6 +527,20 @@ _tayga() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        tayga__subcmd__help__subcmd__loadgen)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         tayga__subcmd__help__subcmd__man)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -612,6 +632,60 @@ _tayga() {
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        tayga__subcmd__loadgen)
+            opts="-h --protocol --endpoint --rate --duration --concurrency --services --traces-per-request --spans-per-trace --logs-per-request --config --json --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --protocol)
+                    COMPREPLY=($(compgen -W "http grpc" -- "${cur}"))
+                    return 0
+                    ;;
+                --endpoint)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --rate)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --duration)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --concurrency)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --services)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --traces-per-request)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --spans-per-trace)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --logs-per-request)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;

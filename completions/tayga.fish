@@ -33,6 +33,7 @@ complete -c tayga -n "__fish_tayga_needs_command" -f -a "migrate" -d 'Create the
 complete -c tayga -n "__fish_tayga_needs_command" -f -a "topics" -d 'Create Tayga\'s Kafka topics, or show their partitions and consumer lag'
 complete -c tayga -n "__fish_tayga_needs_command" -f -a "serve" -d 'Run one daemon, or every daemon in one process (`all`)'
 complete -c tayga -n "__fish_tayga_needs_command" -f -a "deliveries" -d 'Show the delivery state of an alert to each webhook target'
+complete -c tayga -n "__fish_tayga_needs_command" -f -a "loadgen" -d 'Send synthetic OTLP traffic to an ingest, at a set rate, and report what it achieved'
 complete -c tayga -n "__fish_tayga_needs_command" -f -a "mine" -d 'Mine log templates from a plain log file, offline, with the logminer\'s engine'
 complete -c tayga -n "__fish_tayga_needs_command" -f -a "completions" -d 'Print a shell completion script'
 complete -c tayga -n "__fish_tayga_needs_command" -f -a "man" -d 'Print the man page, or write one page per subcommand into a directory'
@@ -86,6 +87,19 @@ complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and __fish_seen_
 complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and __fish_seen_subcommand_from show" -s h -l help -d 'Print help'
 complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and __fish_seen_subcommand_from help" -f -a "show" -d 'The (alert, target) delivery rows of one alert: status, attempts, last error'
 complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c tayga -n "__fish_tayga_using_subcommand loadgen" -l protocol -d 'OTLP/HTTP or OTLP/gRPC' -r -f -a "http\t'OTLP/HTTP with protobuf bodies'
+grpc\t'OTLP/gRPC'"
+complete -c tayga -n "__fish_tayga_using_subcommand loadgen" -l endpoint -d 'Ingest\'s address (default: http://127.0.0.1:4318 for http, http://127.0.0.1:4317 for grpc)' -r
+complete -c tayga -n "__fish_tayga_using_subcommand loadgen" -l rate -d 'Requests per second, over all connections; 0 sends as fast as ingest answers' -r
+complete -c tayga -n "__fish_tayga_using_subcommand loadgen" -l duration -d 'How long to send, in seconds' -r
+complete -c tayga -n "__fish_tayga_using_subcommand loadgen" -l concurrency -d 'Requests in flight at once' -r
+complete -c tayga -n "__fish_tayga_using_subcommand loadgen" -l services -d 'Distinct services the traffic comes from' -r
+complete -c tayga -n "__fish_tayga_using_subcommand loadgen" -l traces-per-request -d 'Traces in each traces request (0: send no traces)' -r
+complete -c tayga -n "__fish_tayga_using_subcommand loadgen" -l spans-per-trace -d 'Spans in each trace' -r
+complete -c tayga -n "__fish_tayga_using_subcommand loadgen" -l logs-per-request -d 'Logs in each logs request (0: send no logs)' -r
+complete -c tayga -n "__fish_tayga_using_subcommand loadgen" -l config -d 'Configuration file (default: ./tayga.toml when it exists)' -r -F
+complete -c tayga -n "__fish_tayga_using_subcommand loadgen" -l json -d 'Print data as JSON instead of tables'
+complete -c tayga -n "__fish_tayga_using_subcommand loadgen" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tayga -n "__fish_tayga_using_subcommand mine" -l service -d 'Service the lines belong to (templates ids are per service)' -r
 complete -c tayga -n "__fish_tayga_using_subcommand mine" -l format -d 'Output format: csv (header `line,template_id,template`), json (one object per line) or table' -r -f -a "csv\t''
 json\t''
@@ -108,16 +122,17 @@ complete -c tayga -n "__fish_tayga_using_subcommand generate" -l root -d 'The re
 complete -c tayga -n "__fish_tayga_using_subcommand generate" -l config -d 'Configuration file (default: ./tayga.toml when it exists)' -r -F
 complete -c tayga -n "__fish_tayga_using_subcommand generate" -l json -d 'Print data as JSON instead of tables'
 complete -c tayga -n "__fish_tayga_using_subcommand generate" -s h -l help -d 'Print help'
-complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries mine completions man generate help" -f -a "config" -d 'Show or check the effective configuration'
-complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries mine completions man generate help" -f -a "migrate" -d 'Create the ClickHouse database and tables, or upgrade them to the current schema'
-complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries mine completions man generate help" -f -a "topics" -d 'Create Tayga\'s Kafka topics, or show their partitions and consumer lag'
-complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries mine completions man generate help" -f -a "serve" -d 'Run one daemon, or every daemon in one process (`all`)'
-complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries mine completions man generate help" -f -a "deliveries" -d 'Show the delivery state of an alert to each webhook target'
-complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries mine completions man generate help" -f -a "mine" -d 'Mine log templates from a plain log file, offline, with the logminer\'s engine'
-complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries mine completions man generate help" -f -a "completions" -d 'Print a shell completion script'
-complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries mine completions man generate help" -f -a "man" -d 'Print the man page, or write one page per subcommand into a directory'
-complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries mine completions man generate help" -f -a "generate" -d 'Regenerate the committed completions/ and man/ directories'
-complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries mine completions man generate help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries loadgen mine completions man generate help" -f -a "config" -d 'Show or check the effective configuration'
+complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries loadgen mine completions man generate help" -f -a "migrate" -d 'Create the ClickHouse database and tables, or upgrade them to the current schema'
+complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries loadgen mine completions man generate help" -f -a "topics" -d 'Create Tayga\'s Kafka topics, or show their partitions and consumer lag'
+complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries loadgen mine completions man generate help" -f -a "serve" -d 'Run one daemon, or every daemon in one process (`all`)'
+complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries loadgen mine completions man generate help" -f -a "deliveries" -d 'Show the delivery state of an alert to each webhook target'
+complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries loadgen mine completions man generate help" -f -a "loadgen" -d 'Send synthetic OTLP traffic to an ingest, at a set rate, and report what it achieved'
+complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries loadgen mine completions man generate help" -f -a "mine" -d 'Mine log templates from a plain log file, offline, with the logminer\'s engine'
+complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries loadgen mine completions man generate help" -f -a "completions" -d 'Print a shell completion script'
+complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries loadgen mine completions man generate help" -f -a "man" -d 'Print the man page, or write one page per subcommand into a directory'
+complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries loadgen mine completions man generate help" -f -a "generate" -d 'Regenerate the committed completions/ and man/ directories'
+complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries loadgen mine completions man generate help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c tayga -n "__fish_tayga_using_subcommand help; and __fish_seen_subcommand_from config" -f -a "show" -d 'Print every setting with its value and where it came from (default, file, env)'
 complete -c tayga -n "__fish_tayga_using_subcommand help; and __fish_seen_subcommand_from config" -f -a "check" -d 'Validate the configuration; exit 1 with one line per problem'
 complete -c tayga -n "__fish_tayga_using_subcommand help; and __fish_seen_subcommand_from topics" -f -a "create" -d 'Create the four topics (existing ones are reported and left as they are)'
