@@ -455,3 +455,33 @@ async fn standard_opentelemetry_sdk_exporters_work_unchanged() {
     shutdown.trigger();
     running.wait().await.unwrap();
 }
+
+/// The real binary: serves /health, and stops on SIGTERM with exit 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_ingest_process_stops_cleanly_on_sigterm() {
+    let env = TestEnv::new("ingest_process");
+    let port = free_port();
+    let mut child = tokio::process::Command::from(env.tayga())
+        .env("TAYGA_INGEST_HTTP_ADDR", format!("127.0.0.1:{port}"))
+        .env("TAYGA_INGEST_GRPC_ADDR", format!("127.0.0.1:{}", free_port()))
+        .args(["serve", "ingest"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for("the ingest process to answer /health", Duration::from_secs(20), || async move {
+        let health: serde_json::Value = reqwest::get(format!("http://127.0.0.1:{port}/health")).await.ok()?.json().await.ok()?;
+        (health["ingest"]["using"] == "redpanda").then_some(())
+    })
+    .await;
+    let status = std::process::Command::new("kill").args(["-TERM", &child.id().unwrap().to_string()]).status().unwrap();
+    assert!(status.success());
+    let exit = tokio::time::timeout(Duration::from_secs(30), child.wait()).await.expect("stopped within the bound").unwrap();
+    assert!(exit.success(), "{exit:?}");
+    let mut logs = String::new();
+    tokio::io::AsyncReadExt::read_to_string(child.stdout.as_mut().unwrap(), &mut logs).await.unwrap();
+    // Not a terminal: one JSON object per line.
+    for line in logs.lines() {
+        serde_json::from_str::<serde_json::Value>(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+    }
+    assert!(logs.contains("stopped"), "{logs}");
+}

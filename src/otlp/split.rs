@@ -491,6 +491,32 @@ mod tests {
         }
     }
 
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(12))]
+        /// At the real limit: requests of several megabytes, spans up to 300 KB.
+        #[test]
+        fn requests_over_900_000_bytes_split_into_records_under_it(
+            sizes in prop::collection::vec((1u8..4, 1_000usize..300_000), 4..24)
+        ) {
+            let spans: Vec<Span> = sizes.iter().enumerate().map(|(i, (t, len))| span(*t, i as u8, *len)).collect();
+            let req = traces(vec![("a", vec![spans])]);
+            let want = flat(&req);
+            prop_assume!(req.encoded_len() > 900_000);
+            let split = split(req, Grouping::ByTrace, 900_000);
+            prop_assert!(split.rejected.is_empty());
+            let mut got = Vec::new();
+            for record in &split.records {
+                prop_assert!(record.request.encoded_len() <= 900_000);
+                prop_assert_eq!(record.items, flat(&record.request).len());
+                got.extend(flat(&record.request));
+            }
+            prop_assert_eq!(got.len(), want.len());
+            for item in &want {
+                prop_assert!(got.contains(item));
+            }
+        }
+    }
+
     #[test]
     fn logs_group_by_service_for_the_logs_topic() {
         let log = |trace: u8, body: &str| LogRecord {

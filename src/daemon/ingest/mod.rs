@@ -63,8 +63,20 @@ impl Running {
     }
 }
 
+/// How long a stop may take: requests in flight finish (each is bounded by the broker's
+/// delivery timeout or the direct insert timeout), then the servers close.
+pub const STOP_BOUND: Duration = Duration::from_secs(20);
+
 pub async fn serve(config: &Config, shutdown: Shutdown) -> anyhow::Result<()> {
-    start(config, shutdown).await?.wait().await
+    let running = start(config, shutdown.clone()).await?;
+    let deadline = async {
+        shutdown.triggered().await;
+        tokio::time::sleep(STOP_BOUND).await;
+    };
+    tokio::select! {
+        result = running.wait() => result,
+        _ = deadline => anyhow::bail!("ingest did not stop within {STOP_BOUND:?} of the signal"),
+    }
 }
 
 /// Binds both listeners and starts the servers and the probe.

@@ -4,7 +4,7 @@
 //! is tried at once, and with no usable path the request is refused without waiting.
 
 use std::sync::Mutex;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 
 use super::failover::{Failover, Health, Path};
@@ -16,6 +16,9 @@ use crate::otlp::flatten::{log_rows, span_rows};
 use crate::otlp::split::{split, Grouping, OtlpRequest, Split};
 use crate::otlp::{ExportLogsServiceRequest, ExportTraceServiceRequest};
 use crate::store::{now_ns, Store};
+
+/// How long the direct path may take to store one request.
+pub const DIRECT_INSERT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// What the client is told about an accepted request.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -138,8 +141,14 @@ impl Pipeline {
                 Rows::Logs(rows) => logs.extend(rows),
             }
         }
-        self.store.insert(&spans).await?;
-        self.store.insert(&logs).await?;
+        // A ClickHouse that accepts connections but never answers must not hold the client:
+        // past the bound the path counts as failed and the request fails over.
+        tokio::time::timeout(DIRECT_INSERT_TIMEOUT, async {
+            self.store.insert(&spans).await?;
+            self.store.insert(&logs).await
+        })
+        .await
+        .map_err(|_| anyhow::anyhow!("ClickHouse did not answer the insert within {DIRECT_INSERT_TIMEOUT:?}"))??;
         Ok(())
     }
 
