@@ -3,55 +3,46 @@
 use std::sync::Arc;
 
 use opentelemetry_proto::tonic::collector::logs::v1::logs_service_server::{LogsService, LogsServiceServer};
-use opentelemetry_proto::tonic::collector::logs::v1::{ExportLogsPartialSuccess, ExportLogsServiceRequest, ExportLogsServiceResponse};
+use opentelemetry_proto::tonic::collector::logs::v1::{ExportLogsServiceRequest, ExportLogsServiceResponse};
 use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{TraceService, TraceServiceServer};
-use opentelemetry_proto::tonic::collector::trace::v1::{ExportTracePartialSuccess, ExportTraceServiceRequest, ExportTraceServiceResponse};
-use prost::Message;
+use opentelemetry_proto::tonic::collector::trace::v1::{ExportTraceServiceRequest, ExportTraceServiceResponse};
 use tonic::codec::CompressionEncoding;
 use tonic::{Request, Response, Status};
 
 use super::metrics::labels;
-use super::pipeline::{Accepted, Unavailable};
+use super::pipeline::ExportRequest;
 use super::Ingest;
 
 #[derive(Clone)]
 pub struct Grpc(pub Arc<Ingest>);
 
 impl Grpc {
-    fn record<T>(&self, signal: &str, bytes: usize, result: Result<Accepted, Unavailable>, response: impl FnOnce(Accepted) -> T) -> Result<Response<T>, Status> {
+    async fn export<R: ExportRequest>(&self, request: Request<R>) -> Result<Response<R::Response>, Status> {
+        let request = request.into_inner();
         let ingest = &self.0;
-        ingest.metrics.bytes.get_or_create(&labels([("signal", signal)])).inc_by(bytes as u64);
+        ingest.metrics.bytes.get_or_create(&labels([("signal", R::SIGNAL)])).inc_by(request.encoded_len() as u64);
+        let result = R::export(&ingest.pipeline, request).await;
         let outcome = match &result {
             Ok(a) if a.rejected > 0 => "partial",
             Ok(_) => "ok",
             Err(_) => "unavailable",
         };
-        ingest.metrics.requests.get_or_create(&labels([("signal", signal), ("transport", "grpc"), ("outcome", outcome)])).inc();
-        result.map(|a| Response::new(response(a))).map_err(|e| Status::unavailable(e.to_string()))
+        ingest.metrics.requests.get_or_create(&labels([("signal", R::SIGNAL), ("transport", "grpc"), ("outcome", outcome)])).inc();
+        result.map(|a| Response::new(R::response(a))).map_err(|e| Status::unavailable(e.to_string()))
     }
 }
 
 #[tonic::async_trait]
 impl TraceService for Grpc {
     async fn export(&self, request: Request<ExportTraceServiceRequest>) -> Result<Response<ExportTraceServiceResponse>, Status> {
-        let request = request.into_inner();
-        let bytes = request.encoded_len();
-        let result = self.0.pipeline.export_traces(request).await;
-        self.record("traces", bytes, result, |a| ExportTraceServiceResponse {
-            partial_success: (a.rejected > 0).then(|| ExportTracePartialSuccess { rejected_spans: a.rejected, error_message: a.message }),
-        })
+        Grpc::export(self, request).await
     }
 }
 
 #[tonic::async_trait]
 impl LogsService for Grpc {
     async fn export(&self, request: Request<ExportLogsServiceRequest>) -> Result<Response<ExportLogsServiceResponse>, Status> {
-        let request = request.into_inner();
-        let bytes = request.encoded_len();
-        let result = self.0.pipeline.export_logs(request).await;
-        self.record("logs", bytes, result, |a| ExportLogsServiceResponse {
-            partial_success: (a.rejected > 0).then(|| ExportLogsPartialSuccess { rejected_log_records: a.rejected, error_message: a.message }),
-        })
+        Grpc::export(self, request).await
     }
 }
 

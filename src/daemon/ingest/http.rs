@@ -4,23 +4,25 @@
 
 use std::sync::Arc;
 
-use axum::body::{Body, Bytes};
+use axum::body::Body;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
-use opentelemetry_proto::tonic::collector::logs::v1::{ExportLogsPartialSuccess, ExportLogsServiceResponse};
-use opentelemetry_proto::tonic::collector::trace::v1::{ExportTracePartialSuccess, ExportTraceServiceResponse};
 use prost::Message;
 
 use super::metrics::labels;
-use super::pipeline::{Accepted, Unavailable};
+use super::pipeline::{ExportRequest, Unavailable};
+use crate::otlp::{ExportLogsServiceRequest, ExportTraceServiceRequest};
 use super::Ingest;
 use crate::otlp::decode::{decode, encoding_of, DecodeError, Encoding};
 
 pub fn router(ingest: Arc<Ingest>) -> Router {
-    Router::new().route("/v1/traces", post(traces)).route("/v1/logs", post(logs)).with_state(ingest)
+    Router::new()
+        .route("/v1/traces", post(export::<ExportTraceServiceRequest>))
+        .route("/v1/logs", post(export::<ExportLogsServiceRequest>))
+        .with_state(ingest)
 }
 
 /// google.rpc.Status, the body of an OTLP/HTTP error (details left out).
@@ -32,54 +34,30 @@ struct RpcStatus {
     message: String,
 }
 
-struct Request {
-    encoding: Encoding,
-    body: Bytes,
+fn header_str(headers: &HeaderMap, name: header::HeaderName) -> Option<&str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
 }
 
-async fn read_body(ingest: &Ingest, headers: &HeaderMap, body: Body, signal: &str) -> Result<(Request, Option<String>, Option<String>), Response> {
-    let content_type = header_str(headers, header::CONTENT_TYPE);
-    let encoding = encoding_of(content_type.as_deref()).map_err(|e| ingest.refuse(signal, Encoding::Json, &e))?;
+async fn export<R: ExportRequest>(State(ingest): State<Arc<Ingest>>, headers: HeaderMap, body: Body) -> Response {
+    let content_type = header_str(&headers, header::CONTENT_TYPE);
+    let encoding = match encoding_of(content_type) {
+        Ok(encoding) => encoding,
+        Err(e) => return ingest.refuse(R::SIGNAL, Encoding::Json, &e),
+    };
     let limit = ingest.max_body_bytes;
-    let body = axum::body::to_bytes(body, limit)
-        .await
-        .map_err(|_| ingest.refuse(signal, encoding, &DecodeError::TooLarge { limit }))?;
-    ingest.metrics.bytes.get_or_create(&labels([("signal", signal)])).inc_by(body.len() as u64);
-    Ok((Request { encoding, body }, content_type, header_str(headers, header::CONTENT_ENCODING)))
-}
-
-fn header_str(headers: &HeaderMap, name: header::HeaderName) -> Option<String> {
-    headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_string)
-}
-
-async fn traces(State(ingest): State<Arc<Ingest>>, headers: HeaderMap, body: Body) -> Response {
-    let (req, content_type, content_encoding) = match read_body(&ingest, &headers, body, "traces").await {
-        Ok(r) => r,
-        Err(response) => return response,
+    let Ok(body) = axum::body::to_bytes(body, limit).await else {
+        return ingest.refuse(R::SIGNAL, encoding, &DecodeError::TooLarge { limit });
     };
-    let request = match decode(&req.body, content_type.as_deref(), content_encoding.as_deref(), ingest.max_body_bytes) {
+    ingest.metrics.bytes.get_or_create(&labels([("signal", R::SIGNAL)])).inc_by(body.len() as u64);
+    let request: R = match decode(&body, content_type, header_str(&headers, header::CONTENT_ENCODING), limit) {
         Ok(request) => request,
-        Err(e) => return ingest.refuse("traces", req.encoding, &e),
+        Err(e) => return ingest.refuse(R::SIGNAL, encoding, &e),
     };
-    let result = ingest.pipeline.export_traces(request).await;
-    ingest.answer("traces", req.encoding, result, |a| ExportTraceServiceResponse {
-        partial_success: (a.rejected > 0).then(|| ExportTracePartialSuccess { rejected_spans: a.rejected, error_message: a.message }),
-    })
-}
-
-async fn logs(State(ingest): State<Arc<Ingest>>, headers: HeaderMap, body: Body) -> Response {
-    let (req, content_type, content_encoding) = match read_body(&ingest, &headers, body, "logs").await {
-        Ok(r) => r,
-        Err(response) => return response,
-    };
-    let request = match decode(&req.body, content_type.as_deref(), content_encoding.as_deref(), ingest.max_body_bytes) {
-        Ok(request) => request,
-        Err(e) => return ingest.refuse("logs", req.encoding, &e),
-    };
-    let result = ingest.pipeline.export_logs(request).await;
-    ingest.answer("logs", req.encoding, result, |a| ExportLogsServiceResponse {
-        partial_success: (a.rejected > 0).then(|| ExportLogsPartialSuccess { rejected_log_records: a.rejected, error_message: a.message }),
-    })
+    let result = R::export(&ingest.pipeline, request).await;
+    ingest.answer(R::SIGNAL, encoding, result.map(|accepted| {
+        let partial = accepted.rejected > 0;
+        (R::response(accepted), partial)
+    }))
 }
 
 fn encoded<M: Message + serde::Serialize>(status: StatusCode, encoding: Encoding, message: &M, extra: &[(header::HeaderName, String)]) -> Response {
@@ -104,18 +82,12 @@ impl Ingest {
         encoded(status, encoding, &RpcStatus { code: 3, message: error.to_string() }, &[])
     }
 
-    fn answer<M: Message + serde::Serialize>(
-        &self,
-        signal: &str,
-        encoding: Encoding,
-        result: Result<Accepted, Unavailable>,
-        response: impl FnOnce(Accepted) -> M,
-    ) -> Response {
+    fn answer<M: Message + serde::Serialize>(&self, signal: &str, encoding: Encoding, result: Result<(M, bool), Unavailable>) -> Response {
         match result {
-            Ok(accepted) => {
-                let outcome = if accepted.rejected > 0 { "partial" } else { "ok" };
+            Ok((response, partial)) => {
+                let outcome = if partial { "partial" } else { "ok" };
                 self.metrics.requests.get_or_create(&labels([("signal", signal), ("transport", "http"), ("outcome", outcome)])).inc();
-                encoded(StatusCode::OK, encoding, &response(accepted), &[])
+                encoded(StatusCode::OK, encoding, &response, &[])
             }
             Err(e) => {
                 self.metrics.requests.get_or_create(&labels([("signal", signal), ("transport", "http"), ("outcome", "unavailable")])).inc();

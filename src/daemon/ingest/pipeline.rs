@@ -7,6 +7,9 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 
+use opentelemetry_proto::tonic::collector::logs::v1::{ExportLogsPartialSuccess, ExportLogsServiceResponse};
+use opentelemetry_proto::tonic::collector::trace::v1::{ExportTracePartialSuccess, ExportTraceServiceResponse};
+
 use super::failover::{Failover, Health, Path};
 use super::metrics::{labels, IngestMetrics};
 use crate::bus::producer::{OutRecord, Publisher};
@@ -163,6 +166,45 @@ impl Pipeline {
 enum Rows {
     Spans(Vec<crate::store::SpanRow>),
     Logs(Vec<crate::store::LogRow>),
+}
+
+/// An OTLP export request ingest accepts, with what differs between traces and logs.
+pub trait ExportRequest: OtlpRequest + serde::de::DeserializeOwned + Send + 'static {
+    const SIGNAL: &'static str;
+    type Response: prost::Message + serde::Serialize + Default + Send + 'static;
+    fn export(pipeline: &Pipeline, request: Self) -> impl std::future::Future<Output = Result<Accepted, Unavailable>> + Send;
+    /// The OTLP response: a partial success when items were refused.
+    fn response(accepted: Accepted) -> Self::Response;
+}
+
+impl ExportRequest for ExportTraceServiceRequest {
+    const SIGNAL: &'static str = "traces";
+    type Response = ExportTraceServiceResponse;
+
+    fn export(pipeline: &Pipeline, request: Self) -> impl std::future::Future<Output = Result<Accepted, Unavailable>> + Send {
+        pipeline.export_traces(request)
+    }
+
+    fn response(a: Accepted) -> Self::Response {
+        ExportTraceServiceResponse {
+            partial_success: (a.rejected > 0).then(|| ExportTracePartialSuccess { rejected_spans: a.rejected, error_message: a.message }),
+        }
+    }
+}
+
+impl ExportRequest for ExportLogsServiceRequest {
+    const SIGNAL: &'static str = "logs";
+    type Response = ExportLogsServiceResponse;
+
+    fn export(pipeline: &Pipeline, request: Self) -> impl std::future::Future<Output = Result<Accepted, Unavailable>> + Send {
+        pipeline.export_logs(request)
+    }
+
+    fn response(a: Accepted) -> Self::Response {
+        ExportLogsServiceResponse {
+            partial_success: (a.rejected > 0).then(|| ExportLogsPartialSuccess { rejected_log_records: a.rejected, error_message: a.message }),
+        }
+    }
 }
 
 pub fn path_name(path: Path) -> &'static str {
