@@ -1,8 +1,6 @@
 //! Creating Tayga's four topics and reading their partitions, committed offsets and lag.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
-
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{BaseConsumer, Consumer};
@@ -218,26 +216,6 @@ async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> Result<T, TopicError> + Send + 'static,
 ) -> Result<T, TopicError> {
     tokio::task::spawn_blocking(f).await.expect("blocking broker call panicked")
-}
-
-/// Waits up to `timeout` for `topic` to report `partitions` partitions in metadata: a topic
-/// just created may take a moment to appear everywhere.
-pub async fn wait_for_topic(kafka: &KafkaConfig, topic: &str, timeout: Duration) -> Result<i32, TopicError> {
-    let deadline = tokio::time::Instant::now() + timeout;
-    loop {
-        let counts = partition_counts(kafka, Some(topic)).await;
-        match counts {
-            Ok(c) if c.get(topic).is_some_and(|n| *n > 0) => return Ok(c[topic]),
-            Err(e) if tokio::time::Instant::now() >= deadline => return Err(e),
-            _ if tokio::time::Instant::now() >= deadline => {
-                return Err(TopicError::Read {
-                    what: format!("metadata of {topic}"),
-                    source: KafkaError::MetadataFetch(RDKafkaErrorCode::UnknownTopicOrPartition),
-                })
-            }
-            _ => tokio::time::sleep(Duration::from_millis(100)).await,
-        }
-    }
 }
 
 #[cfg(test)]

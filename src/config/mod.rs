@@ -167,7 +167,7 @@ pub fn is_secret(path: &str) -> bool {
 /// defaults to compare against, so they are checked whole by serde.
 fn collect_leaves(value: &Value, prefix: &str, f: &mut dyn FnMut(&str, &Value)) {
     match value {
-        Value::Table(table) if !is_free_form(prefix) => {
+        Value::Table(table) => {
             for (key, child) in table {
                 let path = if prefix.is_empty() { key.clone() } else { format!("{prefix}.{key}") };
                 collect_leaves(child, &path, f);
@@ -175,12 +175,6 @@ fn collect_leaves(value: &Value, prefix: &str, f: &mut dyn FnMut(&str, &Value)) 
         }
         leaf => f(prefix, leaf),
     }
-}
-
-/// Tables whose keys are the user's, not the schema's (none yet beyond arrays of tables);
-/// kept as one hook so a map-valued setting needs one line here.
-fn is_free_form(_path: &str) -> bool {
-    false
 }
 
 fn lookup<'a>(root: &'a Value, path: &str) -> Option<&'a Value> {
@@ -233,7 +227,7 @@ fn kind_name(v: &Value) -> &'static str {
 }
 
 /// The environment variable for every leaf: `kafka.topic_prefix` → `TAYGA_KAFKA_TOPIC_PREFIX`.
-pub fn env_names(defaults: &Value) -> Vec<(String, String)> {
+fn env_names(defaults: &Value) -> Vec<(String, String)> {
     let mut names = Vec::new();
     collect_leaves(defaults, "", &mut |path, _| {
         names.push((path.to_string(), env_name(path)));
