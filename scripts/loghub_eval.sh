@@ -5,14 +5,15 @@
 #   scripts/loghub_eval.sh [DATA_DIR] [MINE_COMMAND...]
 #
 # DATA_DIR holds one folder per dataset with X_2k.log_structured.csv (default
-# /work/shared/data/loghub2k). MINE_COMMAND defaults to the release build of `tayga mine`
+# ../shared/data/loghub2k beside the repository). MINE_COMMAND defaults to the release build of `tayga mine`
 # ($CARGO_TARGET_DIR/release/tayga mine, built first). The scorer is
-# /work/shared/tools/loghub_score.py unless LOGHUB_SCORE names another copy.
+# ../shared/tools/loghub_score.py unless LOGHUB_SCORE names another copy.
 set -euo pipefail
 
-data=${1:-/work/shared/data/loghub2k}
+repo=$(cd "$(dirname "$0")/.." && pwd)
+data=${1:-$repo/../shared/data/loghub2k}
 shift || true
-score=${LOGHUB_SCORE:-/work/shared/tools/loghub_score.py}
+score=${LOGHUB_SCORE:-$repo/../shared/tools/loghub_score.py}
 if [ $# -gt 0 ]; then
     mine=("$@")
 else

@@ -53,6 +53,47 @@ pub fn log_id(row: &crate::store::LogRow) -> u64 {
     ])
 }
 
+/// A story's fingerprint: a hash of the SET of call edges of a trace's shape
+/// (docs/stories.md states this exactly; it is an interface). Each edge is
+/// `(parent, child)`, where `child` is a span's `(service, operation)` and `parent` is its
+/// parent span's `(service, operation)`, or `None` when the span has no parent span in the
+/// trace (a root, or a span whose parent never arrived). Each edge is encoded as bytes:
+/// `C parent_service FF parent_operation FF child_service FF child_operation FF` for a
+/// call, `R child_service FF child_operation FF` for a root (`C` = 0x43, `R` = 0x52,
+/// `FF` = 0xFF, which never occurs in UTF-8). The encodings are sorted bytewise and
+/// deduplicated, so order and repetition do not matter; the fingerprint is the XXH3-64
+/// (seed 0) of `story FF` followed by the sorted encodings, concatenated.
+pub fn story_fingerprint<'a>(edges: impl IntoIterator<Item = (Option<(&'a str, &'a str)>, (&'a str, &'a str))>) -> u64 {
+    let mut encoded: Vec<Vec<u8>> = edges
+        .into_iter()
+        .map(|(parent, (service, operation))| {
+            let mut e = Vec::with_capacity(service.len() + operation.len() + 8);
+            match parent {
+                Some((ps, po)) => {
+                    e.push(b'C');
+                    for f in [ps, po] {
+                        e.extend_from_slice(f.as_bytes());
+                        e.push(0xFF);
+                    }
+                }
+                None => e.push(b'R'),
+            }
+            for f in [service, operation] {
+                e.extend_from_slice(f.as_bytes());
+                e.push(0xFF);
+            }
+            e
+        })
+        .collect();
+    encoded.sort_unstable();
+    encoded.dedup();
+    let mut buf = b"story\xFF".to_vec();
+    for e in encoded {
+        buf.extend_from_slice(&e);
+    }
+    xxh3_64(&buf)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -62,5 +103,22 @@ mod tests {
         // A changed value here means every stored template id changes: that is a migration.
         assert_eq!(template_id("checkout", "user <*> logged in"), template_id("checkout", "user <*> logged in"));
         assert_ne!(template_id("a", "bc"), template_id("ab", "c"));
+    }
+
+    #[test]
+    fn story_fingerprint_is_a_hash_of_the_edge_set() {
+        let a = [(None, ("web", "GET /")), (Some(("web", "GET /")), ("db", "query"))];
+        let b = [(Some(("web", "GET /")), ("db", "query")), (None, ("web", "GET /")), (None, ("web", "GET /"))];
+        assert_eq!(story_fingerprint(a), story_fingerprint(b), "order and repetition do not matter");
+        assert_ne!(story_fingerprint(a), story_fingerprint([(None, ("web", "GET /"))]));
+        // Field boundaries and edge kinds are unambiguous.
+        assert_ne!(story_fingerprint([(None, ("ab", "c"))]), story_fingerprint([(None, ("a", "bc"))]));
+        assert_ne!(story_fingerprint([(Some(("x", "y")), ("a", "b"))]), story_fingerprint([(None, ("a", "b"))]));
+        // The documented value (docs/stories.md): a change here changes every stored fingerprint.
+        let mut bytes = b"story\xFF".to_vec();
+        bytes.extend_from_slice(b"Cweb\xFFGET /\xFFdb\xFFquery\xFF");
+        bytes.extend_from_slice(b"Rweb\xFFGET /\xFF");
+        assert_eq!(story_fingerprint(a), xxh3_64(&bytes));
+        assert_eq!(format!("{:016x}", story_fingerprint(a)), "59a2176b778dae71");
     }
 }

@@ -11,3 +11,4 @@ pub mod identity;
 pub mod mine;
 pub mod otlp;
 pub mod store;
+pub mod story;

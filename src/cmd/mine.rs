@@ -6,9 +6,8 @@
 //! change as a template generalises, so only the text differs from what the logminer saw
 //! at the time. `--online` prints each line as it is mined instead, for endless pipes.
 
-use crate::mine::{Change, Miner, MiningConfig};
+use crate::mine::{Change, FastMap, Miner, MiningConfig};
 use anyhow::{Context, Result};
-use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, BufWriter, IsTerminal, Read, Write};
 use std::path::PathBuf;
@@ -65,14 +64,13 @@ pub fn run(args: &MineArgs, json: bool) -> Result<()> {
     };
     let mut miner = Miner::new(config).context("masking configuration")?;
 
-    let (name, size, input): (String, Option<u64>, Box<dyn Read>) = if args.file == "-" {
-        ("standard input".to_string(), None, Box::new(io::stdin().lock()))
+    let (name, size, input): (String, Option<u64>, Box<dyn Read + Send>) = if args.file == "-" {
+        ("standard input".to_string(), None, Box::new(io::stdin()))
     } else {
         let file = File::open(&args.file).with_context(|| format!("opening {}", args.file))?;
         let size = file.metadata().ok().map(|m| m.len());
         (args.file.clone(), size, Box::new(file))
     };
-    let mut reader = BufReader::with_capacity(1 << 20, input);
 
     let progress = match size {
         Some(size) if size >= PROGRESS_MIN_BYTES && io::stderr().is_terminal() => {
@@ -96,53 +94,48 @@ pub fn run(args: &MineArgs, json: bool) -> Result<()> {
 
     // Dense local indices per template id: the per-line record is 4 bytes, and the
     // final text and count of an evicted template are still known at the end.
-    let mut index: HashMap<u64, u32> = HashMap::new();
+    let mut index: FastMap<u64, u32> = FastMap::default();
     let mut ids: Vec<u64> = Vec::new();
     let mut texts: Vec<String> = Vec::new();
     let mut counts: Vec<u64> = Vec::new();
     let mut per_line: Vec<u32> = Vec::new();
 
+    // Masking is most of the work and needs no state: a second thread reads and masks
+    // most batches of lines while this one mines them, in order (see `reader_masks`).
     let started = Instant::now();
-    let mut buf = Vec::with_capacity(4096);
+    let (batches, recycled, reader) = spawn_reader(reader_input(input), miner.masker().clone(), progress.clone());
     let mut lines: u64 = 0;
-    let mut bytes_read: u64 = 0;
-    loop {
-        buf.clear();
-        let n = reader.read_until(b'\n', &mut buf).with_context(|| format!("reading {name}"))?;
-        if n == 0 {
-            break;
-        }
-        bytes_read += n as u64;
-        let mut end = buf.len();
-        while end > 0 && (buf[end - 1] == b'\n' || buf[end - 1] == b'\r') {
-            end -= 1;
-        }
-        let text = String::from_utf8_lossy(&buf[..end]);
-        lines += 1;
-        let r = miner.add(&args.service, &text);
-        let idx = *index.entry(r.template_id).or_insert_with(|| {
-            ids.push(r.template_id);
-            texts.push(String::new());
-            counts.push(0);
-            (ids.len() - 1) as u32
-        });
-        if r.change != Change::Unchanged || texts[idx as usize].is_empty() {
-            texts[idx as usize].clear();
-            texts[idx as usize].push_str(r.template);
-        }
-        counts[idx as usize] += 1;
-        if per_line_online {
-            let row = LineRow { line: lines, id: r.template_id, template: r.template };
-            row.write(format, &mut out, table.as_mut()).or_else(ignore_broken_pipe)?;
-        } else if !args.templates {
-            per_line.push(idx);
-        }
-        if let Some(bar) = &progress {
-            if lines % 65_536 == 0 {
-                bar.set_position(bytes_read);
+    for batch in batches.iter() {
+        let mut start = 0;
+        for &end in &batch.ends {
+            // Masked by the reader, or the raw line for this thread to mask.
+            let masked = &batch.text[start..end];
+            start = end;
+            lines += 1;
+            let r = if batch.masked { miner.add_masked(&args.service, masked) } else { miner.add(&args.service, masked) };
+            let idx = *index.entry(r.template_id).or_insert_with(|| {
+                ids.push(r.template_id);
+                texts.push(String::new());
+                counts.push(0);
+                (ids.len() - 1) as u32
+            });
+            if r.change != Change::Unchanged || texts[idx as usize].is_empty() {
+                texts[idx as usize].clear();
+                texts[idx as usize].push_str(r.template);
+            }
+            counts[idx as usize] += 1;
+            if per_line_online {
+                let row = LineRow { line: lines, id: r.template_id, template: r.template };
+                row.write(format, &mut out, table.as_mut()).or_else(ignore_broken_pipe)?;
+            } else if !args.templates {
+                per_line.push(idx);
             }
         }
+        // The reader may be gone already (it stops after the last batch).
+        let _ = recycled.send(batch);
     }
+    drop(recycled);
+    reader.join().map_err(|_| anyhow::anyhow!("the reader thread panicked"))?.with_context(|| format!("reading {name}"))?;
     let mined_in = started.elapsed();
     if let Some(bar) = progress {
         bar.finish_and_clear();
@@ -166,6 +159,93 @@ pub fn run(args: &MineArgs, json: bool) -> Result<()> {
         print_stats(lines, ids.len(), mined_in, miner.masking_version());
     }
     Ok(())
+}
+
+/// Lines per batch handed from the reader to the miner: large enough that the channel
+/// costs nothing per line, small enough that both threads start at once.
+const BATCH_LINES: usize = 4096;
+
+/// Lines, end to end in one string: masked, or raw for the miner's thread to mask.
+struct Batch {
+    text: String,
+    ends: Vec<usize>,
+    masked: bool,
+}
+
+/// Of every 7 batches the reader masks 4 and leaves 3 to the miner's thread: masking
+/// costs about three times what mining does, and reading falls to the reader, so this
+/// keeps both threads about equally busy.
+fn reader_masks(batch_no: u64) -> bool {
+    batch_no % 7 < 4
+}
+
+fn reader_input(input: Box<dyn Read + Send>) -> BufReader<Box<dyn Read + Send>> {
+    BufReader::with_capacity(1 << 20, input)
+}
+
+type Spawned = (
+    std::sync::mpsc::Receiver<Batch>,
+    std::sync::mpsc::SyncSender<Batch>,
+    std::thread::JoinHandle<io::Result<()>>,
+);
+
+/// Reads lines (`\n`, with `\r\n` tolerated; invalid UTF-8 replaced) and masks them in
+/// batches on a thread of its own. Batches come back on the second channel to be reused.
+fn spawn_reader(
+    mut reader: BufReader<Box<dyn Read + Send>>,
+    masker: crate::mine::Masker,
+    progress: Option<indicatif::ProgressBar>,
+) -> Spawned {
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(4);
+    let (back_tx, back_rx) = std::sync::mpsc::sync_channel::<Batch>(8);
+    let handle = std::thread::spawn(move || -> io::Result<()> {
+        let mut buf = Vec::with_capacity(4096);
+        let mut masked = String::new();
+        let mut bytes_read: u64 = 0;
+        let mut eof = false;
+        let mut batch_no = 0u64;
+        while !eof {
+            let mut batch = back_rx.try_recv().unwrap_or_else(|_| Batch { text: String::new(), ends: Vec::new(), masked: true });
+            batch.text.clear();
+            batch.ends.clear();
+            batch.masked = reader_masks(batch_no);
+            batch_no += 1;
+            while batch.ends.len() < BATCH_LINES {
+                buf.clear();
+                let n = reader.read_until(b'\n', &mut buf)?;
+                if n == 0 {
+                    eof = true;
+                    break;
+                }
+                bytes_read += n as u64;
+                let mut end = buf.len();
+                while end > 0 && (buf[end - 1] == b'\n' || buf[end - 1] == b'\r') {
+                    end -= 1;
+                }
+                // Validating is much cheaper than the lossy conversion, which is only
+                // needed for the rare line that is not UTF-8.
+                let text = match std::str::from_utf8(&buf[..end]) {
+                    Ok(t) => std::borrow::Cow::Borrowed(t),
+                    Err(_) => String::from_utf8_lossy(&buf[..end]),
+                };
+                if batch.masked {
+                    masker.mask_into(&text, &mut masked);
+                    batch.text.push_str(&masked);
+                } else {
+                    batch.text.push_str(&text);
+                }
+                batch.ends.push(batch.text.len());
+            }
+            if let Some(bar) = &progress {
+                bar.set_position(bytes_read);
+            }
+            if !batch.ends.is_empty() && tx.send(batch).is_err() {
+                break;
+            }
+        }
+        Ok(())
+    });
+    (rx, back_tx, handle)
 }
 
 /// `tayga mine big.log | head` should stop quietly, not report an error.

@@ -40,7 +40,7 @@ impl Default for DrainConfig {
     fn default() -> Self {
         DrainConfig {
             depth: 4,
-            sim_th: 0.5,
+            sim_th: 0.85,
             max_children: 100,
             max_clusters: 5000,
             parametrize_numeric_tokens: true,

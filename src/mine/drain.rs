@@ -3,6 +3,47 @@
 
 use super::config::DrainConfig;
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// The tree's maps are looked up once or twice per token level per line, with short
+/// keys: SipHash's per-call cost showed in profiles. This is the multiply-rotate hash
+/// rustc uses (FxHash): fast, deterministic, and only ever used for lookups, never for
+/// an order anyone can see.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct FxHasher(u64);
+
+impl Hasher for FxHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        const K: u64 = 0x517c_c1b7_2722_0a95;
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let w = u64::from_le_bytes(c.try_into().expect("8 bytes"));
+            self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(K);
+        }
+        for &b in chunks.remainder() {
+            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(K);
+        }
+    }
+    #[inline]
+    fn write_u8(&mut self, i: u8) {
+        self.0 = (self.0.rotate_left(5) ^ u64::from(i)).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+    #[inline]
+    fn write_u64(&mut self, i: u64) {
+        self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+    #[inline]
+    fn write_usize(&mut self, i: usize) {
+        self.write_u64(i as u64);
+    }
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+pub(crate) type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
 
 const NONE: u32 = u32::MAX;
 const WILD: &str = "<*>";
@@ -105,6 +146,52 @@ fn is_word(s: &str) -> bool {
     false
 }
 
+/// Do two tokens differ only in their placeholders (`rhost=<IP>`, `rhost=<HOST>`)? Then
+/// they say the same thing about different values: no evidence against a match.
+fn same_shape(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let (mut i, mut j) = (0, 0);
+    let mut swapped = false;
+    loop {
+        match (a.get(i), b.get(j)) {
+            (None, None) => return swapped,
+            (Some(b'<'), Some(b'<')) => {
+                let (Some(ei), Some(ej)) = (placeholder_end(a, i), placeholder_end(b, j)) else {
+                    return false;
+                };
+                swapped |= a[i..ei] != b[j..ej];
+                i = ei;
+                j = ej;
+            }
+            (Some(x), Some(y)) if x == y => {
+                i += 1;
+                j += 1;
+            }
+            _ => return false,
+        }
+    }
+}
+
+/// The end of a `<NAME>` placeholder starting at `i`.
+fn placeholder_end(b: &[u8], i: usize) -> Option<usize> {
+    let k = b[i + 1..].iter().position(|&c| !(c.is_ascii_alphabetic() || c == b'*' || c == b'.'))?;
+    (k > 0 && b[i + 1 + k] == b'>').then_some(i + k + 2)
+}
+
+/// A `key=word` token (`user=root`, `mode=strict`, `status=FAILED`): a setting, which
+/// the masker leaves alone because it usually says which event this is. A line that
+/// differs from a template in a setting never joins it, however similar the rest.
+fn is_setting(s: &str) -> bool {
+    let Some(eq) = s.find('=') else { return false };
+    let key = &s[..eq];
+    let value = s[eq + 1..].trim_matches(|c| matches!(c, '"' | '\'' | ',' | ';'));
+    key.as_bytes().first().is_some_and(u8::is_ascii_alphabetic)
+        && key.bytes().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-'))
+        && value.bytes().any(|c| c.is_ascii_alphabetic())
+        && !value.contains('<')
+        && !value.contains('=')
+}
+
 /// Units written after a number (`1.36 KB`, `<1 sec`): part of the quantity when a span
 /// changes width.
 fn is_unit(s: &str) -> bool {
@@ -117,12 +204,20 @@ fn is_unit(s: &str) -> bool {
     )
 }
 
+/// Values, tokens holding a placeholder (`rdd_<ID>`) and, like Drain's numeric rule,
+/// tokens with digits take the `<*>` branch: they are or contain variables, and routing on
+/// them would put lines of one event in different leaves.
 fn route_str(s: &str, numeric: bool) -> Option<&str> {
-    if !is_word(s) || numeric && s.bytes().any(|c| c.is_ascii_digit()) {
-        None
-    } else {
-        Some(s)
+    // One pass: a letter makes it a word; `<` (a placeholder) or, with the numeric rule,
+    // a digit sends it down the `<*>` branch.
+    let mut letter = false;
+    for &c in s.as_bytes() {
+        if c == b'<' || numeric && c.is_ascii_digit() {
+            return None;
+        }
+        letter |= c.is_ascii_alphabetic() || c >= 0x80;
     }
+    letter.then_some(s)
 }
 
 /// A masked line split into tokens, as spans into one buffer so that the hot loop
@@ -145,25 +240,6 @@ impl<'a> Line<'a> {
     }
 }
 
-/// Splits on ASCII whitespace into `spans` (cleared first).
-pub(crate) fn tokenize(text: &str, spans: &mut Vec<(u32, u32)>) {
-    spans.clear();
-    let b = text.as_bytes();
-    let mut i = 0;
-    while i < b.len() {
-        while i < b.len() && b[i].is_ascii_whitespace() {
-            i += 1;
-        }
-        let start = i;
-        while i < b.len() && !b[i].is_ascii_whitespace() {
-            i += 1;
-        }
-        if i > start {
-            spans.push((start as u32, i as u32));
-        }
-    }
-}
-
 #[derive(Debug)]
 enum Link {
     /// A first-level node, keyed by the token count.
@@ -175,7 +251,7 @@ enum Link {
 #[derive(Debug)]
 struct Node {
     link: Link,
-    children: HashMap<Box<str>, u32>,
+    children: FastMap<Box<str>, u32>,
     wild: u32,
     clusters: Vec<u32>,
 }
@@ -209,6 +285,8 @@ pub(crate) struct Outcome {
 /// How a line lines up with a template.
 #[derive(Debug)]
 enum Plan {
+    /// The line fits the template as it is.
+    Fits,
     /// Same length, no gap: token `i` of the line against item `i`.
     Positional,
     /// The result of [`align`].
@@ -236,17 +314,20 @@ pub(crate) struct Tree {
     max_children: usize,
     max_clusters: usize,
     numeric: bool,
-    roots: HashMap<usize, u32>,
+    roots: FastMap<usize, u32>,
     nodes: Vec<Option<Node>>,
     free_nodes: Vec<u32>,
     clusters: Vec<Option<Cluster>>,
     free_clusters: Vec<u32>,
-    by_id: HashMap<u64, u32>,
+    by_id: FastMap<u64, u32>,
     newest: u32,
     oldest: u32,
+    /// Clusters whose template has a gap, in no particular order.
+    gapped: Vec<u32>,
     // Scratch space reused across lines.
     frontier: Vec<u32>,
     next: Vec<u32>,
+    dp: Vec<u16>,
 }
 
 /// The best candidate so far: similarity, wildcard count, id, slot, plan.
@@ -261,16 +342,18 @@ impl Tree {
             max_children: cfg.max_children.max(2),
             max_clusters: cfg.max_clusters.max(1),
             numeric: cfg.parametrize_numeric_tokens,
-            roots: HashMap::new(),
+            roots: FastMap::default(),
             nodes: Vec::new(),
             free_nodes: Vec::new(),
             clusters: Vec::new(),
             free_clusters: Vec::new(),
-            by_id: HashMap::new(),
+            by_id: FastMap::default(),
             newest: NONE,
             oldest: NONE,
+            gapped: Vec::new(),
             frontier: Vec::new(),
             next: Vec::new(),
+            dp: Vec::new(),
         }
     }
 
@@ -332,7 +415,7 @@ impl Tree {
             let plan = if !c.gap && c.tokens.len() == line.len() {
                 Some(Plan::Positional)
             } else {
-                align(&c.tokens, line, 0.0).map(|(_, _, steps)| Plan::Aligned(steps))
+                align(&c.tokens, line, 0.0, &mut Vec::new()).map(|(_, _, steps)| Plan::Aligned(steps))
             };
             let change = match plan {
                 Some(plan) => self.merge(slot, line, plan),
@@ -423,7 +506,7 @@ impl Tree {
     }
 
     fn new_node(&mut self, link: Link) -> u32 {
-        let node = Node { link, children: HashMap::new(), wild: NONE, clusters: Vec::new() };
+        let node = Node { link, children: FastMap::default(), wild: NONE, clusters: Vec::new() };
         match self.free_nodes.pop() {
             Some(n) => {
                 self.nodes[n as usize] = Some(node);
@@ -451,6 +534,9 @@ impl Tree {
             }
         };
         self.node_mut(leaf).clusters.push(slot);
+        if self.cluster(slot).gap {
+            self.gapped.push(slot);
+        }
         self.by_id.insert(id, slot);
         self.push_newest(slot);
         slot
@@ -462,6 +548,9 @@ impl Tree {
         self.unlink(slot);
         self.detach(slot);
         let c = self.clusters[slot as usize].take().expect("live cluster");
+        if c.gap {
+            self.gapped.retain(|&s| s != slot);
+        }
         self.free_clusters.push(slot);
         self.by_id.remove(&c.id);
     }
@@ -538,16 +627,32 @@ impl Tree {
     /// shorter, which can only be joined through a gap.
     fn best_match(&mut self, line: Line<'_>) -> Option<(u32, Plan)> {
         let mut best: Best = None;
+        let th = self.sim_th;
         let leaves = self.leaves(line.len(), line);
-        for &n in &leaves {
-            for &slot in &self.node(n).clusters {
-                let c = self.cluster(slot);
-                let scored = if c.gap {
-                    align(&c.tokens, line, self.sim_th).map(|(s, p, steps)| (s, p, Plan::Aligned(steps)))
-                } else {
-                    positional(c, line, self.sim_th).map(|(s, p)| (s, p, Plan::Positional))
-                };
-                consider(&mut best, c.id, slot, scored);
+        {
+            let (nodes, clusters, dp) = (&self.nodes, &self.clusters, &mut self.dp);
+            for &n in &leaves {
+                for &slot in &nodes[n as usize].as_ref().expect("live node").clusters {
+                    let c = clusters[slot as usize].as_ref().expect("live cluster");
+                    let scored = if !c.gap {
+                        positional(c, line, th).map(|(s, p, exact)| (s, p, if exact { Plan::Fits } else { Plan::Positional }))
+                    } else if fits_gapped(&c.tokens, line) {
+                        Some((1.0, c.params(), Plan::Fits))
+                    } else {
+                        align(&c.tokens, line, th, dp).map(|(s, p, steps)| (s, p, Plan::Aligned(steps)))
+                    };
+                    consider(&mut best, c.id, slot, scored);
+                }
+            }
+            // A template with a gap fits lines of many lengths: check the ones that fit it
+            // as it is before aligning with anything.
+            if best.is_none() {
+                for &slot in &self.gapped {
+                    let c = clusters[slot as usize].as_ref().expect("live cluster");
+                    if fits_gapped(&c.tokens, line) {
+                        consider(&mut best, c.id, slot, Some((1.0, c.params(), Plan::Fits)));
+                    }
+                }
             }
         }
         self.frontier = leaves;
@@ -556,10 +661,11 @@ impl Tree {
             for delta in 1..=MAX_DELTA {
                 for len in [n.checked_sub(delta), Some(n + delta)].into_iter().flatten() {
                     let leaves = self.leaves(len, line);
+                    let (nodes, clusters, dp) = (&self.nodes, &self.clusters, &mut self.dp);
                     for &leaf in &leaves {
-                        for &slot in &self.node(leaf).clusters {
-                            let c = self.cluster(slot);
-                            let scored = align(&c.tokens, line, self.sim_th).map(|(s, p, steps)| (s, p, Plan::Aligned(steps)));
+                        for &slot in &nodes[leaf as usize].as_ref().expect("live node").clusters {
+                            let c = clusters[slot as usize].as_ref().expect("live cluster");
+                            let scored = align(&c.tokens, line, th, dp).map(|(s, p, steps)| (s, p, Plan::Aligned(steps)));
                             consider(&mut best, c.id, slot, scored);
                         }
                     }
@@ -573,7 +679,17 @@ impl Tree {
     /// Generalises the template where the line differs; reports whether the text changed.
     fn merge(&mut self, slot: u32, line: Line<'_>, plan: Plan) -> super::Change {
         let c = self.cluster(slot);
+        // The common case, a line that fits its template as it is, allocates nothing.
+        let fits = match &plan {
+            Plan::Fits => true,
+            Plan::Positional => c.tokens.iter().enumerate().all(|(i, t)| t.fits(line.get(i))),
+            Plan::Aligned(steps) => steps.iter().all(|s| matches!(*s, Step::Pair(i, j) if c.tokens[i].fits(line.get(j)))),
+        };
+        if fits {
+            return super::Change::Unchanged;
+        }
         let merged: Vec<Tok> = match &plan {
+            Plan::Fits => unreachable!("a fitting line changes nothing"),
             Plan::Positional => c.tokens.iter().enumerate().map(|(i, t)| generalise(t, line.get(i))).collect(),
             Plan::Aligned(steps) => {
                 let mut out = Vec::with_capacity(c.tokens.len());
@@ -599,11 +715,15 @@ impl Tree {
         let leaf = self.path_for(&mut merged, false);
         let c = self.cluster_mut(slot);
         c.words = merged.iter().filter(|t| matches!(t, Tok::Lit(_, true))).count();
-        c.gap = merged.contains(&Tok::Gap);
+        let had_gap = std::mem::replace(&mut c.gap, merged.contains(&Tok::Gap));
+        let gained_gap = c.gap && !had_gap;
         c.tokens = merged;
         c.leaf = leaf;
         let previous = std::mem::replace(&mut c.text, render(&c.tokens));
         self.node_mut(leaf).clusters.push(slot);
+        if gained_gap {
+            self.gapped.push(slot);
+        }
         super::Change::Generalised { previous }
     }
 
@@ -657,6 +777,48 @@ impl Tree {
     }
 }
 
+impl Cluster {
+    fn params(&self) -> usize {
+        self.tokens.iter().filter(|x| !matches!(x, Tok::Lit(..))).count()
+    }
+}
+
+/// Does a line fit a template with gaps as it is, each gap absorbing only values and
+/// units? Matched like a glob, leftmost first: linear, where [`align`] is quadratic, and
+/// it settles the common case of a line of an established template.
+fn fits_gapped(t: &[Tok], line: Line<'_>) -> bool {
+    let n = line.len();
+    let absorbable = |from: usize, to: usize| flex_ok((from..to).map(|k| (!is_word(line.get(k)), is_unit(line.get(k)))));
+    let segment_at = |seg: &[Tok], at: usize| at + seg.len() <= n && seg.iter().enumerate().all(|(k, x)| x.fits(line.get(at + k)));
+    let mut segments = t.split(|x| *x == Tok::Gap);
+    let first = segments.next().unwrap_or(&[]);
+    if !segment_at(first, 0) {
+        return false;
+    }
+    let mut j = first.len();
+    let rest: Vec<&[Tok]> = segments.collect();
+    for (k, seg) in rest.iter().enumerate() {
+        if k + 1 == rest.len() {
+            // The last segment is anchored at the end of the line.
+            let Some(at) = n.checked_sub(seg.len()) else { return false };
+            return at >= j && segment_at(seg, at) && absorbable(j, at);
+        }
+        let mut at = j;
+        loop {
+            if segment_at(seg, at) && absorbable(j, at) {
+                break;
+            }
+            // Once the gap would have to swallow a word, no later position can work.
+            if at >= n || !absorbable(j, at + 1) {
+                return false;
+            }
+            at += 1;
+        }
+        j = at + seg.len();
+    }
+    j == n
+}
+
 /// Keeps the better of two candidates. Ties go to the more specific template (a general
 /// one would swallow the lines a specific one was made for), then to the smaller id, so
 /// the choice never depends on the order clusters were created or restored in.
@@ -705,21 +867,30 @@ fn generalise(t: &Tok, l: &str) -> Tok {
 /// a template learns makes it harder to join, and a well-learned template ends up
 /// rejecting its own lines; and it counts matching placeholders (`<NUM>` = `<NUM>`) as
 /// evidence, so short lines of numbers merge whatever they say. Here wildcards and values
-/// are left out of the ratio, except that a value the line does not repeat counts
+/// are left out of the ratio, except that a word where the template has a value counts
 /// against it. Returns `None` below the threshold (exiting as soon as it cannot be
 /// reached), else the similarity and the number of wildcards.
 #[inline]
-fn positional(c: &Cluster, line: Line<'_>, th: f64) -> Option<(f64, usize)> {
+fn positional(c: &Cluster, line: Line<'_>, th: f64) -> Option<(f64, usize, bool)> {
     let words = c.words;
     let mut word_misses = 0usize;
     let mut value_misses = 0usize;
     let mut params = 0usize;
+    // Whether every token fits as it is, so the merge has nothing to do.
+    let mut exact = true;
     for (i, t) in c.tokens.iter().enumerate() {
         let l = line.get(i);
         let miss = match t {
             Tok::Lit(s, w) => {
                 if **s == *l {
                     continue;
+                }
+                exact = false;
+                if if *w { same_shape(s, l) } else { !is_word(l) } {
+                    continue;
+                }
+                if *w && is_setting(s) {
+                    return None;
                 }
                 *w
             }
@@ -730,6 +901,10 @@ fn positional(c: &Cluster, line: Line<'_>, th: f64) -> Option<(f64, usize)> {
             Tok::Part(p, s) => {
                 params += 1;
                 if part_matches(p, s, l) {
+                    continue;
+                }
+                exact = false;
+                if !is_word(l) {
                     continue;
                 }
                 false
@@ -747,7 +922,7 @@ fn positional(c: &Cluster, line: Line<'_>, th: f64) -> Option<(f64, usize)> {
     }
     let denom = words + value_misses;
     let sim = if denom == 0 { 1.0 } else { (words - word_misses) as f64 / denom as f64 };
-    (sim >= th).then_some((sim, params))
+    (sim >= th).then_some((sim, params, exact))
 }
 
 /// Aligns a line with a template of another length, or one with gaps: a weighted longest
@@ -756,7 +931,7 @@ fn positional(c: &Cluster, line: Line<'_>, th: f64) -> Option<(f64, usize)> {
 /// both sides (it becomes a gap). A stretch that changes width and holds a word rejects
 /// the template: `rhost=<IP>` never joins `rhost=<IP> user=root`, but `bytes sent` joins
 /// `bytes (<NUM>.<NUM> KB) sent`. Scored like [`positional`].
-fn align(t: &[Tok], line: Line<'_>, th: f64) -> Option<(f64, usize, Vec<Step>)> {
+fn align(t: &[Tok], line: Line<'_>, th: f64, dp: &mut Vec<u16>) -> Option<(f64, usize, Vec<Step>)> {
     let (m, n) = (t.len(), line.len());
     if m > MAX_ALIGN || n > MAX_ALIGN {
         return None;
@@ -777,7 +952,8 @@ fn align(t: &[Tok], line: Line<'_>, th: f64) -> Option<(f64, usize, Vec<Step>)> 
         }
     };
     // Suffix table, so the trace runs forwards and prefers the earliest pairing.
-    let mut dp = vec![0u16; (m + 1) * w];
+    dp.clear();
+    dp.resize((m + 1) * w, 0);
     for i in (0..m).rev() {
         for j in (0..n).rev() {
             let mut best = dp[(i + 1) * w + j].max(dp[i * w + j + 1]);
@@ -816,9 +992,14 @@ fn align(t: &[Tok], line: Line<'_>, th: f64) -> Option<(f64, usize, Vec<Step>)> 
                 match &t[a] {
                     Tok::Lit(s, true) => {
                         words += 1;
-                        word_misses += usize::from(**s != *line.get(b));
+                        let miss = **s != *line.get(b) && !same_shape(s, line.get(b));
+                        if miss && is_setting(s) {
+                            return None;
+                        }
+                        word_misses += usize::from(miss);
                     }
-                    other => value_misses += usize::from(!other.fits(line.get(b))),
+                    // Two values differing is no evidence either way (`<NUM>`, `<HEX>`).
+                    other => value_misses += usize::from(!other.fits(line.get(b)) && is_word(line.get(b))),
                 }
             }
         } else if !items.is_empty() || !toks.is_empty() {
@@ -862,10 +1043,11 @@ fn flex_ok(items: impl Iterator<Item = (bool, bool)>) -> bool {
 }
 
 /// Can an affix end (prefix) or start (suffix) at this character? Punctuation, but not
-/// the brackets of placeholders, so `<NUM>` is never cut in half.
+/// the brackets of placeholders, so `<NUM>` is never cut in half, nor `_`, which joins the
+/// parts of one identifier (`rdd_<ID>` and `broadcast_<ID>` have nothing in common).
 #[inline]
 fn affix_delim(c: u8) -> bool {
-    c.is_ascii_punctuation() && !matches!(c, b'<' | b'>' | b'*')
+    c.is_ascii_punctuation() && !matches!(c, b'<' | b'>' | b'*' | b'_')
 }
 
 /// Generalises a token (`pre…suf`, `pre == suf == whole` for a literal) against a
@@ -910,6 +1092,17 @@ mod tests {
         assert_eq!(affix_merge("a=)", "a=)", "a=", true), Tok::Part("a=".into(), "".into()));
         assert_eq!(affix_merge("(", "", "()", false), Tok::Part("(".into(), "".into()));
         assert_eq!(affix_merge("(", "(", "((", true), Tok::Part("(".into(), "".into()));
+    }
+
+    #[test]
+    fn shapes() {
+        assert!(same_shape("rhost=<IP>", "rhost=<HOST>"));
+        assert!(!same_shape("rhost=<IP>", "rhost=<IP>"));
+        assert!(!same_shape("rhost=<IP>", "lhost=<HOST>"));
+        assert!(!same_shape("a<b", "a<c"));
+        assert!(is_word("blk_<ID>") && !is_word("<IP>:<NUM>") && !is_word("(<*>)") && !is_word("<...>"));
+        assert!(is_setting("user=root") && is_setting("tty=NODEVssh,") && is_setting("mode=\"strict\""));
+        assert!(!is_setting("uid=<NUM>") && !is_setting("logname=") && !is_setting("=x") && !is_setting("a=1"));
     }
 
     #[test]

@@ -26,6 +26,9 @@
 use super::config::{CustomRule, MaskingConfig};
 use xxhash_rust::xxh3::xxh3_64;
 
+const WILDCARD: &str = "<*>";
+const GAP: &str = "<...>";
+
 /// The version of the default rule set. Bump it whenever a default rule changes what it
 /// masks or how.
 pub const MASKING_VERSION: &str = "tayga-mask-1";
@@ -42,6 +45,7 @@ pub const BUILTIN_RULES: &[(&str, &str)] = &[
     ("host", "<HOST>"),
     ("path", "<PATH>"),
     ("id", "<ID>"),
+    ("date", "<DATE>"),
     ("duration", "<DURATION>"),
     ("size", "<SIZE>"),
     ("kv", "<VALUE>"),
@@ -60,6 +64,7 @@ enum Rule {
     Host,
     Path,
     Id,
+    Date,
     Duration,
     Size,
     Kv,
@@ -72,12 +77,12 @@ impl Rule {
     }
 }
 
-const RULE_COUNT: usize = 13;
+const RULE_COUNT: usize = 14;
 
 /// Why a masking configuration was refused.
 #[derive(thiserror::Error, Debug, Clone, PartialEq, Eq)]
 pub enum MaskingError {
-    #[error("unknown masking rule {0:?} in masking.disable (known rules: url, email, uuid, mac, ip, hex, host, path, id, duration, size, kv, num)")]
+    #[error("unknown masking rule {0:?} in masking.disable (known rules: url, email, uuid, mac, ip, hex, host, path, id, date, duration, size, kv, num)")]
     UnknownRule(String),
     #[error("custom masking rule {name:?}: {reason}")]
     BadCustomRule { name: String, reason: String },
@@ -125,12 +130,12 @@ impl Masker {
             disabled.dedup();
             let mut desc = String::new();
             for d in &disabled {
-                desc.push_str("-");
+                desc.push('-');
                 desc.push_str(d);
                 desc.push('\u{1f}');
             }
             for c in &config.custom {
-                desc.push_str("+");
+                desc.push('+');
                 desc.push_str(&c.pattern);
                 desc.push('\u{1f}');
                 desc.push_str(&c.placeholder);
@@ -154,23 +159,106 @@ impl Masker {
         out
     }
 
-    /// Like [`Masker::mask`], into a caller's buffer (cleared first), so a hot loop
-    /// allocates nothing.
+    /// Like [`Masker::mask`], into a caller's buffer (cleared first).
     pub fn mask_into(&self, line: &str, out: &mut String) {
+        self.mask_tokens(line, out, None);
+    }
+
+    /// Masks into `out` and, when given `spans`, records where each token of the result
+    /// starts and ends, so the miner does not split the line again. One pass finds the
+    /// words and their character classes; plain words are copied as they are.
+    pub(crate) fn mask_tokens(&self, line: &str, out: &mut String, mut spans: Option<&mut Vec<(u32, u32)>>) {
         out.clear();
-        for (n, word) in line.split_ascii_whitespace().enumerate() {
-            if n > 0 {
+        if let Some(s) = spans.as_deref_mut() {
+            s.clear();
+        }
+        let b = line.as_bytes();
+        let mut cur = next_word(b, 0);
+        let mut prev: &str = "";
+        let mut first = true;
+        let mut escaped: String;
+        while let Some((s, e, classes)) = cur {
+            let mut word = &line[s..e];
+            // A line that spells a learned wildcard must not become one once its template
+            // is stored and restored: `<*>` and `<...>` in the input are escaped.
+            if classes & LT != 0 && (word.contains(WILDCARD) || word.contains(GAP)) {
+                escaped = word.replace(WILDCARD, "<\\*>").replace(GAP, "<\\...>");
+                word = &escaped;
+            }
+            let mut next = next_word(b, e);
+            if !first {
                 out.push(' ');
             }
+            first = false;
+            let start = out.len() as u32;
+            let next_str = next.map(|(ns, ne, _)| &line[ns..ne]);
             if !self.enabled {
                 out.push_str(word);
-                continue;
+            } else if !self.custom.is_empty() && self.apply_custom(word, out) {
+            } else if classes & DIGIT != 0 && self.on(Rule::Size) && self.spaced_size(word, next_str, out) {
+                next = next.and_then(|(_, ne, _)| next_word(b, ne));
+            } else if b[s].is_ascii_uppercase() && self.on(Rule::Date) && self.date_word(prev, word, next_str, out) {
+            } else if classes & MASKABLE == 0 {
+                out.push_str(word);
+            } else {
+                self.mask_word(word, classes, out);
             }
-            if !self.custom.is_empty() && self.apply_custom(word, out) {
-                continue;
+            if let Some(sp) = spans.as_deref_mut() {
+                sp.push((start, out.len() as u32));
             }
-            self.mask_word(word, out);
+            prev = &line[s..e];
+            cur = next;
         }
+    }
+
+    /// A size written with a space, `5.2 KB`, is one variable: the two words become one
+    /// `<SIZE>` token, so the template reads `size <SIZE>` whether or not the writer put
+    /// a space before the unit. `bytes` stays a word: after a plain count it says what is
+    /// counted.
+    fn spaced_size(&self, word: &str, next: Option<&str>, out: &mut String) -> bool {
+        let Some(next) = next else { return false };
+        if !word.as_bytes().last().is_some_and(u8::is_ascii_digit) || !next.as_bytes()[0].is_ascii_uppercase() && next.as_bytes()[0] != b'k' {
+            return false;
+        }
+        let lead = word.len() - word.trim_start_matches(['(', '[']).len();
+        let num = &word[lead..];
+        let b = num.as_bytes();
+        let int = run(b, 0, |c| c.is_ascii_digit());
+        let end = if int > 0 && b.get(int) == Some(&b'.') { run(b, int + 1, |c| c.is_ascii_digit()) } else { int };
+        if int == 0 || end != b.len() {
+            return false;
+        }
+        let unit = next.trim_end_matches([',', ';', ')', ']', '.']);
+        if !matches!(unit, "B" | "KB" | "kB" | "MB" | "GB" | "TB" | "PB" | "KiB" | "MiB" | "GiB" | "TiB") {
+            return false;
+        }
+        out.push_str(&word[..lead]);
+        out.push_str(Rule::Size.placeholder());
+        out.push_str(&next[unit.len()..]);
+        true
+    }
+
+    /// Month and weekday names are variables when they are part of a date, i.e. next to
+    /// a number or to another such name (`Sat Jul  9 12:16:49 2005`, `9 May`), and words
+    /// otherwise (`May I`, `Sun Microsystems`).
+    fn date_word(&self, prev: &str, word: &str, next: Option<&str>, out: &mut String) -> bool {
+        if !word.as_bytes()[0].is_ascii_uppercase() {
+            return false;
+        }
+        let core = word.trim_end_matches([',', '.']);
+        if !is_date_name(core) {
+            return false;
+        }
+        let near = |w: &str| {
+            let w = w.trim_start_matches(['(', '[']).trim_end_matches([',', '.']);
+            w.as_bytes().first().is_some_and(u8::is_ascii_digit) || is_date_name(w)
+        };
+        if !(near(prev) || next.is_some_and(near)) {
+            return false;
+        }
+        out.push_str(Rule::Date.placeholder());
+        out.push_str(&word[core.len()..]);
+        true
     }
 
     fn apply_custom(&self, word: &str, out: &mut String) -> bool {
@@ -189,23 +277,30 @@ impl Masker {
         false
     }
 
-    fn mask_word(&self, word: &str, out: &mut String) {
+    fn mask_word(&self, word: &str, k: u16, out: &mut String) {
         let b = word.as_bytes();
         let mut i = 0;
         let mut copied = 0;
         while i < b.len() {
             let c = b[i];
+            let word_char = is_word(c);
             // Inside a word (a letter or digit after another) nothing can start: this is
             // what keeps `v2` and `tty2` intact and makes the scan linear.
-            if is_word(c) && i > 0 && is_word(b[i - 1]) {
+            if word_char && i > 0 && is_word(b[i - 1]) {
+                i = skip_word(b, i + 1);
+                continue;
+            }
+            if !word_char && !matches!(c, b'/' | b'.' | b'~' | b'-' | b'+' | b'=' | b':') {
                 i += 1;
                 continue;
             }
-            if let Some(m) = self.match_at(b, i) {
+            if let Some(m) = self.match_at(b, i, k) {
                 out.push_str(&word[copied..i + m.keep]);
                 out.push_str(m.rule.placeholder());
                 copied = m.end;
                 i = m.end;
+            } else if word_char {
+                i = skip_word(b, i + 1);
             } else {
                 i += 1;
             }
@@ -217,13 +312,34 @@ impl Masker {
         self.rules[r as usize]
     }
 
-    fn match_at(&self, b: &[u8], i: usize) -> Option<Match> {
+    fn match_at(&self, b: &[u8], i: usize, k: u16) -> Option<Match> {
         let c = b[i];
-        if c.is_ascii_digit() {
-            return self.match_specific(b, i).or_else(|| self.match_number(b, i));
-        }
-        if c.is_ascii_alphabetic() {
-            return self.match_specific(b, i);
+        if c.is_ascii_alphanumeric() {
+            // Most words are plain letters or plain digits followed by a space or simple
+            // punctuation; only the characters below can continue a URL, e-mail, address,
+            // path, id or hex value, so anything else skips the specific rules.
+            let mut e = i;
+            let mut kinds = 0u8;
+            while e < b.len() {
+                let k = ALNUM[b[e] as usize];
+                if k == 0 {
+                    break;
+                }
+                kinds |= k;
+                e += 1;
+            }
+            let (letters, digits) = (kinds & 1 != 0, kinds & 2 != 0);
+            let special = matches!(b.get(e), Some(b':' | b'.' | b'@' | b'_' | b'-' | b'/' | b'+' | b'\\'));
+            if !(special || letters && digits) {
+                if letters {
+                    return None;
+                }
+                return if self.on(Rule::Num) && ends_at(b, e) { Some(Match::whole(Rule::Num, e)) } else { None };
+            }
+            if c.is_ascii_digit() {
+                return self.match_specific(b, i, k).or_else(|| self.match_number(b, i));
+            }
+            return self.match_specific(b, i, k);
         }
         match c {
             b'/' if self.on(Rule::Path) => path_abs(b, i).map(|end| Match::whole(Rule::Path, end)),
@@ -237,7 +353,7 @@ impl Masker {
                     None
                 }
             }
-            b'=' if self.on(Rule::Kv) && i > 0 && is_word(b[i - 1]) => self.match_kv(b, i),
+            b'=' if self.on(Rule::Kv) && i > 0 && is_word(b[i - 1]) => self.match_kv(b, i, k),
             b':' if self.on(Rule::Ip) && b.get(i + 1) == Some(&b':') && (i == 0 || !is_word(b[i - 1])) => {
                 ipv6(b, i).map(|end| Match::whole(Rule::Ip, end))
             }
@@ -247,53 +363,64 @@ impl Masker {
 
     /// The rules that recognise a whole variable by its shape, tried in a fixed order
     /// from the most to the least specific.
-    fn match_specific(&self, b: &[u8], i: usize) -> Option<Match> {
+    /// The rules that recognise a whole variable by its shape, tried in a fixed order
+    /// from the most to the least specific. `k`, the word's character classes, skips the
+    /// rules whose punctuation the word does not have.
+    fn match_specific(&self, b: &[u8], i: usize, k: u16) -> Option<Match> {
         let c = b[i];
+        let has = |bits: u16| k & bits == bits;
         if c.is_ascii_alphabetic() {
-            if self.on(Rule::Url) {
+            if has(COLON | SLASH) && self.on(Rule::Url) {
                 if let Some(m) = url(b, i) {
                     return Some(m);
                 }
             }
-            if self.on(Rule::Email) {
+            if has(AT) && self.on(Rule::Email) {
                 if let Some(end) = email(b, i) {
                     return Some(Match::whole(Rule::Email, end));
                 }
             }
-            if self.on(Rule::Path) {
+            if has(BACKSLASH | COLON) && self.on(Rule::Path) {
                 if let Some(end) = path_windows(b, i) {
                     return Some(Match::whole(Rule::Path, end));
                 }
             }
         }
         if c.is_ascii_hexdigit() {
-            if self.on(Rule::Uuid) {
+            if has(DASH) && self.on(Rule::Uuid) {
                 if let Some(end) = uuid(b, i) {
                     return Some(Match::whole(Rule::Uuid, end));
                 }
             }
-            if self.on(Rule::Mac) {
+            if (has(COLON) || has(DASH)) && self.on(Rule::Mac) {
                 if let Some(end) = mac(b, i) {
                     return Some(Match::whole(Rule::Mac, end));
                 }
             }
         }
         if self.on(Rule::Ip) {
-            if let Some(end) = ipv4(b, i).or_else(|| ipv6(b, i)) {
-                return Some(Match::whole(Rule::Ip, end));
+            if has(DOT | DIGIT) {
+                if let Some(end) = ipv4(b, i) {
+                    return Some(Match::whole(Rule::Ip, end));
+                }
+            }
+            if has(COLON) {
+                if let Some(end) = ipv6(b, i) {
+                    return Some(Match::whole(Rule::Ip, end));
+                }
             }
         }
-        if self.on(Rule::Hex) {
+        if has(DIGIT) && self.on(Rule::Hex) {
             if let Some(end) = hex(b, i) {
                 return Some(Match::whole(Rule::Hex, end));
             }
         }
-        if self.on(Rule::Host) {
+        if k & (DOT | COLON | SLASH) != 0 && self.on(Rule::Host) {
             if let Some(end) = host(b, i) {
                 return Some(Match::whole(Rule::Host, end));
             }
         }
-        if c.is_ascii_alphabetic() && self.on(Rule::Id) {
+        if c.is_ascii_alphabetic() && has(DASH | DIGIT) && self.on(Rule::Id) {
             if let Some(m) = prefixed_id(b, i) {
                 return Some(m);
             }
@@ -319,7 +446,7 @@ impl Masker {
     /// finer rule knows its shape (`session=7f3a-b`, `node=r63-m0`). Values the finer rules
     /// cover entirely, and values without a digit (`user=root`, `mode=strict`, which are
     /// usually part of what the message says), are left to the normal scan.
-    fn match_kv(&self, b: &[u8], eq: usize) -> Option<Match> {
+    fn match_kv(&self, b: &[u8], eq: usize, k: u16) -> Option<Match> {
         let start = eq + 1;
         let mut end = start;
         while end < b.len() && !matches!(b[end], b',' | b';' | b'&' | b')' | b']' | b'}' | b'"' | b'\'' | b'>' | b'<' | b'=') {
@@ -336,15 +463,26 @@ impl Masker {
             return None;
         }
         let covered = if b[start].is_ascii_digit() {
-            self.match_specific(b, start).or_else(|| self.match_number(b, start))
+            self.match_specific(b, start, k).or_else(|| self.match_number(b, start))
         } else {
-            self.match_at(b, start)
+            self.match_at(b, start, k)
         };
         if covered.is_some_and(|m| m.end == end && m.keep == 0) {
             return None;
         }
         Some(Match { rule: Rule::Kv, keep: 1, end })
     }
+}
+
+fn is_date_name(w: &str) -> bool {
+    matches!(
+        w,
+        "Jan" | "Feb" | "Mar" | "Apr" | "May" | "Jun" | "Jul" | "Aug" | "Sep" | "Sept" | "Oct" | "Nov"
+            | "Dec" | "January" | "February" | "March" | "April" | "June" | "July" | "August"
+            | "September" | "October" | "November" | "December" | "Mon" | "Tue" | "Wed" | "Thu"
+            | "Fri" | "Sat" | "Sun" | "Monday" | "Tuesday" | "Wednesday" | "Thursday" | "Friday"
+            | "Saturday" | "Sunday"
+    )
 }
 
 /// A rule's hit at a position: the first `keep` bytes stay (a URL's scheme, an id's
@@ -362,11 +500,93 @@ impl Match {
     }
 }
 
+/// Character classes, looked up once per byte while splitting a line into words; a
+/// word's union of classes gates the rules that could match in it.
+const DIGIT: u16 = 1;
+const SLASH: u16 = 2;
+const AT: u16 = 4;
+const BACKSLASH: u16 = 8;
+const DOT: u16 = 16;
+const COLON: u16 = 32;
+/// `-` and `_`.
+const DASH: u16 = 64;
+const SPACE: u16 = 128;
+/// `<`: the word may spell a learned wildcard (`<*>`, `<...>`).
+const LT: u16 = 256;
+/// A word with none of these is copied as it is: no rule can match in it.
+const MASKABLE: u16 = DIGIT | SLASH | AT | BACKSLASH | DOT | COLON;
+
+const CLASS: [u16; 256] = {
+    let mut t = [0u16; 256];
+    let mut c = b'0';
+    while c <= b'9' {
+        t[c as usize] = DIGIT;
+        c += 1;
+    }
+    t[b'/' as usize] = SLASH;
+    t[b'@' as usize] = AT;
+    t[b'\\' as usize] = BACKSLASH;
+    t[b'.' as usize] = DOT;
+    t[b':' as usize] = COLON;
+    t[b'<' as usize] = LT;
+    t[b'-' as usize] = DASH;
+    t[b'_' as usize] = DASH;
+    // The ASCII whitespace of `u8::is_ascii_whitespace`.
+    t[b' ' as usize] = SPACE;
+    t[b'\t' as usize] = SPACE;
+    t[b'\n' as usize] = SPACE;
+    t[0x0C] = SPACE;
+    t[b'\r' as usize] = SPACE;
+    t
+};
+
+/// 1 for an ASCII letter, 2 for a digit.
+const ALNUM: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut c = 0;
+    while c < 256 {
+        let b = c as u8;
+        t[c] = if b.is_ascii_alphabetic() { 1 } else if b.is_ascii_digit() { 2 } else { 0 };
+        c += 1;
+    }
+    t
+};
+
+/// The next word at or after `i`: its start, end and the union of its bytes' classes.
+#[inline]
+fn next_word(b: &[u8], mut i: usize) -> Option<(usize, usize, u16)> {
+    while i < b.len() && CLASS[b[i] as usize] == SPACE {
+        i += 1;
+    }
+    if i == b.len() {
+        return None;
+    }
+    let start = i;
+    let mut classes = 0;
+    while i < b.len() {
+        let c = CLASS[b[i] as usize];
+        if c == SPACE {
+            break;
+        }
+        classes |= c;
+        i += 1;
+    }
+    Some((start, i, classes))
+}
+
 /// Letters, digits, `_` and any non-ASCII byte count as word characters: a variable
 /// never starts or ends in the middle of one, and a multi-byte character is never split.
 #[inline]
 fn is_word(c: u8) -> bool {
     c.is_ascii_alphanumeric() || c == b'_' || c >= 0x80
+}
+
+#[inline]
+fn skip_word(b: &[u8], mut i: usize) -> usize {
+    while i < b.len() && is_word(b[i]) {
+        i += 1;
+    }
+    i
 }
 
 /// True when a variable may end before position `j`.
@@ -637,9 +857,20 @@ fn path_abs(b: &[u8], i: usize) -> Option<usize> {
     if !(first.is_ascii_alphabetic() || matches!(first, b'_' | b'.' | b'~' | b'-')) {
         return None;
     }
-    let end = path_end_colon(b, i);
-    let comps = b[i..end].split(|&c| c == b'/').filter(|s| !s.is_empty()).count();
-    (comps >= 2).then_some(end)
+    // One pass: the end (at a quote, bracket, `:` or the word's end, less trailing `.`)
+    // and the number of non-empty components.
+    let mut j = i;
+    let mut comps = 0;
+    while j < b.len() && !matches!(b[j], b'"' | b'\'' | b'<' | b'>' | b')' | b']' | b'}' | b',' | b';' | b'|' | b':') {
+        if b[j] == b'/' && j + 1 < b.len() && !matches!(b[j + 1], b'/' | b'"' | b'\'' | b'<' | b'>' | b')' | b']' | b'}' | b',' | b';' | b'|' | b':') {
+            comps += 1;
+        }
+        j += 1;
+    }
+    while j > i && b[j - 1] == b'.' {
+        j -= 1;
+    }
+    (comps >= 2).then_some(j)
 }
 
 /// Paths stop at `:` too, so `/src/a.c:12` keeps its line number apart.
@@ -662,7 +893,7 @@ fn path_rel(b: &[u8], i: usize) -> Option<usize> {
         return None;
     };
     let end = path_end_colon(b, i);
-    (end > i + prefix && is_word(b[i + prefix]) || end > i + prefix && b[i + prefix] == b'.').then_some(end)
+    (end > i + prefix && (is_word(b[i + prefix]) || b[i + prefix] == b'.')).then_some(end)
 }
 
 /// `C:\dir\file`.
@@ -844,10 +1075,25 @@ mod tests {
     }
 
     #[test]
+    fn learned_wildcards_in_input_are_escaped() {
+        assert_eq!(m("match <*> and <...> or a<*>b"), "match <\\*> and <\\...> or a<\\*>b");
+        assert_eq!(Masker::new(&MaskingConfig { enabled: false, ..Default::default() }).unwrap().mask("<*>"), "<\\*>");
+    }
+
+    #[test]
+    fn dates() {
+        assert_eq!(m("at Sat Jul  9 12:16:49 2005"), "at <DATE> <DATE> <NUM> <NUM>:<NUM>:<NUM> <NUM>");
+        assert_eq!(m("on 9 May, then"), "on <NUM> <DATE>, then");
+        assert_eq!(m("May I help, Sun Microsystems"), "May I help, Sun Microsystems");
+    }
+
+    #[test]
     fn quantities_and_key_values() {
         assert_eq!(m("took 250ms, after 1h30m, 1.5s"), "took <DURATION>, after <DURATION>, <DURATION>");
         assert_eq!(m("phys_ram=64172MB disk 15GB"), "phys_ram=<SIZE> disk <SIZE>");
         assert_eq!(m("3rd 64bit"), "3rd 64bit");
+        assert_eq!(m("(estimated size 5.2 KB, free 14 MB)"), "(estimated size <SIZE>, free <SIZE>)");
+        assert_eq!(m("read 1396 bytes, 12 B"), "read <NUM> bytes, <SIZE>");
         assert_eq!(m("session=7f3a-b2 mode=strict tty=NODEVssh"), "session=<VALUE> mode=strict tty=NODEVssh");
         assert_eq!(m("type=40002,7163.0,old=6983.0"), "type=<NUM>,<NUM>.<NUM>,old=<NUM>.<NUM>");
     }

@@ -22,6 +22,18 @@
 //!   template's constant tokens.
 //! - **Both branches are searched.** At every tree level a line looks in the branch of its
 //!   own token and in the `<*>` branch.
+//! - **Values are no evidence.** Tokens that are only placeholders and punctuation
+//!   (`<NUM>`, `<IP>:<NUM>`) must match but do not count towards similarity, and two
+//!   values that differ (`<NUM>` / `<HEX>`, `rhost=<IP>` / `rhost=<HOST>`) count neither
+//!   way; such tokens also route through the `<*>` branch. Short lines of numbers no
+//!   longer merge whatever their words say.
+//! - **Settings split.** A `key=word` token (`user=root`, `status=FAILED`) that differs
+//!   rejects the template: the masker leaves such values alone because they name the
+//!   event, and Drain would otherwise wildcard them.
+//! - **Gaps.** A template may hold `<...>`: any number of tokens, made only of values and
+//!   units. It is learnt when a line of another length aligns with a template except for
+//!   such a stretch (`bytes sent` / `bytes (1.36 KB) sent`, `lifetime 00:05` /
+//!   `lifetime <1 sec`); a stretch holding a word never becomes a gap.
 //! - **Partial wildcards.** When two tokens differ, the punctuation they share at either
 //!   end stays: `(alpha)` and `(beta)` generalise to `(<*>)`, `user=root` and
 //!   `user=guest` to `user=<*>`.
@@ -63,10 +75,10 @@
 //! services is the caller's to bound (the logminer drops services it no longer owns with
 //! [`Miner::remove_service`]).
 //!
-//! # Known limitation
+//! # Input that spells a wildcard
 //!
-//! The literal text `<*>` in a log line is indistinguishable from a learned wildcard once
-//! stored, so after a restore it matches anything in that position.
+//! A log line that contains `<*>` or `<...>` literally has it escaped (`<\\*>`,
+//! `<\\...>`) by the masker, so a stored template's `<*>` is always a learned wildcard.
 
 pub mod config;
 mod drain;
@@ -75,6 +87,7 @@ pub mod masking;
 pub use config::{CustomRule, DrainConfig, MaskingConfig, MiningConfig};
 pub use masking::{Masker, MaskingError, MASKING_VERSION};
 
+pub(crate) use drain::FastMap;
 use drain::{Line, Tree};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -169,17 +182,30 @@ impl Miner {
 
     /// Mines one log message of `service`.
     pub fn add(&mut self, service: &str, line: &str) -> MineResult<'_> {
-        self.masker.mask_into(line, &mut self.masked);
-        drain::tokenize(&self.masked, &mut self.spans);
-        // A lookup by &str first: the owned key is only allocated for a new service.
-        if !self.services.contains_key(service) {
-            self.services.insert(service.to_string(), Tree::new(&self.config.drain));
+        self.masker.mask_tokens(line, &mut self.masked, Some(&mut self.spans));
+        mine_line(&mut self.services, &self.config.drain, service, &self.masked, &self.spans)
+    }
+
+    /// Mines a line that was already masked with this miner's masker (a clone of
+    /// [`Miner::masker`], [`Masker::mask_into`]): masking is most of the work and needs no
+    /// state, so it can run on other threads while lines are mined here, in order.
+    pub fn add_masked(&mut self, service: &str, masked: &str) -> MineResult<'_> {
+        self.spans.clear();
+        let b = masked.as_bytes();
+        let mut i = 0;
+        while i < b.len() {
+            while i < b.len() && b[i].is_ascii_whitespace() {
+                i += 1;
+            }
+            let start = i;
+            while i < b.len() && !b[i].is_ascii_whitespace() {
+                i += 1;
+            }
+            if i > start {
+                self.spans.push((start as u32, i as u32));
+            }
         }
-        let tree = self.services.get_mut(service).expect("inserted above");
-        let line = Line { text: &self.masked, spans: &self.spans };
-        let outcome = tree.add(line, &mut |text| crate::identity::template_id(service, text));
-        let c = tree.cluster(outcome.slot);
-        MineResult { template_id: c.id, template: &c.text, change: outcome.change, count: c.count, evicted: outcome.evicted }
+        mine_line(&mut self.services, &self.config.drain, service, masked, &self.spans)
     }
 
     /// Puts a stored template back. Returns the id of a template evicted to make room, if
@@ -218,6 +244,23 @@ impl Miner {
     pub fn clear(&mut self) {
         self.services.clear();
     }
+}
+
+fn mine_line<'a>(
+    services: &'a mut BTreeMap<String, Tree>,
+    drain: &DrainConfig,
+    service: &str,
+    text: &str,
+    spans: &[(u32, u32)],
+) -> MineResult<'a> {
+    // A lookup by &str first: the owned key is only allocated for a new service.
+    if !services.contains_key(service) {
+        services.insert(service.to_string(), Tree::new(drain));
+    }
+    let tree = services.get_mut(service).expect("inserted above");
+    let outcome = tree.add(Line { text, spans }, &mut |t| crate::identity::template_id(service, t));
+    let c = tree.cluster(outcome.slot);
+    MineResult { template_id: c.id, template: &c.text, change: outcome.change, count: c.count, evicted: outcome.evicted }
 }
 
 #[cfg(test)]

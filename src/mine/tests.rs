@@ -26,27 +26,27 @@ fn same_shape_joins_one_template() {
 #[test]
 fn a_generalisation_keeps_the_birth_id() {
     let mut m = miner();
-    let first = m.add("svc", "login of user alice from web");
+    let first = m.add("svc", "login of user alice from the web console succeeded");
     assert!(first.is_new());
     let born = first.template_id;
-    assert_eq!(born, crate::identity::template_id("svc", "login of user alice from web"));
-    let r = m.add("svc", "login of user bob from web");
+    assert_eq!(born, crate::identity::template_id("svc", "login of user alice from the web console succeeded"));
+    let r = m.add("svc", "login of user bob from the web console succeeded");
     assert_eq!(r.template_id, born);
-    assert_eq!(r.template, "login of user <*> from web");
-    assert_eq!(r.change, Change::Generalised { previous: "login of user alice from web".into() });
-    let r = m.add("svc", "login of user carol from web");
+    assert_eq!(r.template, "login of user <*> from the web console succeeded");
+    assert_eq!(r.change, Change::Generalised { previous: "login of user alice from the web console succeeded".into() });
+    let r = m.add("svc", "login of user carol from the web console succeeded");
     assert_eq!((r.template_id, r.change), (born, Change::Unchanged));
 }
 
 #[test]
 fn partial_wildcards_keep_punctuation() {
     let mut m = miner();
-    m.add("svc", "connection from (alpha) closed");
-    let r = m.add("svc", "connection from (beta) closed");
-    assert_eq!(r.template, "connection from (<*>) closed");
+    m.add("svc", "connection from (alpha) closed by the remote peer after timeout");
+    let r = m.add("svc", "connection from (beta) closed by the remote peer after timeout");
+    assert_eq!(r.template, "connection from (<*>) closed by the remote peer after timeout");
     // A token that does not fit the partial wildcard widens it.
-    let r = m.add("svc", "connection from gamma closed");
-    assert_eq!(r.template, "connection from <*> closed");
+    let r = m.add("svc", "connection from gamma closed by the remote peer after timeout");
+    assert_eq!(r.template, "connection from <*> closed by the remote peer after timeout");
 }
 
 #[test]
@@ -84,10 +84,10 @@ fn services_have_separate_trees_and_ids() {
 #[test]
 fn numeric_first_tokens_do_not_split_templates() {
     let mut m = miner();
-    let a = m.add("svc", "node17 rebooted after crash").template_id;
-    let b = m.add("svc", "node18 rebooted after crash");
+    let a = m.add("svc", "node17 rebooted after a kernel crash, state restored").template_id;
+    let b = m.add("svc", "node18 rebooted after a kernel crash, state restored");
     assert_eq!(b.template_id, a);
-    assert_eq!(b.template, "<*> rebooted after crash");
+    assert_eq!(b.template, "<*> rebooted after a kernel crash, state restored");
 }
 
 #[test]
@@ -232,4 +232,15 @@ fn config_round_trips_through_toml_defaults() {
     let cfg: MiningConfig = toml::from_str(toml_text).unwrap();
     assert_eq!(cfg.drain.max_clusters, 10);
     assert_eq!(cfg.masking.disable, ["path"]);
+}
+
+#[test]
+fn settings_split_templates() {
+    let mut m = miner();
+    let a = m.add("svc", "auth failure rhost=10.0.0.1 tty=ssh user=root").template_id;
+    let b = m.add("svc", "auth failure rhost=10.0.0.2 tty=ssh user=guest").template_id;
+    let c = m.add("svc", "auth failure rhost=somehost.example.com tty=ssh user=root");
+    assert_ne!(a, b);
+    assert_eq!(c.template_id, a);
+    assert_eq!(c.template, "auth failure rhost=<*> tty=ssh user=root");
 }

@@ -1,0 +1,521 @@
+//! The assembler (DESIGN.md §6, issue 8): reads `<prefix>.signals` in group
+//! `<prefix>-assembler`, keeps open traces in memory per partition, and turns each closed
+//! trace into a story ([`crate::story::Story`]), stored in the `stories` table and published
+//! to `<prefix>.stories` keyed by fingerprint. docs/stories.md describes it for operators.
+//!
+//! - [`trace`]: a trace's content and the story built from it (pure).
+//! - [`buffer`]: open/pending/stored traces, closing rules, caps, the commit frontier (pure).
+//! - [`metrics`]: the Prometheus metrics.
+//! - this file: the consumer loop, storing and publishing, commits, rebalances.
+//!
+//! Guarantees, and where each is kept:
+//! - offsets are committed explicitly, per partition, at [`Buffer::frontier`]: never past
+//!   the first record of a trace that is open or whose story is not stored, so a restart
+//!   (even `kill -9`) re-reads and rebuilds exactly the unfinished traces;
+//! - a story is identified by its trace id: the table is a ReplacingMergeTree by trace id
+//!   and `version_ns`, so a rebuilt or updated story replaces the row in deduplicated reads;
+//! - a trace rebuilt from only part of its records (its first records were committed past
+//!   with an earlier story) is completed from the spans table before it is stored, and is
+//!   never stored with fewer spans than the story already stored;
+//! - a revoked partition's traces are dropped (seed 000); its next owner rebuilds them.
+
+pub mod buffer;
+pub mod metrics;
+pub mod trace;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use prometheus_client::registry::Registry;
+use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance, StreamConsumer};
+use rdkafka::message::{Message, OwnedHeaders};
+use rdkafka::{ClientContext, Offset, TopicPartitionList};
+use serde_json::json;
+
+use self::buffer::{Buffer, Item, Limits, Outcome, PendingStory};
+use self::metrics::AssemblerMetrics;
+use self::trace::SpanInfo;
+use crate::bus::producer::{OutRecord, Publisher};
+use crate::bus::record::{self, SignalPayload};
+use crate::bus::Names;
+use crate::config::{AssemblerConfig, Config, KafkaConfig};
+use crate::daemon::{serve_http, HealthFn, Shutdown};
+use crate::otlp::flatten::{log_rows, span_rows};
+use crate::store::{now_ns, SpanRow, Store, StoryRow};
+
+/// A member that dies without leaving (SIGKILL) holds its partitions this long.
+pub const SESSION_TIMEOUT_MS: u64 = 10_000;
+pub const MAX_POLL_INTERVAL_MS: u64 = 300_000;
+/// How long a stored trace is kept for late spans (bounded also by the caps).
+pub const LATE_WINDOW: Duration = Duration::from_secs(300);
+/// How often offsets are committed (when a frontier moved).
+const COMMIT_EVERY: Duration = Duration::from_secs(1);
+/// How often the lag gauge is refreshed from the broker.
+const LAG_EVERY: Duration = Duration::from_secs(5);
+
+/// `tayga serve assembler`: prepares topics and schema, serves `/health` and `/metrics` on
+/// `assembler.metrics_addr`, and runs until `shutdown`.
+pub async fn serve(config: &Config, shutdown: Shutdown) -> anyhow::Result<()> {
+    let mut registry = Registry::default();
+    let metrics = AssemblerMetrics::new(&mut registry);
+    let health: HealthFn = {
+        let m = metrics.clone();
+        Arc::new(move || {
+            json!({"status": "ok", "service": "assembler",
+                   "open_traces": m.open_traces.get(), "spans_buffered": m.spans_buffered.get()})
+        })
+    };
+    let (_, http) = serve_http(&config.assembler.metrics_addr, Arc::new(registry), health, shutdown.clone()).await?;
+    let result = async {
+        crate::daemon::notifier::prepare(config, &shutdown).await?;
+        run(config, metrics, shutdown.clone()).await
+    }
+    .await;
+    shutdown.trigger();
+    let _ = http.await;
+    result
+}
+
+/// The closing rules and caps of `[assembler]`.
+pub fn limits(config: &AssemblerConfig) -> Limits {
+    Limits {
+        idle_close_ms: config.idle_close_secs.saturating_mul(1000),
+        max_spans_per_trace: usize::try_from(config.max_spans_per_trace).unwrap_or(usize::MAX).max(1),
+        max_open_traces: usize::try_from(config.max_open_traces).unwrap_or(usize::MAX).max(1),
+        max_buffered_spans: usize::try_from(config.max_buffered_spans).unwrap_or(usize::MAX).max(1),
+        late_window_ms: LATE_WINDOW.as_millis() as u64,
+    }
+}
+
+/// The consumer settings: explicit commits only.
+pub fn consumer_config(kafka: &KafkaConfig, names: &Names) -> rdkafka::ClientConfig {
+    let mut c = crate::bus::client_config(kafka);
+    c.set("group.id", &names.assembler_group)
+        .set("client.id", "tayga-assembler")
+        .set("enable.auto.commit", "false")
+        .set("enable.auto.offset.store", "false")
+        .set("auto.offset.reset", "earliest")
+        .set("max.poll.interval.ms", MAX_POLL_INTERVAL_MS.to_string())
+        .set("session.timeout.ms", SESSION_TIMEOUT_MS.to_string())
+        .set("heartbeat.interval.ms", "3000");
+    c
+}
+
+#[derive(Debug)]
+enum Change {
+    Assigned(Vec<i32>),
+    Revoked(Vec<i32>),
+}
+
+/// Records rebalances for the loop, which applies them before the next record.
+struct AssemblerContext {
+    changes: Mutex<Vec<Change>>,
+}
+
+impl ClientContext for AssemblerContext {}
+
+impl ConsumerContext for AssemblerContext {
+    fn pre_rebalance(&self, _consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+        if let Rebalance::Revoke(tpl) = rebalance {
+            let partitions: Vec<i32> = tpl.elements().iter().map(|e| e.partition()).collect();
+            self.changes.lock().unwrap().push(Change::Revoked(partitions));
+        }
+    }
+
+    fn post_rebalance(&self, _consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
+        if let Rebalance::Assign(tpl) = rebalance {
+            let partitions: Vec<i32> = tpl.elements().iter().map(|e| e.partition()).collect();
+            self.changes.lock().unwrap().push(Change::Assigned(partitions));
+        }
+    }
+}
+
+type Assembler = StreamConsumer<AssemblerContext>;
+
+/// What a record carries for the assembler: its spans and logs with a valid trace id.
+pub fn items_of(headers: Option<&rdkafka::message::BorrowedHeaders>, payload: Option<&[u8]>) -> Result<Vec<Item>, record::RecordError> {
+    let record = record::decode(headers, payload.or(Some(&[])))?;
+    let valid = |id: &str| id.len() == 32 && id.bytes().any(|b| b != b'0');
+    Ok(match &record.payload {
+        SignalPayload::Traces(request) => span_rows(request, record.ingest_ns)
+            .into_iter()
+            .filter(|r| valid(&r.trace_id))
+            .map(|r| {
+                let span = SpanInfo::from_row(&r);
+                Item::Span { trace_id: r.trace_id, span_id: r.span_id, span }
+            })
+            .collect(),
+        SignalPayload::Logs(request) => log_rows(request, record.ingest_ns)
+            .into_iter()
+            .filter(|r| valid(&r.trace_id))
+            .map(|r| Item::Log { trace_id: r.trace_id, log_id: r.log_id })
+            .collect(),
+    })
+}
+
+struct Daemon {
+    buffer: Buffer,
+    consumer: Arc<Assembler>,
+    publisher: Publisher,
+    store: Store,
+    names: Names,
+    metrics: AssemblerMetrics,
+    started: Instant,
+    committed: BTreeMap<i32, i64>,
+}
+
+/// Consumes until `shutdown`.
+pub async fn run(config: &Config, metrics: AssemblerMetrics, shutdown: Shutdown) -> anyhow::Result<()> {
+    let names = config.names();
+    let consumer: Arc<Assembler> = Arc::new(
+        consumer_config(&config.kafka, &names)
+            .create_with_context(AssemblerContext { changes: Mutex::new(Vec::new()) })
+            .context("creating the Kafka consumer")?,
+    );
+    consumer.subscribe(&[&names.signals]).with_context(|| format!("subscribing to {}", names.signals))?;
+    let publisher = Publisher::new(&config.kafka).context("creating the Kafka producer")?;
+    let limits = limits(&config.assembler);
+    tracing::info!(
+        topic = %names.signals, group = %names.assembler_group, idle_close_secs = config.assembler.idle_close_secs,
+        max_open_traces = limits.max_open_traces, "assembler started"
+    );
+    let mut d = Daemon {
+        buffer: Buffer::new(limits),
+        consumer,
+        publisher,
+        store: Store::new(&config.clickhouse),
+        names,
+        metrics,
+        started: Instant::now(),
+        committed: BTreeMap::new(),
+    };
+    let tick_every = Duration::from_millis((limits.idle_close_ms / 4).clamp(50, 1000));
+    let mut tick = tokio::time::interval(tick_every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut last_commit = Instant::now();
+    let mut last_lag = Instant::now() - LAG_EVERY;
+    loop {
+        let message = tokio::select! {
+            biased;
+            _ = shutdown.triggered() => break,
+            _ = tick.tick() => {
+                d.apply_changes();
+                let now = d.now_ms();
+                d.buffer.close_due(now);
+                d.flush().await;
+                if last_commit.elapsed() >= COMMIT_EVERY {
+                    d.commit().await;
+                    last_commit = Instant::now();
+                }
+                if last_lag.elapsed() >= LAG_EVERY {
+                    d.refresh_lag().await;
+                    last_lag = Instant::now();
+                }
+                d.gauges();
+                continue;
+            }
+            message = d.consumer.recv() => message.map(|m| m.detach()),
+        };
+        let message = match message {
+            Ok(m) => m,
+            Err(e) => {
+                tracing::warn!(error = %e, "reading from the signals topic failed");
+                shutdown.sleep(Duration::from_millis(500)).await;
+                continue;
+            }
+        };
+        d.apply_changes();
+        if !d.buffer.is_assigned(message.partition()) {
+            // Read before a revoke we have applied: its next owner reads it.
+            continue;
+        }
+        d.metrics.records.inc();
+        let items = match items_of(message.headers().map(|h| h.as_borrowed()), message.payload()) {
+            Ok(items) => items,
+            Err(e) => {
+                tracing::error!(error = %e, partition = message.partition(), offset = message.offset(),
+                    "skipping a record that cannot be decoded");
+                d.metrics.invalid_records.inc();
+                Vec::new()
+            }
+        };
+        let now = d.now_ms();
+        let outcome = d.buffer.add_record(message.partition(), message.offset(), items, now);
+        d.count(outcome);
+    }
+    // Clean stop: store what has closed and commit; open traces are re-read at restart.
+    d.apply_changes();
+    d.flush().await;
+    d.commit().await;
+    d.publisher.flush(Duration::from_secs(5));
+    tracing::info!(open_traces = d.buffer.open_traces(), "assembler stopped; open traces will be rebuilt at restart");
+    let consumer = d.consumer.clone();
+    drop(d);
+    let _ = tokio::task::spawn_blocking(move || {
+        consumer.unsubscribe();
+        drop(consumer);
+    })
+    .await;
+    Ok(())
+}
+
+impl Daemon {
+    fn now_ms(&self) -> u64 {
+        self.started.elapsed().as_millis() as u64
+    }
+
+    fn count(&self, o: Outcome) {
+        self.metrics.late_spans.inc_by(o.late_spans);
+        self.metrics.early_closes.inc_by(o.early_closes);
+        self.metrics.truncated.inc_by(o.truncated);
+        self.metrics.dropped_spans.inc_by(o.dropped_spans);
+        self.gauges();
+    }
+
+    fn gauges(&self) {
+        self.metrics.open_traces.set(self.buffer.open_traces() as i64);
+        self.metrics.pending_traces.set(self.buffer.pending_traces() as i64);
+        self.metrics.spans_buffered.set(self.buffer.buffered_spans() as i64);
+    }
+
+    fn apply_changes(&mut self) {
+        let changes: Vec<Change> = std::mem::take(&mut *self.consumer.context().changes.lock().unwrap());
+        for change in changes {
+            match change {
+                Change::Revoked(partitions) => {
+                    let mut dropped = 0;
+                    for p in &partitions {
+                        dropped += self.buffer.revoke(*p);
+                        self.committed.remove(p);
+                    }
+                    self.metrics.revoked_traces.inc_by(dropped as u64);
+                    tracing::info!(?partitions, dropped, "partitions revoked: their open traces are dropped");
+                }
+                Change::Assigned(partitions) => {
+                    for p in &partitions {
+                        self.buffer.revoke(*p);
+                        self.buffer.assign(*p);
+                    }
+                    tracing::info!(?partitions, "partitions assigned");
+                }
+            }
+        }
+    }
+
+    /// Stores and publishes the stories of every closed trace; on failure they stay
+    /// pending (and keep holding the frontier) and are retried at the next tick.
+    async fn flush(&mut self) {
+        let version_ns = now_ns();
+        let mut pending = self.buffer.pending_stories(version_ns);
+        if pending.is_empty() {
+            return;
+        }
+        if let Err(e) = self.complete_rebuilt(&mut pending, version_ns).await {
+            tracing::warn!(error = %e, "cannot check stored stories; retrying");
+            self.metrics.store_failures.inc();
+            return;
+        }
+        if pending.is_empty() {
+            return;
+        }
+        let rows: Vec<StoryRow> = pending.iter().map(|p| p.story.to_row()).collect();
+        let stored = async {
+            self.store.insert(&rows).await?;
+            let mut records = Vec::with_capacity(pending.len());
+            let keys: Vec<String> = pending.iter().map(|p| p.story.key()).collect();
+            for (p, key) in pending.iter().zip(&keys) {
+                records.push(OutRecord {
+                    topic: &self.names.stories,
+                    key,
+                    value: p.story.to_json()?,
+                    headers: OwnedHeaders::new(),
+                });
+            }
+            self.publisher.publish_all(records).await?;
+            anyhow::Ok(())
+        }
+        .await;
+        match stored {
+            Ok(()) => {
+                let now = self.now_ms();
+                for p in &pending {
+                    self.buffer.mark_stored(p.partition, &p.story.trace_id, now);
+                }
+                self.metrics.stories_emitted.inc_by(pending.len() as u64);
+                tracing::debug!(stories = pending.len(), "stories stored and published");
+                let o = self.buffer.enforce_caps();
+                self.count(o);
+            }
+            Err(e) => {
+                self.metrics.store_failures.inc();
+                tracing::warn!(error = %e, stories = pending.len(), "storing or publishing stories failed; retrying");
+            }
+        }
+    }
+
+    /// For traces this process never stored: when a story is already stored (from before a
+    /// restart), the trace may have been rebuilt from only its later records. Completes it
+    /// from the spans table; drops it if the stored story still has more spans.
+    async fn complete_rebuilt(&mut self, pending: &mut Vec<PendingStory>, version_ns: u64) -> anyhow::Result<()> {
+        let first: Vec<&str> = pending.iter().filter(|p| p.first_time).map(|p| p.story.trace_id.as_str()).collect();
+        if first.is_empty() {
+            return Ok(());
+        }
+        let mut stored: HashMap<String, u32> = HashMap::new();
+        for chunk in first.chunks(500) {
+            let sql = format!(
+                "SELECT trace_id, argMax(span_count, version_ns) FROM stories WHERE trace_id IN ({}) GROUP BY trace_id",
+                placeholders(chunk.len())
+            );
+            let mut q = self.store.client().query(&sql);
+            for id in chunk {
+                q = q.bind(*id);
+            }
+            for (id, count) in q.fetch_all::<(String, u32)>().await.context("reading stored stories")? {
+                stored.insert(id, count);
+            }
+        }
+        if stored.is_empty() {
+            return Ok(());
+        }
+        let ids: Vec<&str> = stored.keys().map(String::as_str).collect();
+        let mut spans: HashMap<String, Vec<(String, SpanInfo)>> = HashMap::new();
+        for chunk in ids.chunks(200) {
+            let mut q = self.store.select::<SpanRow>(&format!("FINAL WHERE trace_id IN ({})", placeholders(chunk.len())));
+            for id in chunk {
+                q = q.bind(*id);
+            }
+            for row in q.fetch_all::<SpanRow>().await.context("reading stored spans")? {
+                spans.entry(row.trace_id.clone()).or_default().push((row.span_id.clone(), SpanInfo::from_row(&row)));
+            }
+        }
+        let mut kept = Vec::with_capacity(pending.len());
+        for mut p in pending.drain(..) {
+            if let Some(stored_count) = stored.get(&p.story.trace_id) {
+                let extra = spans.remove(&p.story.trace_id).unwrap_or_default();
+                if let Some(story) = self.buffer.merge_spans(p.partition, &p.story.trace_id, extra, version_ns) {
+                    p.story = story;
+                }
+                if p.story.span_count <= *stored_count {
+                    tracing::info!(trace_id = %p.story.trace_id, rebuilt = p.story.span_count, stored = stored_count,
+                        "a rebuilt trace has no more spans than its stored story; keeping the stored one");
+                    self.buffer.forget(p.partition, &p.story.trace_id);
+                    continue;
+                }
+            }
+            kept.push(p);
+        }
+        *pending = kept;
+        Ok(())
+    }
+
+    /// Commits the frontier of every assigned partition that moved.
+    async fn commit(&mut self) {
+        let mut tpl = TopicPartitionList::new();
+        let mut moved = Vec::new();
+        for p in self.buffer.partitions() {
+            let Some(f) = self.buffer.frontier(p) else { continue };
+            if self.committed.get(&p) == Some(&f) {
+                continue;
+            }
+            if tpl.add_partition_offset(&self.names.signals, p, Offset::Offset(f)).is_ok() {
+                moved.push((p, f));
+            }
+        }
+        if moved.is_empty() {
+            return;
+        }
+        let consumer = self.consumer.clone();
+        match tokio::task::spawn_blocking(move || consumer.commit(&tpl, CommitMode::Sync)).await {
+            Ok(Ok(())) => {
+                for (p, f) in moved {
+                    self.committed.insert(p, f);
+                }
+            }
+            Ok(Err(e)) => tracing::warn!(error = %e, "committing offsets failed; the next commit covers them"),
+            Err(e) => tracing::error!(error = %e, "the commit task failed"),
+        }
+    }
+
+    /// Lag: over the assigned partitions, high watermark − commit frontier.
+    async fn refresh_lag(&self) {
+        let parts: Vec<(i32, Option<i64>)> = self.buffer.partitions().into_iter().map(|p| (p, self.buffer.frontier(p))).collect();
+        let consumer = self.consumer.clone();
+        let topic = self.names.signals.clone();
+        let lag = tokio::task::spawn_blocking(move || {
+            let mut lag = 0i64;
+            for (p, frontier) in parts {
+                let (low, high) = consumer.fetch_watermarks(&topic, p, Duration::from_secs(1)).ok()?;
+                lag += (high - frontier.unwrap_or(low).max(low)).max(0);
+            }
+            Some(lag)
+        })
+        .await;
+        if let Ok(Some(lag)) = lag {
+            self.metrics.lag.set(lag);
+        }
+    }
+}
+
+fn placeholders(n: usize) -> String {
+    vec!["?"; n].join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use prost::Message as _;
+    use rdkafka::message::{Message as _, OwnedMessage, Timestamp};
+
+    use super::*;
+    use crate::bus::record::{headers, SignalKind};
+    use crate::otlp::{ExportLogsServiceRequest, ExportTraceServiceRequest};
+    use opentelemetry_proto::tonic::logs::v1::{LogRecord, ResourceLogs, ScopeLogs};
+    use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
+
+    fn items(kind: SignalKind, value: Vec<u8>) -> Vec<Item> {
+        let m = OwnedMessage::new(Some(value), None, "t".into(), Timestamp::NotAvailable, 0, 0, Some(headers(kind, 1)));
+        items_of(m.headers().map(|h| h.as_borrowed()), m.payload()).unwrap()
+    }
+
+    #[test]
+    fn records_become_items_with_valid_trace_ids_only() {
+        let span = |trace: Vec<u8>, id: u8| Span { trace_id: trace, span_id: vec![id; 8], name: "op".into(), ..Default::default() };
+        let request = ExportTraceServiceRequest {
+            resource_spans: vec![ResourceSpans {
+                scope_spans: vec![ScopeSpans {
+                    spans: vec![span(vec![1; 16], 1), span(vec![0; 16], 2), span(Vec::new(), 3)],
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+        };
+        let got = items(SignalKind::Traces, request.encode_to_vec());
+        assert_eq!(got.len(), 1);
+        assert!(matches!(&got[0], Item::Span { trace_id, span_id, span }
+            if trace_id == &"01".repeat(16) && span_id == &"01".repeat(8) && span.service == "unknown_service"));
+        let logs = ExportLogsServiceRequest {
+            resource_logs: vec![ResourceLogs {
+                scope_logs: vec![ScopeLogs {
+                    log_records: vec![
+                        LogRecord { trace_id: vec![2; 16], ..Default::default() },
+                        LogRecord::default(),
+                    ],
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+        };
+        let got = items(SignalKind::Logs, logs.encode_to_vec());
+        assert!(matches!(&got[..], [Item::Log { trace_id, .. }] if trace_id == &"02".repeat(16)));
+        let m = OwnedMessage::new(Some(vec![0xff]), None, "t".into(), Timestamp::NotAvailable, 0, 0, Some(headers(SignalKind::Traces, 1)));
+        assert!(items_of(m.headers().map(|h| h.as_borrowed()), m.payload()).is_err());
+    }
+
+    #[test]
+    fn limits_come_from_the_config() {
+        let l = limits(&AssemblerConfig::default());
+        assert_eq!((l.idle_close_ms, l.max_spans_per_trace, l.max_open_traces), (30_000, 10_000, 100_000));
+    }
+}

@@ -1,0 +1,192 @@
+//! One trace as the assembler holds it, and the story built from it. Pure: no I/O, no clock.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+use crate::identity::story_fingerprint;
+use crate::story::{Story, MISSING_ROOT, STORY_FORMAT_VERSION};
+
+/// A call edge: the parent's (service, operation), if in the trace, and the child's.
+type Edge<'a> = (Option<(&'a str, &'a str)>, (&'a str, &'a str));
+
+/// OTLP `STATUS_CODE_ERROR`.
+pub const STATUS_ERROR: u8 = 2;
+
+/// What a story needs of one span.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpanInfo {
+    /// Lowercase hex; empty for a root span.
+    pub parent_span_id: String,
+    pub service: String,
+    pub operation: String,
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub error: bool,
+}
+
+impl SpanInfo {
+    pub fn from_row(row: &crate::store::SpanRow) -> SpanInfo {
+        SpanInfo {
+            parent_span_id: row.parent_span_id.clone(),
+            service: row.service.clone(),
+            operation: row.name.clone(),
+            start_ns: row.start_ns,
+            end_ns: row.end_ns,
+            error: row.status_code == STATUS_ERROR,
+        }
+    }
+}
+
+/// The content of a trace: its spans by span id (so a span read twice counts once) and the
+/// ids of its logs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TraceContent {
+    pub spans: HashMap<String, SpanInfo>,
+    pub log_ids: HashSet<u64>,
+    pub truncated: bool,
+}
+
+impl TraceContent {
+    /// Adds a span; false when it was already there.
+    pub fn add_span(&mut self, span_id: String, span: SpanInfo) -> bool {
+        match self.spans.entry(span_id) {
+            std::collections::hash_map::Entry::Occupied(_) => false,
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(span);
+                true
+            }
+        }
+    }
+
+    /// The story of this content, stamped `version_ns`. None for a trace with no span
+    /// (only logs carried its id): there is nothing to tell.
+    pub fn story(&self, trace_id: &str, version_ns: u64) -> Option<Story> {
+        if self.spans.is_empty() {
+            return None;
+        }
+        // Deterministic choices: iterate spans in span-id order.
+        let mut ids: Vec<&String> = self.spans.keys().collect();
+        ids.sort();
+        let mut root: Option<&SpanInfo> = None;
+        let mut start_ns = u64::MAX;
+        let mut end_ns = 0;
+        let mut services = BTreeSet::new();
+        let mut error_spans = 0u32;
+        let mut edges: Vec<Edge<'_>> = Vec::with_capacity(ids.len());
+        for id in ids {
+            let span = &self.spans[id];
+            start_ns = start_ns.min(span.start_ns);
+            end_ns = end_ns.max(span.end_ns.max(span.start_ns));
+            services.insert(span.service.clone());
+            if span.error {
+                error_spans += 1;
+            }
+            let child = (span.service.as_str(), span.operation.as_str());
+            let parent = if span.parent_span_id.is_empty() {
+                // The root: the earliest span without a parent (ties: smallest span id).
+                if root.is_none_or(|r| span.start_ns < r.start_ns) {
+                    root = Some(span);
+                }
+                None
+            } else {
+                self.spans.get(&span.parent_span_id).map(|p| (p.service.as_str(), p.operation.as_str()))
+            };
+            edges.push((parent, child));
+        }
+        let fingerprint = story_fingerprint(edges.iter().copied());
+        let edge_text: BTreeSet<String> = edges
+            .iter()
+            .map(|(parent, (s, o))| match parent {
+                Some((ps, po)) => format!("{ps}/{po} -> {s}/{o}"),
+                None => format!("ROOT -> {s}/{o}"),
+            })
+            .collect();
+        let (root_service, root_operation) = match root {
+            Some(r) => (r.service.clone(), r.operation.clone()),
+            None => (String::new(), MISSING_ROOT.to_string()),
+        };
+        Some(Story {
+            version: STORY_FORMAT_VERSION,
+            trace_id: trace_id.to_string(),
+            fingerprint,
+            root_service,
+            root_operation,
+            start_ns,
+            duration_ns: end_ns.saturating_sub(start_ns),
+            span_count: u32::try_from(self.spans.len()).unwrap_or(u32::MAX),
+            services: services.into_iter().collect(),
+            edges: edge_text.into_iter().collect(),
+            error: error_spans > 0,
+            error_spans,
+            log_count: u32::try_from(self.log_ids.len()).unwrap_or(u32::MAX),
+            truncated: self.truncated,
+            version_ns,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub fn span(parent: &str, service: &str, op: &str, start: u64, end: u64) -> SpanInfo {
+        SpanInfo {
+            parent_span_id: parent.into(),
+            service: service.into(),
+            operation: op.into(),
+            start_ns: start,
+            end_ns: end,
+            error: false,
+        }
+    }
+
+    fn content(spans: &[(&str, SpanInfo)]) -> TraceContent {
+        let mut c = TraceContent::default();
+        for (id, s) in spans {
+            c.add_span(id.to_string(), s.clone());
+        }
+        c
+    }
+
+    #[test]
+    fn same_path_same_fingerprint_whatever_ids_and_timing() {
+        let a = content(&[
+            ("01", span("", "web", "GET /", 100, 900)),
+            ("02", span("01", "web", "auth", 110, 200)),
+            ("03", span("01", "db", "query", 210, 800)),
+        ]);
+        let b = content(&[
+            ("aa", span("", "web", "GET /", 5_000, 5_100)),
+            ("bb", span("aa", "db", "query", 5_010, 5_020)),
+            ("cc", span("aa", "web", "auth", 5_030, 5_090)),
+            ("dd", span("aa", "db", "query", 5_040, 5_050)), // a repeated call: same edge set
+        ]);
+        let sa = a.story("t1", 1).unwrap();
+        let sb = b.story("t2", 2).unwrap();
+        assert_eq!(sa.fingerprint, sb.fingerprint);
+        assert_eq!(sa.edges, sb.edges);
+        assert_eq!(sa.edges, vec!["ROOT -> web/GET /", "web/GET / -> db/query", "web/GET / -> web/auth"]);
+        assert_eq!((sa.start_ns, sa.duration_ns, sa.span_count), (100, 800, 3));
+        assert_eq!((sa.root_service.as_str(), sa.root_operation.as_str()), ("web", "GET /"));
+        assert_eq!(sa.services, vec!["db", "web"]);
+        assert!(!sa.error);
+        let mut c = b.clone();
+        c.add_span("ee".into(), span("bb", "cache", "get", 5_011, 5_012));
+        assert_ne!(c.story("t3", 3).unwrap().fingerprint, sb.fingerprint, "one more edge, another shape");
+    }
+
+    #[test]
+    fn errors_missing_root_logs_and_duplicates() {
+        let mut c = content(&[("02", span("01", "api", "call", 10, 20)), ("03", span("02", "db", "q", 11, 12))]);
+        let mut bad = span("02", "db", "q", 13, 14);
+        bad.error = true;
+        assert!(c.add_span("04".into(), bad.clone()));
+        assert!(!c.add_span("04".into(), bad), "a span read twice counts once");
+        c.log_ids.extend([7, 8, 7]);
+        let s = c.story("t", 9).unwrap();
+        assert_eq!((s.root_service.as_str(), s.root_operation.as_str()), ("", MISSING_ROOT));
+        assert!(s.error);
+        assert_eq!((s.error_spans, s.span_count, s.log_count), (1, 3, 2));
+        assert_eq!(s.edges, vec!["ROOT -> api/call", "api/call -> db/q"]);
+        assert_eq!(TraceContent::default().story("t", 1), None);
+    }
+}

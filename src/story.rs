@@ -1,0 +1,191 @@
+//! The story record on `<prefix>.stories` (DESIGN.md §2, §6): a versioned JSON document,
+//! defined here once and used by the producer (the assembler) and every reader (systems
+//! outside Tayga; the app reads the `stories` table, whose row is [`Story::to_row`]). It is a
+//! public interface, documented in `docs/stories.md`.
+//!
+//! Rules of the format (the same as the alert record's, `src/alert.rs`):
+//! - `version` is required; a reader rejects a version it does not know. Version 1 is the
+//!   only one today.
+//! - Unknown fields are ignored on read, so a producer may add fields within a version.
+//! - The fingerprint is a u64 hash written as 16 lowercase hex digits (JavaScript numbers
+//!   lose precision above 2^53); it is also the record's key.
+//! - Timestamps are integer nanoseconds since the Unix epoch.
+//! - A trace may be published more than once (a late span, a re-read after a restart): the
+//!   document with the highest `version_ns` for a `trace_id` is the current one.
+
+use serde::{Deserialize, Serialize};
+
+use crate::alert::{format_id, hex_id};
+use crate::store::StoryRow;
+
+/// The version this build writes, and the only one it reads.
+pub const STORY_FORMAT_VERSION: u32 = 1;
+
+/// `root_operation` of a story whose trace has no span without a parent (`root_service`
+/// is then empty).
+pub const MISSING_ROOT: &str = "missing root";
+
+/// One assembled trace, as published on `<prefix>.stories` (keyed by [`Story::key`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Story {
+    /// Always [`STORY_FORMAT_VERSION`] in what this build writes.
+    pub version: u32,
+    /// 32 lowercase hex digits, as in OTLP/JSON.
+    pub trace_id: String,
+    /// The shape: `identity::story_fingerprint` of the trace's call edges.
+    #[serde(with = "hex_id")]
+    pub fingerprint: u64,
+    /// The root span's service and operation; `""` and [`MISSING_ROOT`] without a root.
+    pub root_service: String,
+    pub root_operation: String,
+    /// Earliest span start, nanoseconds since the epoch.
+    pub start_ns: u64,
+    /// Latest span end minus `start_ns`.
+    pub duration_ns: u64,
+    pub span_count: u32,
+    /// Every service with a span in the trace, sorted.
+    pub services: Vec<String>,
+    /// The call edges, sorted, as text: `parent_service/parent_operation -> service/operation`,
+    /// or `ROOT -> service/operation` for a span with no parent span in the trace.
+    pub edges: Vec<String>,
+    /// True when any span has status ERROR.
+    pub error: bool,
+    /// How many spans have status ERROR.
+    pub error_spans: u32,
+    /// Log records carrying this trace id that the assembler saw.
+    pub log_count: u32,
+    /// The trace grew past `assembler.max_spans_per_trace`: only the first spans are in it.
+    pub truncated: bool,
+    /// When this version of the story was built (ns): the newest version wins.
+    pub version_ns: u64,
+}
+
+/// Why a record is not a valid story.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum StoryError {
+    #[error("not a story document: {0}")]
+    Invalid(String),
+    #[error("story document has no numeric `version` field")]
+    MissingVersion,
+    #[error("story format version {found} is not supported by this build (it reads version {STORY_FORMAT_VERSION}); upgrade tayga")]
+    UnsupportedVersion { found: u64 },
+}
+
+#[derive(Deserialize)]
+struct VersionProbe {
+    version: Option<serde_json::Value>,
+}
+
+impl Story {
+    /// The record key: the fingerprint as 16 lowercase hex digits.
+    pub fn key(&self) -> String {
+        format_id(self.fingerprint)
+    }
+
+    pub fn to_json(&self) -> Result<Vec<u8>, serde_json::Error> {
+        serde_json::to_vec(self)
+    }
+
+    /// Reads one record value; the version is checked first.
+    pub fn from_json(bytes: &[u8]) -> Result<Story, StoryError> {
+        let probe: VersionProbe = serde_json::from_slice(bytes).map_err(|e| StoryError::Invalid(e.to_string()))?;
+        match probe.version.as_ref().and_then(serde_json::Value::as_u64) {
+            None => return Err(StoryError::MissingVersion),
+            Some(v) if v == u64::from(STORY_FORMAT_VERSION) => {}
+            Some(found) => return Err(StoryError::UnsupportedVersion { found }),
+        }
+        serde_json::from_slice(bytes).map_err(|e| StoryError::Invalid(e.to_string()))
+    }
+
+    /// The row of the `stories` table.
+    pub fn to_row(&self) -> StoryRow {
+        StoryRow {
+            trace_id: self.trace_id.clone(),
+            fingerprint: self.fingerprint,
+            root_service: self.root_service.clone(),
+            root_operation: self.root_operation.clone(),
+            start_ns: self.start_ns,
+            duration_ns: self.duration_ns,
+            span_count: self.span_count,
+            services: self.services.clone(),
+            edges: self.edges.clone(),
+            error: u8::from(self.error),
+            error_spans: self.error_spans,
+            log_count: self.log_count,
+            truncated: u8::from(self.truncated),
+            version_ns: self.version_ns,
+        }
+    }
+
+    /// A story read back from its row.
+    pub fn from_row(row: &StoryRow) -> Story {
+        Story {
+            version: STORY_FORMAT_VERSION,
+            trace_id: row.trace_id.clone(),
+            fingerprint: row.fingerprint,
+            root_service: row.root_service.clone(),
+            root_operation: row.root_operation.clone(),
+            start_ns: row.start_ns,
+            duration_ns: row.duration_ns,
+            span_count: row.span_count,
+            services: row.services.clone(),
+            edges: row.edges.clone(),
+            error: row.error != 0,
+            error_spans: row.error_spans,
+            log_count: row.log_count,
+            truncated: row.truncated != 0,
+            version_ns: row.version_ns,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn story() -> Story {
+        Story {
+            version: STORY_FORMAT_VERSION,
+            trace_id: "0af7651916cd43dd8448eb211c80319c".into(),
+            fingerprint: 0x00c0_ffee_00c0_ffee,
+            root_service: "web".into(),
+            root_operation: "GET /".into(),
+            start_ns: 1_764_460_800_000_000_000,
+            duration_ns: 1500,
+            span_count: 2,
+            services: vec!["db".into(), "web".into()],
+            edges: vec!["ROOT -> web/GET /".into(), "web/GET / -> db/query".into()],
+            error: true,
+            error_spans: 1,
+            log_count: 3,
+            truncated: false,
+            version_ns: 1_764_460_900_000_000_000,
+        }
+    }
+
+    #[test]
+    fn json_round_trip_and_row_round_trip() {
+        let s = story();
+        let json = s.to_json().unwrap();
+        let text = String::from_utf8(json.clone()).unwrap();
+        assert!(text.contains(r#""fingerprint":"00c0ffee00c0ffee""#), "{text}");
+        assert!(text.contains(r#""version":1"#), "{text}");
+        assert_eq!(Story::from_json(&json).unwrap(), s);
+        assert_eq!(Story::from_row(&s.to_row()), s);
+        assert_eq!(s.key(), "00c0ffee00c0ffee");
+    }
+
+    #[test]
+    fn versions_are_checked_and_unknown_fields_ignored() {
+        let mut v: serde_json::Value = serde_json::to_value(story()).unwrap();
+        v["extra"] = serde_json::json!("ignored");
+        assert_eq!(Story::from_json(&serde_json::to_vec(&v).unwrap()).unwrap(), story());
+        v["version"] = serde_json::json!(2);
+        assert_eq!(
+            Story::from_json(&serde_json::to_vec(&v).unwrap()),
+            Err(StoryError::UnsupportedVersion { found: 2 })
+        );
+        assert_eq!(Story::from_json(br#"{"trace_id":"x"}"#), Err(StoryError::MissingVersion));
+        assert!(matches!(Story::from_json(b"nope"), Err(StoryError::Invalid(_))));
+    }
+}
