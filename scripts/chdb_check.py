@@ -3,7 +3,9 @@
 that the DDL and queries Tayga runs on ClickHouse 18.16 also run on current releases.
 
 Reads a JSON list of statements on stdin; runs them in order in a fresh database; prints
-one line per statement and exits 1 if any failed.
+one line per statement and exits 1 if any failed. An item may also be an object
+{"sql": "...", "expect": "..."}: the statement must then also return exactly `expect`
+(its CSV output, surrounding whitespace stripped), e.g. to check what a query counts.
 """
 import json
 import sys
@@ -21,10 +23,15 @@ with tempfile.TemporaryDirectory() as path:
     s.query("CREATE DATABASE IF NOT EXISTS tayga_check")
     s.query("USE tayga_check")
     failed = 0
-    for i, sql in enumerate(statements, 1):
+    for i, item in enumerate(statements, 1):
+        sql, expect = (item["sql"], item.get("expect")) if isinstance(item, dict) else (item, None)
         first = " ".join(sql.split())[:70]
         try:
-            s.query(sql)
+            got = str(s.query(sql)).strip()
+            if expect is not None and got != expect:
+                failed += 1
+                print(f"FAIL {i:3} {first}\n     returned {got!r}, expected {expect!r}")
+                continue
             print(f"ok   {i:3} {first}")
         except Exception as e:  # chdb raises its own error type; report every failure
             failed += 1

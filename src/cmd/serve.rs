@@ -11,7 +11,7 @@ use crate::config::{Config, Loaded};
 use crate::daemon::{self, Shutdown};
 
 /// The services this build can run, in start order. `serve all` runs exactly these.
-pub const AVAILABLE: &[Service] = &[Service::Ingest, Service::Assembler, Service::Notifier];
+pub const AVAILABLE: &[Service] = &[Service::Ingest, Service::Writer, Service::Assembler, Service::Notifier];
 
 pub async fn run(loaded: Loaded, service: Service) -> anyhow::Result<()> {
     let config = loaded.config;
@@ -58,6 +58,7 @@ pub async fn run(loaded: Loaded, service: Service) -> anyhow::Result<()> {
 async fn serve_one(service: Service, config: &Config, shutdown: Shutdown) -> anyhow::Result<()> {
     match service {
         Service::Ingest => daemon::ingest::serve(config, shutdown).await,
+        Service::Writer => daemon::writer::run(config.clone(), shutdown).await,
         Service::Notifier => daemon::notifier::serve(config, shutdown).await,
         Service::Assembler => daemon::assembler::serve(config, shutdown).await,
         other => anyhow::bail!("`tayga serve {}` is not in this build yet", name(other)),

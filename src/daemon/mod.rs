@@ -5,6 +5,7 @@
 pub mod assembler;
 pub mod ingest;
 pub mod notifier;
+pub mod writer;
 
 use std::future::Future;
 use std::io::IsTerminal;

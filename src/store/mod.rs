@@ -2,6 +2,7 @@
 //! schema and its migrations, the row structs, and retention.
 
 pub mod migrate;
+pub mod read;
 pub mod retention;
 pub mod rows;
 pub mod schema;

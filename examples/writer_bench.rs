@@ -1,0 +1,277 @@
+//! Writer throughput: rows/s from a pre-filled `<prefix>.signals` into ClickHouse, beside the
+//! raw insert rate of the same rows with the clickhouse crate, in the same run. The ratio
+//! (writer ÷ raw) is the figure; docs/writer.md records it.
+//!
+//!     cargo run --release --example writer_bench -- [--traces 16000] [--spans 20] [--rounds 2]
+//!
+//! Uses the ClickHouse and broker of TAYGA_CLICKHOUSE_URL / TAYGA_KAFKA_BROKERS (defaults:
+//! 127.0.0.1:8123 and :9092) with a database and topic prefix of its own, removed at the end.
+//! The writer runs with its defaults (`writer.batch_max_rows`, `batch_max_wait_ms`); the raw
+//! inserts use the same batch size. One record in five is a log record of `--spans` logs.
+
+use std::time::{Duration, Instant};
+
+use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
+use opentelemetry_proto::tonic::logs::v1::{LogRecord, ResourceLogs, ScopeLogs};
+use opentelemetry_proto::tonic::resource::v1::Resource;
+use opentelemetry_proto::tonic::trace::v1::{status, ResourceSpans, ScopeSpans, Span, Status};
+use prost::Message as _;
+use rdkafka::admin::{AdminClient, AdminOptions};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use tayga::bus::record::{headers, SignalKind};
+use tayga::config::Config;
+use tayga::daemon::Shutdown;
+use tayga::otlp::flatten::{log_rows, span_rows};
+use tayga::otlp::{hex_id, ExportLogsServiceRequest, ExportTraceServiceRequest};
+use tayga::store::{LogRow, SpanRow, Store};
+
+fn arg(name: &str, default: usize) -> usize {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .map(|v| v.parse().expect("a number"))
+        .unwrap_or(default)
+}
+
+fn kv(key: &str, value: String) -> KeyValue {
+    KeyValue { key: key.into(), value: Some(AnyValue { value: Some(any_value::Value::StringValue(value)) }), ..Default::default() }
+}
+
+fn resource(service: &str) -> Option<Resource> {
+    Some(Resource { attributes: vec![kv("service.name", service.into()), kv("host.name", "node-7".into())], ..Default::default() })
+}
+
+fn trace_id(i: usize) -> Vec<u8> {
+    let mut id = 0xbeef_0000_0000_0000u64.to_be_bytes().to_vec();
+    id.extend_from_slice(&(i as u64 + 1).to_be_bytes());
+    id
+}
+
+fn trace(i: usize, spans: usize, base: u64) -> ExportTraceServiceRequest {
+    let tid = trace_id(i);
+    let spans: Vec<Span> = (0..spans)
+        .map(|j| Span {
+            trace_id: tid.clone(),
+            span_id: (((i as u64) << 20) | (j as u64 + 1)).to_be_bytes().to_vec(),
+            parent_span_id: if j == 0 { vec![] } else { ((i as u64) << 20 | 1).to_be_bytes().to_vec() },
+            name: format!("GET /api/v1/items/{}", j % 7),
+            kind: 2,
+            start_time_unix_nano: base + (i * 1000 + j) as u64 * 1_000,
+            end_time_unix_nano: base + (i * 1000 + j) as u64 * 1_000 + 250_000,
+            attributes: vec![kv("http.method", "GET".into()), kv("http.status_code", "200".into()), kv("user.id", format!("u{}", i % 97))],
+            status: Some(Status { code: status::StatusCode::Ok as i32, ..Default::default() }),
+            ..Default::default()
+        })
+        .collect();
+    ExportTraceServiceRequest {
+        resource_spans: vec![ResourceSpans {
+            resource: resource(if i.is_multiple_of(2) { "frontend" } else { "checkout" }),
+            scope_spans: vec![ScopeSpans { spans, ..Default::default() }],
+            ..Default::default()
+        }],
+    }
+}
+
+fn logs(i: usize, n: usize, base: u64) -> ExportLogsServiceRequest {
+    ExportLogsServiceRequest {
+        resource_logs: vec![ResourceLogs {
+            resource: resource("checkout"),
+            scope_logs: vec![ScopeLogs {
+                log_records: (0..n)
+                    .map(|j| LogRecord {
+                        time_unix_nano: base + (i * 1000 + j) as u64,
+                        severity_number: 9,
+                        severity_text: "INFO".into(),
+                        body: Some(AnyValue { value: Some(any_value::Value::StringValue(format!("order {i} item {j} reserved in 12 ms"))) }),
+                        trace_id: trace_id(i),
+                        attributes: vec![kv("code.function", "reserve".into())],
+                        ..Default::default()
+                    })
+                    .collect(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }],
+    }
+}
+
+fn metric(text: &str, name: &str) -> f64 {
+    text.lines()
+        .filter(|l| l.strip_prefix(name).is_some_and(|r| r.starts_with(' ') || r.starts_with('{')))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() -> anyhow::Result<()> {
+    if std::env::var("TAYGA_LOG").is_ok() {
+        tayga::daemon::init_tracing();
+    }
+    let records = arg("--traces", 16_000);
+    let per = arg("--spans", 20);
+    let rounds = arg("--rounds", 2);
+    let mut base_config = Config::default();
+    if let Ok(url) = std::env::var("TAYGA_CLICKHOUSE_URL") {
+        base_config.clickhouse.url = url;
+    }
+    if let Ok(brokers) = std::env::var("TAYGA_KAFKA_BROKERS") {
+        base_config.kafka.brokers = brokers;
+    }
+    let now = tayga::store::now_ns();
+
+    // The data, and the rows the writer must produce from it.
+    let mut values = Vec::with_capacity(records);
+    let (mut spans, mut logs_rows): (Vec<SpanRow>, Vec<LogRow>) = (Vec::new(), Vec::new());
+    for i in 0..records {
+        if i % 5 == 4 {
+            let r = logs(i, per, now);
+            logs_rows.extend(log_rows(&r, now));
+            values.push((hex_id(&trace_id(i)), SignalKind::Logs, r.encode_to_vec()));
+        } else {
+            let r = trace(i, per, now);
+            spans.extend(span_rows(&r, now));
+            values.push((hex_id(&trace_id(i)), SignalKind::Traces, r.encode_to_vec()));
+        }
+    }
+    let total_rows = (spans.len() + logs_rows.len()) as f64;
+    let bytes: usize = values.iter().map(|v| v.2.len()).sum();
+    println!(
+        "data: {records} records ({} MB of OTLP protobuf), {} spans + {} logs = {total_rows} rows; batch_max_rows {}",
+        bytes / 1_000_000,
+        spans.len(),
+        logs_rows.len(),
+        base_config.writer.batch_max_rows
+    );
+
+    for round in 1..=rounds {
+        let name = format!("bench_writer_{}_{round}", std::process::id());
+        let mut config = base_config.clone();
+        config.clickhouse.database = name.clone();
+        config.kafka.topic_prefix = name.clone();
+        config.writer.metrics_addr = "127.0.0.1:0".into();
+        let store = Store::new(&config.clickhouse);
+        tayga::store::migrate::migrate(&store).await?;
+
+        // Raw: the same rows, the same batch size, Store::insert (the clickhouse crate).
+        let batch = config.writer.batch_max_rows as usize;
+        let started = Instant::now();
+        for chunk in spans.chunks(batch) {
+            store.insert(chunk).await?;
+        }
+        for chunk in logs_rows.chunks(batch) {
+            store.insert(chunk).await?;
+        }
+        let raw_secs = started.elapsed().as_secs_f64();
+        store.execute("emptying", "TRUNCATE TABLE spans").await?;
+        store.execute("emptying", "TRUNCATE TABLE logs").await?;
+
+        // Pre-fill the topic.
+        tayga::bus::topics::ensure_topics(&config.kafka, &config.names()).await?;
+        let producer: FutureProducer = tayga::bus::client_config(&config.kafka)
+            .set("linger.ms", "20")
+            .set("batch.size", "1000000")
+            .set("queue.buffering.max.messages", "1000000")
+            .set("queue.buffering.max.kbytes", "2000000")
+            .create()?;
+        let topic = config.names().signals;
+        let produced = Instant::now();
+        let mut pending = Vec::with_capacity(values.len());
+        for (key, kind, value) in &values {
+            pending.push(producer.send_result(FutureRecord::to(&topic).key(key).payload(value).headers(headers(*kind, now))).map_err(|(e, _)| e)?);
+        }
+        for p in pending {
+            p.await?.map_err(|(e, _)| e)?;
+        }
+        let produce_secs = produced.elapsed().as_secs_f64();
+
+        // The writer, in this process; timed from its first consumed record to its last row.
+        let mut writer_config = config.clone();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+        writer_config.writer.metrics_addr = format!("127.0.0.1:{port}");
+        let addr = writer_config.writer.metrics_addr.clone();
+        let shutdown = Shutdown::new();
+        let task = tokio::spawn(tayga::daemon::writer::run(writer_config, shutdown.clone()));
+        let http = reqwest::Client::new();
+        let scrape = || async { http.get(format!("http://{addr}/metrics")).send().await.ok()?.text().await.ok() };
+        let deadline = Instant::now() + Duration::from_secs(600);
+        let mut first = None;
+        let writer_secs = loop {
+            anyhow::ensure!(Instant::now() < deadline, "the writer did not store every row in time");
+            if let Some(text) = scrape().await {
+                if first.is_none() && metric(&text, "tayga_writer_records_consumed_total") > 0.0 {
+                    first = Some(Instant::now());
+                }
+                if metric(&text, "tayga_writer_rows_written_total") >= total_rows {
+                    break first.map_or(0.0, |f| f.elapsed().as_secs_f64());
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        };
+        shutdown.trigger();
+        task.await??;
+        let stored = tayga::store::read::count_spans_dedup(&store).await? + tayga::store::read::count_logs_dedup(&store).await?;
+        anyhow::ensure!(stored as f64 == total_rows, "stored {stored} rows, expected {total_rows}");
+
+        // For context: the same records fetched only (a plain consumer, new group), and
+        // decoded and flattened only (in memory), each alone.
+        let fetch_secs = {
+            let consumer: BaseConsumer = tayga::bus::client_config(&config.kafka)
+                .set("group.id", format!("{name}-fetch"))
+                .set("enable.auto.commit", "false")
+                .set("auto.offset.reset", "earliest")
+                .create()?;
+            consumer.subscribe(&[&topic])?;
+            let mut seen = 0;
+            let mut first = None;
+            let deadline = Instant::now() + Duration::from_secs(120);
+            while seen < records && Instant::now() < deadline {
+                if let Some(m) = consumer.poll(Duration::from_millis(100)) {
+                    m?;
+                    first.get_or_insert_with(Instant::now);
+                    seen += 1;
+                }
+            }
+            first.map_or(0.0, |f| f.elapsed().as_secs_f64())
+        };
+        let decode_secs = {
+            let started = Instant::now();
+            let mut n = 0;
+            for (_, kind, value) in &values {
+                let h = headers(*kind, now);
+                let rec = tayga::bus::record::decode(Some(h.as_borrowed()), Some(value))?;
+                n += match &rec.payload {
+                    tayga::bus::record::SignalPayload::Traces(r) => span_rows(r, rec.ingest_ns).len(),
+                    tayga::bus::record::SignalPayload::Logs(r) => log_rows(r, rec.ingest_ns).len(),
+                };
+            }
+            anyhow::ensure!(n as f64 == total_rows);
+            started.elapsed().as_secs_f64()
+        };
+        println!(
+            "round {round}: alone: fetch {:.0} records/s = {:.0} rows/s; decode+flatten {:.0} rows/s",
+            records as f64 / fetch_secs,
+            total_rows / fetch_secs,
+            total_rows / decode_secs
+        );
+
+        let raw = total_rows / raw_secs;
+        let writer = total_rows / writer_secs;
+        println!(
+            "round {round}: raw insert {:>9.0} rows/s ({raw_secs:.2} s) | writer {:>9.0} rows/s ({writer_secs:.2} s) | ratio {:.2} | (produce {:.0} records/s)",
+            raw,
+            writer,
+            writer / raw,
+            records as f64 / produce_secs
+        );
+
+        let _ = store.drop_database().await;
+        let admin: AdminClient<DefaultClientContext> = tayga::bus::client_config(&config.kafka).create()?;
+        let names = config.names();
+        let topics = [names.signals.as_str(), names.logs.as_str(), names.stories.as_str(), names.alerts.as_str()];
+        let _ = admin.delete_topics(&topics, &AdminOptions::new()).await;
+    }
+    Ok(())
+}

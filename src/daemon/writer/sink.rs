@@ -1,0 +1,246 @@
+//! Storing a batch in ClickHouse, in one of two modes chosen at start-up (DESIGN.md §4):
+//!
+//! - [`InsertMode::Batched`] (ClickHouse 18.16, or any server without
+//!   `insert_deduplication_token`): one INSERT per table per batch. A record read twice is
+//!   inserted twice, and the `ReplacingMergeTree` identities ((trace_id, span_id); (service,
+//!   log_id)) collapse the copies; reads deduplicate with `FINAL`/`uniqExact`
+//!   (`store::read`).
+//! - [`InsertMode::Tokens`] (current ClickHouse): one INSERT per record, with
+//!   `insert_deduplication_token = <topic>-<partition>-<offset>`, and the tables'
+//!   `non_replicated_deduplication_window` set to [`DEDUP_WINDOW`]: a replayed record is
+//!   discarded by the server, so even raw counts stay exact. Seed 001: the token must name a
+//!   record, never a fetched batch (fetch boundaries differ on replay), and without the
+//!   window the token is accepted and silently ignored. The identities still apply.
+//!
+//! The window is a table setting, applied by [`enable_tokens`] with `ALTER TABLE … MODIFY
+//! SETTING` at writer start rather than by a migration: migrations run unconditionally on
+//! every server (and are checked on 18.16 and in chdb), 18.16 has no such setting, and the
+//! ALTER is idempotent and cheap.
+
+use std::time::{Duration, Instant};
+
+use tokio::task::JoinSet;
+
+use super::batch::{Batch, RecordRows, Rows};
+use super::metrics::{Table, WriterMetrics};
+use crate::store::{LogRow, SpanRow, Store, StoreError, TableRow};
+
+/// Seed 001: blocks remembered per table for token deduplication.
+pub const DEDUP_WINDOW: u32 = 1000;
+
+/// Is `insert_deduplication_token` a setting of this server? (0 on 18.16, 1 on current.)
+pub const TOKEN_SUPPORT_SQL: &str = "SELECT count() FROM system.settings WHERE name = 'insert_deduplication_token'";
+
+/// The statements that turn the token window on, one per table the writer fills.
+pub fn window_statements() -> Vec<String> {
+    [SpanRow::TABLE, LogRow::TABLE]
+        .iter()
+        .map(|t| format!("ALTER TABLE {t} MODIFY SETTING non_replicated_deduplication_window = {DEDUP_WINDOW}"))
+        .collect()
+}
+
+/// Per-record inserts running at once in token mode.
+const TOKEN_INSERT_CONCURRENCY: usize = 8;
+/// An insert that has not answered in this long is failed and retried.
+const INSERT_TIMEOUT: Duration = Duration::from_secs(30);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InsertMode {
+    Batched,
+    Tokens,
+}
+
+impl InsertMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InsertMode::Batched => "batched",
+            InsertMode::Tokens => "per-record-token",
+        }
+    }
+}
+
+/// Whether the server supports `insert_deduplication_token`.
+pub async fn supports_tokens(store: &Store) -> Result<bool, StoreError> {
+    let n: u64 = store
+        .client()
+        .query(TOKEN_SUPPORT_SQL)
+        .fetch_one()
+        .await
+        .map_err(|source| store.query_error("looking up insert_deduplication_token", source))?;
+    Ok(n > 0)
+}
+
+/// Sets the deduplication window on the spans and logs tables.
+pub async fn enable_tokens(store: &Store) -> Result<(), StoreError> {
+    for sql in window_statements() {
+        store.execute("setting non_replicated_deduplication_window", &sql).await?;
+    }
+    Ok(())
+}
+
+/// Chooses the mode for this server: tokens where supported and the window could be set,
+/// otherwise batched (which the identities alone make safe).
+pub async fn choose_mode(store: &Store) -> Result<InsertMode, StoreError> {
+    if !supports_tokens(store).await? {
+        return Ok(InsertMode::Batched);
+    }
+    match enable_tokens(store).await {
+        Ok(()) => Ok(InsertMode::Tokens),
+        Err(e) if e.is_unreachable() => Err(e),
+        Err(e) => {
+            tracing::warn!(error = %e, "the server knows insert_deduplication_token but the window could not be set; using batched inserts (deduplicated by identity)");
+            Ok(InsertMode::Batched)
+        }
+    }
+}
+
+/// The deduplication token of a record: reproducible, so a replay hashes to the same token.
+pub fn token(topic: &str, partition: i32, offset: i64) -> String {
+    format!("{topic}-{partition}-{offset}")
+}
+
+#[derive(Clone)]
+pub struct Sink {
+    pub store: Store,
+    pub mode: InsertMode,
+    pub topic: String,
+    pub metrics: WriterMetrics,
+}
+
+impl Sink {
+    /// Inserts what of `batch` is not stored yet, marking what succeeds. Ok once every row
+    /// of the batch is stored.
+    pub async fn write(&self, batch: &mut Batch) -> Result<(), StoreError> {
+        let started = Instant::now();
+        match self.mode {
+            InsertMode::Batched => self.write_batched(batch).await?,
+            InsertMode::Tokens => self.write_tokens(batch).await?,
+        }
+        self.metrics.insert_seconds.observe(started.elapsed().as_secs_f64());
+        Ok(())
+    }
+
+    /// Re-creates the schema (and the token window) if it is missing; errors are only logged,
+    /// the insert that follows says whether it worked.
+    pub async fn repair(&self) {
+        if let Err(e) = crate::store::migrate::migrate(&self.store).await {
+            tracing::debug!(error = %e, "migrating while inserts fail did not succeed");
+            return;
+        }
+        if self.mode == InsertMode::Tokens {
+            let _ = enable_tokens(&self.store).await;
+        }
+    }
+
+    async fn write_batched(&self, batch: &mut Batch) -> Result<(), StoreError> {
+        let spans = async {
+            if batch.spans_stored || batch.span_count() == 0 {
+                return Ok(false);
+            }
+            insert(&self.store, batch.spans(), batch.span_count(), None).await.map(|_| true)
+        };
+        let logs = async {
+            if batch.logs_stored || batch.log_count() == 0 {
+                return Ok(false);
+            }
+            insert(&self.store, batch.logs(), batch.log_count(), None).await.map(|_| true)
+        };
+        let (spans, logs) = tokio::join!(spans, logs);
+        let mut first_error = None;
+        match spans {
+            Ok(wrote) => {
+                if wrote {
+                    self.metrics.rows_written(Table::spans, batch.span_count());
+                }
+                batch.spans_stored = true;
+            }
+            Err(e) => first_error = Some(e),
+        }
+        match logs {
+            Ok(wrote) => {
+                if wrote {
+                    self.metrics.rows_written(Table::logs, batch.log_count());
+                }
+                batch.logs_stored = true;
+            }
+            Err(e) => first_error = first_error.or(Some(e)),
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    async fn write_tokens(&self, batch: &mut Batch) -> Result<(), StoreError> {
+        let mut tasks = JoinSet::new();
+        let mut first_error = None;
+        let todo: Vec<usize> = (0..batch.records.len()).filter(|&i| !batch.records[i].stored).collect();
+        let mut todo = todo.into_iter();
+        loop {
+            while tasks.len() < TOKEN_INSERT_CONCURRENCY {
+                let Some(i) = todo.next() else { break };
+                let record: RecordRows = batch.records[i].clone();
+                let store = self.store.clone();
+                let token = token(&self.topic, record.partition, record.offset);
+                tasks.spawn(async move {
+                    let result = match &record.rows {
+                        Rows::Spans(rows) => insert(&store, rows.iter(), rows.len(), Some(&token)).await,
+                        Rows::Logs(rows) => insert(&store, rows.iter(), rows.len(), Some(&token)).await,
+                    };
+                    (i, result)
+                });
+            }
+            let Some(joined) = tasks.join_next().await else { break };
+            let (i, result) = joined.expect("an insert task panicked");
+            match result {
+                Ok(()) => {
+                    let record = &mut batch.records[i];
+                    record.stored = true;
+                    match &record.rows {
+                        Rows::Spans(r) => self.metrics.rows_written(Table::spans, r.len()),
+                        Rows::Logs(r) => self.metrics.rows_written(Table::logs, r.len()),
+                    }
+                }
+                Err(e) => {
+                    // Let the running inserts finish (they may succeed), start no new ones.
+                    first_error.get_or_insert(e);
+                    todo = Vec::new().into_iter();
+                }
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+}
+
+/// One INSERT of `rows` into `T`'s table, with a deduplication token if given.
+async fn insert<'a, T: TableRow + 'a>(
+    store: &Store,
+    rows: impl Iterator<Item = &'a T>,
+    count: usize,
+    token: Option<&str>,
+) -> Result<(), StoreError> {
+    let what = || format!("inserting {count} rows into {}", T::TABLE);
+    let mut insert = store.client().insert::<T>(T::TABLE).await.map_err(|e| store.query_error(&what(), e))?;
+    insert = insert.with_timeouts(Some(INSERT_TIMEOUT), Some(INSERT_TIMEOUT));
+    if let Some(token) = token {
+        insert = insert.with_setting("insert_deduplication_token", token);
+    }
+    for row in rows {
+        insert.write(row).await.map_err(|e| store.query_error(&what(), e))?;
+    }
+    insert.end().await.map_err(|e| store.query_error(&what(), e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_name_a_record_and_windows_cover_both_tables() {
+        assert_eq!(token("tayga.signals", 3, 17), "tayga.signals-3-17");
+        assert_eq!(
+            window_statements(),
+            vec![
+                "ALTER TABLE spans MODIFY SETTING non_replicated_deduplication_window = 1000",
+                "ALTER TABLE logs MODIFY SETTING non_replicated_deduplication_window = 1000",
+            ]
+        );
+    }
+}
