@@ -225,7 +225,9 @@ async fn bad_input_gets_its_4xx_and_publishes_nothing() {
 
     let good = traces("web", vec![span(trace_id(1), 1)]).encode_to_vec();
     let truncated = good[..good.len() - 4].to_vec();
-    let cases: Vec<(&str, &str, Vec<u8>, Option<&str>, u16)> = vec![
+    // (what, content type, body, content encoding, expected status)
+    type Case<'a> = (&'a str, &'a str, Vec<u8>, Option<&'a str>, u16);
+    let cases: Vec<Case> = vec![
         ("truncated protobuf", "application/x-protobuf", truncated, None, 400),
         ("wrong JSON", "application/json", br#"{"resourceSpans": "no"}"#.to_vec(), None, 400),
         ("wrong content type", "text/plain", good.clone(), None, 415),

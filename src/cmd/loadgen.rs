@@ -36,7 +36,7 @@ pub struct Report {
 #[derive(Clone)]
 enum Client {
     Http { http: reqwest::Client, base: String },
-    Grpc { traces: TraceServiceClient<tonic::transport::Channel>, logs: LogsServiceClient<tonic::transport::Channel> },
+    Grpc { traces: Box<TraceServiceClient<tonic::transport::Channel>>, logs: Box<LogsServiceClient<tonic::transport::Channel>> },
 }
 
 enum Payload {
@@ -66,10 +66,10 @@ impl Client {
                 }
             }
             (Client::Grpc { traces, .. }, Payload::Traces(r, _)) => {
-                traces.clone().export(r).await.map(|_| ()).map_err(|s| format!("gRPC {:?}", s.code()))
+                traces.as_ref().clone().export(r).await.map(|_| ()).map_err(|s| format!("gRPC {:?}", s.code()))
             }
             (Client::Grpc { logs, .. }, Payload::Logs(r, _)) => {
-                logs.clone().export(r).await.map(|_| ()).map_err(|s| format!("gRPC {:?}", s.code()))
+                logs.as_ref().clone().export(r).await.map(|_| ()).map_err(|s| format!("gRPC {:?}", s.code()))
             }
         }
     }
@@ -90,7 +90,7 @@ pub async fn run(args: &LoadgenArgs, json: bool, out: &mut dyn Write) -> anyhow:
                 .connect()
                 .await
                 .with_context(|| format!("connecting to {endpoint}"))?;
-            Client::Grpc { traces: TraceServiceClient::new(channel.clone()), logs: LogsServiceClient::new(channel) }
+            Client::Grpc { traces: Box::new(TraceServiceClient::new(channel.clone())), logs: Box::new(LogsServiceClient::new(channel)) }
         }
     };
     let shape = Shape {

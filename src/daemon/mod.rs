@@ -144,6 +144,26 @@ fn metrics_response(registry: &Registry) -> Response {
     }
 }
 
+/// How long a daemon waits at start-up for the broker and ClickHouse to answer.
+pub const START_LIMIT: Duration = Duration::from_secs(60);
+
+/// What every consuming daemon does first: create the topics and the schema if missing (both
+/// idempotent), waiting up to [`START_LIMIT`] for the broker and ClickHouse to answer.
+pub async fn prepare(config: &crate::config::Config, shutdown: &Shutdown) -> anyhow::Result<crate::store::Store> {
+    let names = config.names();
+    retry_at_start("creating topics", START_LIMIT, Duration::from_secs(1), shutdown, || {
+        crate::bus::topics::ensure_topics(&config.kafka, &names)
+    })
+    .await?;
+    let store = crate::store::Store::new(&config.clickhouse);
+    let report = retry_at_start("migrating the ClickHouse schema", START_LIMIT, Duration::from_secs(1), shutdown, || {
+        crate::store::migrate::migrate(&store)
+    })
+    .await?;
+    tracing::info!(server_version = %report.server_version, database = %report.database, schema_version = report.version, "schema ready");
+    Ok(store)
+}
+
 /// Runs `op` until it succeeds, pausing `pause` between failures, for at most `limit`; used
 /// at start-up while ClickHouse or the broker may still be coming up. Gives up early on
 /// shutdown. Each failure is logged with `what`.

@@ -80,6 +80,9 @@ pub struct Split<R> {
     pub rejected: Vec<Rejected>,
 }
 
+/// A resource with its scopes, each with its items: the nesting of every OTLP request.
+pub type ResourceGroup<I> = (ResourceHead, Vec<(ScopeHead, Vec<I>)>);
+
 /// An OTLP export request: resources holding scopes holding items.
 pub trait OtlpRequest: Message + Default + Sized {
     type Item: Message + Clone;
@@ -88,7 +91,7 @@ pub trait OtlpRequest: Message + Default + Sized {
     /// item its scope (by index).
     fn decompose(self) -> Parts<Self::Item>;
     /// Builds a request from resources that each hold scopes that each hold items.
-    fn compose(resources: Vec<(ResourceHead, Vec<(ScopeHead, Vec<Self::Item>)>)>) -> Self;
+    fn compose(resources: Vec<ResourceGroup<Self::Item>>) -> Self;
     fn trace_id(item: &Self::Item) -> &[u8];
 }
 
@@ -129,7 +132,7 @@ impl OtlpRequest for ExportTraceServiceRequest {
         parts
     }
 
-    fn compose(resources: Vec<(ResourceHead, Vec<(ScopeHead, Vec<Span>)>)>) -> Self {
+    fn compose(resources: Vec<ResourceGroup<Span>>) -> Self {
         ExportTraceServiceRequest {
             resource_spans: resources
                 .into_iter()
@@ -167,7 +170,7 @@ impl OtlpRequest for ExportLogsServiceRequest {
         parts
     }
 
-    fn compose(resources: Vec<(ResourceHead, Vec<(ScopeHead, Vec<LogRecord>)>)>) -> Self {
+    fn compose(resources: Vec<ResourceGroup<LogRecord>>) -> Self {
         ExportLogsServiceRequest {
             resource_logs: resources
                 .into_iter()
@@ -283,7 +286,7 @@ impl<I: Message> Builder<I> {
 
     fn build<R: OtlpRequest<Item = I>>(self, parts: &Parts<I>) -> R {
         let size = self.size;
-        let mut resources: Vec<(ResourceHead, Vec<(ScopeHead, Vec<I>)>)> = Vec::new();
+        let mut resources: Vec<ResourceGroup<I>> = Vec::new();
         let mut last: Option<(usize, usize)> = None; // (resource index, scope index)
         for (si, item) in self.items {
             let ri = parts.scopes[si].0;

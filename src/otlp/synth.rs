@@ -71,7 +71,7 @@ impl Synth {
                 let parent = if i == 0 { Vec::new() } else { span_ids[(self.next() as usize) % i].clone() };
                 let service = i % self.service_names.len();
                 let duration = 1_000_000 + self.next() % 50_000_000;
-                let error = self.next() % 100 == 0;
+                let error = self.next().is_multiple_of(100);
                 per_service[service].push(Span {
                     trace_id: trace_id.clone(),
                     span_id: span_id.clone(),

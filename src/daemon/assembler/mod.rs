@@ -69,7 +69,7 @@ pub async fn serve(config: &Config, shutdown: Shutdown) -> anyhow::Result<()> {
     };
     let (_, http) = serve_http(&config.assembler.metrics_addr, Arc::new(registry), health, shutdown.clone()).await?;
     let result = async {
-        crate::daemon::notifier::prepare(config, &shutdown).await?;
+        crate::daemon::prepare(config, &shutdown).await?;
         run(config, metrics, shutdown.clone()).await
     }
     .await;

@@ -187,7 +187,7 @@ impl ExportRequest for ExportTraceServiceRequest {
 
     fn response(a: Accepted) -> Self::Response {
         ExportTraceServiceResponse {
-            partial_success: (a.rejected > 0).then(|| ExportTracePartialSuccess { rejected_spans: a.rejected, error_message: a.message }),
+            partial_success: (a.rejected > 0).then_some(ExportTracePartialSuccess { rejected_spans: a.rejected, error_message: a.message }),
         }
     }
 }
@@ -202,7 +202,7 @@ impl ExportRequest for ExportLogsServiceRequest {
 
     fn response(a: Accepted) -> Self::Response {
         ExportLogsServiceResponse {
-            partial_success: (a.rejected > 0).then(|| ExportLogsPartialSuccess { rejected_log_records: a.rejected, error_message: a.message }),
+            partial_success: (a.rejected > 0).then_some(ExportLogsPartialSuccess { rejected_log_records: a.rejected, error_message: a.message }),
         }
     }
 }

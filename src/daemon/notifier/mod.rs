@@ -30,7 +30,7 @@ use self::metrics::{DeliveryResult, NotifierMetrics};
 use crate::alert::{format_id, Alert};
 use crate::bus::Names;
 use crate::config::{Config, KafkaConfig};
-use crate::daemon::{retry_at_start, serve_http, HealthFn, Shutdown};
+use crate::daemon::{serve_http, HealthFn, Shutdown};
 use crate::store::{now_ns, Store};
 
 /// Seed 003: long enough that waits at the Retry-After cap (about 35 minutes for 8
@@ -39,8 +39,6 @@ pub const MAX_POLL_INTERVAL_MS: u64 = 40 * 60 * 1000;
 /// A member that dies without leaving (SIGKILL) holds its partitions this long.
 pub const SESSION_TIMEOUT_MS: u64 = 10_000;
 
-/// How long start-up waits for the broker and ClickHouse before giving up.
-const START_LIMIT: Duration = Duration::from_secs(60);
 
 /// `tayga serve notifier`: prepares topics and schema, serves `/health` and `/metrics` on
 /// `notifier.metrics_addr`, and runs until `shutdown`.
@@ -54,7 +52,7 @@ pub async fn serve(config: &Config, shutdown: Shutdown) -> anyhow::Result<()> {
     };
     let (_, http) = serve_http(&config.notifier.metrics_addr, Arc::new(registry), health, shutdown.clone()).await?;
     let result = async {
-        prepare(config, &shutdown).await?;
+        crate::daemon::prepare(config, &shutdown).await?;
         notifier.run().await
     }
     .await;
@@ -62,22 +60,6 @@ pub async fn serve(config: &Config, shutdown: Shutdown) -> anyhow::Result<()> {
     shutdown.trigger();
     let _ = http.await;
     result
-}
-
-/// Creates the topics and the schema if missing (both idempotent), waiting up to a minute
-/// for the broker and ClickHouse to answer.
-pub async fn prepare(config: &Config, shutdown: &Shutdown) -> anyhow::Result<()> {
-    let names = config.names();
-    retry_at_start("creating topics", START_LIMIT, Duration::from_secs(1), shutdown, || {
-        crate::bus::topics::ensure_topics(&config.kafka, &names)
-    })
-    .await?;
-    let store = Store::new(&config.clickhouse);
-    retry_at_start("migrating the ClickHouse schema", START_LIMIT, Duration::from_secs(1), shutdown, || {
-        crate::store::migrate::migrate(&store)
-    })
-    .await?;
-    Ok(())
 }
 
 fn health(targets: &[Arc<Target>]) -> serde_json::Value {

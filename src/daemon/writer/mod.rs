@@ -30,8 +30,6 @@ use crate::config::Config;
 use crate::daemon::{retry_at_start, serve_http, HealthFn, Shutdown};
 use crate::store::Store;
 
-/// How long start-up waits for the broker and ClickHouse before giving up.
-const START_LIMIT: Duration = Duration::from_secs(60);
 
 /// `tayga serve writer`: prepares topics and schema, chooses the insert mode, serves
 /// `/health` and `/metrics` on `writer.metrics_addr`, runs the retention sweep, and consumes
@@ -56,8 +54,8 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
     };
     let (_, http) = serve_http(&config.writer.metrics_addr, Arc::new(registry), health, shutdown.clone()).await?;
     let result = async {
-        let store = prepare(&config, &shutdown).await?;
-        let chosen = retry_at_start("choosing the insert mode", START_LIMIT, Duration::from_secs(1), &shutdown, || {
+        let store = crate::daemon::prepare(&config, &shutdown).await?;
+        let chosen = retry_at_start("choosing the insert mode", crate::daemon::START_LIMIT, Duration::from_secs(1), &shutdown, || {
             sink::choose_mode(&store)
         })
         .await?;
@@ -76,23 +74,6 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
     shutdown.trigger();
     let _ = http.await;
     result
-}
-
-/// Creates the topics and the schema if missing (both idempotent), waiting up to a minute
-/// for the broker and ClickHouse to answer.
-pub async fn prepare(config: &Config, shutdown: &Shutdown) -> anyhow::Result<Store> {
-    let names = config.names();
-    retry_at_start("creating topics", START_LIMIT, Duration::from_secs(1), shutdown, || {
-        crate::bus::topics::ensure_topics(&config.kafka, &names)
-    })
-    .await?;
-    let store = Store::new(&config.clickhouse);
-    let report = retry_at_start("migrating the ClickHouse schema", START_LIMIT, Duration::from_secs(1), shutdown, || {
-        crate::store::migrate::migrate(&store)
-    })
-    .await?;
-    tracing::info!(server_version = %report.server_version, database = %report.database, schema_version = report.version, "schema ready");
-    Ok(store)
 }
 
 /// Runs the consumer on a thread of its own (see [`consumer`]) and waits for it.
