@@ -4,9 +4,6 @@
 
 mod common;
 
-use std::io::Write;
-use std::process::{Command, Stdio};
-
 use common::TestEnv;
 use tayga::store::*;
 
@@ -184,21 +181,6 @@ fn every_statement_runs_on_current_clickhouse_in_chdb() {
             .replacen('?', "1764460800", 1)
             .replacen('?', "7", 1),
     );
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/chdb_check.py");
-    let mut child = Command::new("python3")
-        .arg(script)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("python3 runs");
-    child.stdin.take().unwrap().write_all(serde_json::to_string(&statements).unwrap().as_bytes()).unwrap();
-    let output = child.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "statements failed on current ClickHouse:\n{stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert_eq!(stdout.lines().filter(|l| l.starts_with("ok")).count(), statements.len(), "{stdout}");
+    let items: Vec<serde_json::Value> = statements.into_iter().map(serde_json::Value::String).collect();
+    common::run_in_chdb("the schema and retention statements", &items);
 }

@@ -4,8 +4,7 @@
 //! inserts with `insert_deduplication_token` (a replayed token is discarded; a new token
 //! for the same identity is stored raw and collapsed by the deduplicated reads).
 
-use std::io::Write;
-use std::process::{Command, Stdio};
+mod common;
 
 use clickhouse::Row;
 use serde_json::{json, Value};
@@ -65,21 +64,5 @@ fn the_writer_sql_runs_on_current_clickhouse_and_tokens_deduplicate() {
     }));
     assert_eq!(statements.len(), 6, "a new read query needs a line here");
 
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/chdb_check.py");
-    let mut child = Command::new("python3")
-        .arg(script)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("python3 runs");
-    child.stdin.take().unwrap().write_all(serde_json::to_string(&items).unwrap().as_bytes()).unwrap();
-    let output = child.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "the writer's SQL failed on current ClickHouse:\n{stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert_eq!(stdout.lines().filter(|l| l.starts_with("ok")).count(), items.len(), "{stdout}");
+    common::run_in_chdb("the writer's SQL", &items);
 }

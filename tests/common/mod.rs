@@ -173,3 +173,23 @@ impl Drop for OwnBroker {
         let _ = self.child.wait();
     }
 }
+
+/// Runs `items` in chdb-core, a current ClickHouse engine, through scripts/chdb_check.py:
+/// each a SQL string, or `{"sql": …, "expect": …}` to check what it returns. Panics, naming
+/// `what`, unless every item ran.
+pub fn run_in_chdb(what: &str, items: &[serde_json::Value]) {
+    use std::io::Write;
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/chdb_check.py");
+    let mut child = Command::new("python3")
+        .arg(script)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3 runs");
+    child.stdin.take().unwrap().write_all(serde_json::to_string(items).unwrap().as_bytes()).unwrap();
+    let output = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{what} failed on current ClickHouse:\n{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(stdout.lines().filter(|l| l.starts_with("ok")).count(), items.len(), "{stdout}");
+}
