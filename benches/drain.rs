@@ -37,11 +37,33 @@ fn mixed_lines(n: usize) -> Vec<String> {
     let mut r = Lcg(11);
     (0..n)
         .map(|i| match i % 5 {
-            0 => format!("connection from 211.167.{}.{} () at Sat Jul  9 12:16:{} 2005", r.next() % 256, r.next() % 256, r.next() % 60),
+            0 => format!(
+                "connection from 211.167.{}.{} () at Sat Jul  9 12:16:{} 2005",
+                r.next() % 256,
+                r.next() % 256,
+                r.next() % 60
+            ),
             1 => format!("session opened for user user{} by (uid={})", r.next() % 40, r.next() % 1000),
-            2 => format!("[instance: b9000564-fe1a-409b-b8cc-{:012x}] Took {}.{:02} seconds to build instance.", r.next(), r.next() % 60, r.next() % 100),
-            3 => format!("proxy.cse.cuhk.edu.hk:5070 close, {} bytes ({}.{} KB) sent, {} bytes received, lifetime 00:{:02}", r.next() % 9999, r.next() % 9, r.next() % 9, r.next() % 999, r.next() % 60),
-            _ => format!("Times: total = {}, boot = -{}, init = {}, finish = 0", r.next() % 99, r.next() % 200, r.next() % 200),
+            2 => format!(
+                "[instance: b9000564-fe1a-409b-b8cc-{:012x}] Took {}.{:02} seconds to build instance.",
+                r.next(),
+                r.next() % 60,
+                r.next() % 100
+            ),
+            3 => format!(
+                "proxy.cse.cuhk.edu.hk:5070 close, {} bytes ({}.{} KB) sent, {} bytes received, lifetime 00:{:02}",
+                r.next() % 9999,
+                r.next() % 9,
+                r.next() % 9,
+                r.next() % 999,
+                r.next() % 60
+            ),
+            _ => format!(
+                "Times: total = {}, boot = -{}, init = {}, finish = 0",
+                r.next() % 99,
+                r.next() % 200,
+                r.next() % 200
+            ),
         })
         .collect()
 }

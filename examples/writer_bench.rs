@@ -37,11 +37,18 @@ fn arg(name: &str, default: usize) -> usize {
 }
 
 fn kv(key: &str, value: String) -> KeyValue {
-    KeyValue { key: key.into(), value: Some(AnyValue { value: Some(any_value::Value::StringValue(value)) }), ..Default::default() }
+    KeyValue {
+        key: key.into(),
+        value: Some(AnyValue { value: Some(any_value::Value::StringValue(value)) }),
+        ..Default::default()
+    }
 }
 
 fn resource(service: &str) -> Option<Resource> {
-    Some(Resource { attributes: vec![kv("service.name", service.into()), kv("host.name", "node-7".into())], ..Default::default() })
+    Some(Resource {
+        attributes: vec![kv("service.name", service.into()), kv("host.name", "node-7".into())],
+        ..Default::default()
+    })
 }
 
 fn trace_id(i: usize) -> Vec<u8> {
@@ -61,7 +68,11 @@ fn trace(i: usize, spans: usize, base: u64) -> ExportTraceServiceRequest {
             kind: 2,
             start_time_unix_nano: base + (i * 1000 + j) as u64 * 1_000,
             end_time_unix_nano: base + (i * 1000 + j) as u64 * 1_000 + 250_000,
-            attributes: vec![kv("http.method", "GET".into()), kv("http.status_code", "200".into()), kv("user.id", format!("u{}", i % 97))],
+            attributes: vec![
+                kv("http.method", "GET".into()),
+                kv("http.status_code", "200".into()),
+                kv("user.id", format!("u{}", i % 97)),
+            ],
             status: Some(Status { code: status::StatusCode::Ok as i32, ..Default::default() }),
             ..Default::default()
         })
@@ -85,7 +96,9 @@ fn logs(i: usize, n: usize, base: u64) -> ExportLogsServiceRequest {
                         time_unix_nano: base + (i * 1000 + j) as u64,
                         severity_number: 9,
                         severity_text: "INFO".into(),
-                        body: Some(AnyValue { value: Some(any_value::Value::StringValue(format!("order {i} item {j} reserved in 12 ms"))) }),
+                        body: Some(AnyValue {
+                            value: Some(any_value::Value::StringValue(format!("order {i} item {j} reserved in 12 ms"))),
+                        }),
                         trace_id: trace_id(i),
                         attributes: vec![kv("code.function", "reserve".into())],
                         ..Default::default()
@@ -180,7 +193,11 @@ async fn main() -> anyhow::Result<()> {
         let produced = Instant::now();
         let mut pending = Vec::with_capacity(values.len());
         for (key, kind, value) in &values {
-            pending.push(producer.send_result(FutureRecord::to(&topic).key(key).payload(value).headers(headers(*kind, now))).map_err(|(e, _)| e)?);
+            pending.push(
+                producer
+                    .send_result(FutureRecord::to(&topic).key(key).payload(value).headers(headers(*kind, now)))
+                    .map_err(|(e, _)| e)?,
+            );
         }
         for p in pending {
             p.await?.map_err(|(e, _)| e)?;
@@ -212,7 +229,8 @@ async fn main() -> anyhow::Result<()> {
         };
         shutdown.trigger();
         task.await??;
-        let stored = tayga::store::read::count_spans_dedup(&store).await? + tayga::store::read::count_logs_dedup(&store).await?;
+        let stored =
+            tayga::store::read::count_spans_dedup(&store).await? + tayga::store::read::count_logs_dedup(&store).await?;
         anyhow::ensure!(stored as f64 == total_rows, "stored {stored} rows, expected {total_rows}");
 
         // For context: the same records fetched only (a plain consumer, new group), and

@@ -60,10 +60,7 @@ impl FromStr for AlertKind {
     type Err = AlertError;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        AlertKind::ALL
-            .into_iter()
-            .find(|k| k.as_str() == s)
-            .ok_or_else(|| AlertError::UnknownKind(s.to_string()))
+        AlertKind::ALL.into_iter().find(|k| k.as_str() == s).ok_or_else(|| AlertError::UnknownKind(s.to_string()))
     }
 }
 
@@ -117,8 +114,7 @@ impl Alert {
     /// Reads one record value. The version is checked first, so a document of a newer
     /// version is reported as such rather than as a confusing field error.
     pub fn from_json(bytes: &[u8]) -> Result<Alert, AlertError> {
-        let probe: VersionProbe =
-            serde_json::from_slice(bytes).map_err(|e| AlertError::Invalid(e.to_string()))?;
+        let probe: VersionProbe = serde_json::from_slice(bytes).map_err(|e| AlertError::Invalid(e.to_string()))?;
         match probe.version {
             None | Some(serde_json::Value::Null) => return Err(AlertError::MissingVersion),
             Some(serde_json::Value::Number(n)) => match n.as_u64() {
@@ -355,21 +351,23 @@ mod tests {
             decimal(),
             decimal(),
         )
-            .prop_map(|(alert_id, kind, service, template_id, template, first_at, last_at, count, baseline, threshold)| {
-                Alert {
-                    version: ALERT_FORMAT_VERSION,
-                    alert_id,
-                    kind,
-                    service,
-                    template_id,
-                    template,
-                    first_at,
-                    last_at,
-                    count,
-                    baseline,
-                    threshold,
-                }
-            })
+            .prop_map(
+                |(alert_id, kind, service, template_id, template, first_at, last_at, count, baseline, threshold)| {
+                    Alert {
+                        version: ALERT_FORMAT_VERSION,
+                        alert_id,
+                        kind,
+                        service,
+                        template_id,
+                        template,
+                        first_at,
+                        last_at,
+                        count,
+                        baseline,
+                        threshold,
+                    }
+                },
+            )
     }
 
     proptest! {

@@ -149,7 +149,12 @@ async fn stories(store: &Store) -> BTreeMap<String, StoryRow> {
         .collect()
 }
 
-async fn wait_stories(store: &Store, what: &str, timeout: Duration, done: impl Fn(&BTreeMap<String, StoryRow>) -> bool) -> BTreeMap<String, StoryRow> {
+async fn wait_stories(
+    store: &Store,
+    what: &str,
+    timeout: Duration,
+    done: impl Fn(&BTreeMap<String, StoryRow>) -> bool,
+) -> BTreeMap<String, StoryRow> {
     wait_for(what, timeout, || async {
         let s = stories(store).await;
         done(&s).then_some(s)
@@ -157,7 +162,10 @@ async fn wait_stories(store: &Store, what: &str, timeout: Duration, done: impl F
     .await
 }
 
-fn start_in_process(config: &mut Config, idle_secs: u64) -> (Shutdown, tokio::task::JoinHandle<anyhow::Result<()>>, u16) {
+fn start_in_process(
+    config: &mut Config,
+    idle_secs: u64,
+) -> (Shutdown, tokio::task::JoinHandle<anyhow::Result<()>>, u16) {
     let port = free_port();
     config.assembler.idle_close_secs = idle_secs;
     config.assembler.metrics_addr = format!("127.0.0.1:{port}");
@@ -172,7 +180,8 @@ async fn metrics(port: u16) -> Option<String> {
 }
 
 fn metric(text: &str, name: &str) -> Option<f64> {
-    text.lines().find_map(|l| l.strip_prefix(name).and_then(|rest| rest.strip_prefix(' ')).and_then(|v| v.trim().parse().ok()))
+    text.lines()
+        .find_map(|l| l.strip_prefix(name).and_then(|rest| rest.strip_prefix(' ')).and_then(|v| v.trim().parse().ok()))
 }
 
 /// Every record on the stories topic, read from the beginning, until `expected` are seen.
@@ -243,7 +252,10 @@ async fn same_call_path_same_fingerprint_one_more_edge_differs_errors_flagged() 
     assert_eq!((story(1).root_service.as_str(), story(1).root_operation.as_str()), ("web", "GET /checkout"));
     assert_eq!((story(1).span_count, story(2).span_count, story(3).span_count), (4, 4, 5));
     assert_eq!(story(1).services, vec!["db", "web"]);
-    assert_eq!(story(1).edges, vec!["ROOT -> web/GET /checkout", "web/GET /checkout -> db/query", "web/GET /checkout -> web/auth"]);
+    assert_eq!(
+        story(1).edges,
+        vec!["ROOT -> web/GET /checkout", "web/GET /checkout -> db/query", "web/GET /checkout -> web/auth"]
+    );
     assert_eq!((story(1).start_ns, story(1).duration_ns), (T0, 1_030));
     assert_eq!(story(1).log_count, 2);
 
@@ -279,7 +291,13 @@ async fn a_late_span_updates_its_story_without_a_second_row() {
     assert!(second[&id].version_ns > first[&id].version_ns);
     assert_ne!(second[&id].fingerprint, first[&id].fingerprint, "the late span added an edge");
     // One row in deduplicated reads, by FINAL and by argMax.
-    let n: u64 = store.client().query("SELECT count() FROM stories FINAL WHERE trace_id = ?").bind(&id).fetch_one().await.unwrap();
+    let n: u64 = store
+        .client()
+        .query("SELECT count() FROM stories FINAL WHERE trace_id = ?")
+        .bind(&id)
+        .fetch_one()
+        .await
+        .unwrap();
     assert_eq!(n, 1);
     let (rows, spans): (u64, u32) = store
         .client()
@@ -336,7 +354,8 @@ async fn kill_9_with_open_traces_then_restart_every_trace_is_one_story() {
     produce(&env.config, &[(trace_id(100), checkout(0))]).await;
     wait_stories(&store, "the first story", Duration::from_secs(40), |s| s.len() == 1).await;
     // Ten traces whose roots arrive now: open at the kill.
-    let open: Vec<([u8; 16], Vec<S>)> = (1..=10).map(|n| (trace_id(n), checkout(u64::from(n) * 10)[..1].to_vec())).collect();
+    let open: Vec<([u8; 16], Vec<S>)> =
+        (1..=10).map(|n| (trace_id(n), checkout(u64::from(n) * 10)[..1].to_vec())).collect();
     produce(&env.config, &open).await;
     wait_metric(port, "tayga_assembler_open_traces", "10 open traces", Duration::from_secs(20), |v| v == 10.0).await;
     // Let a commit happen (the frontier stays at the oldest open trace's first record).
@@ -346,7 +365,8 @@ async fn kill_9_with_open_traces_then_restart_every_trace_is_one_story() {
     assert_eq!(stories(&store).await.len(), 1, "open traces had no story yet");
 
     // The rest of each trace arrives while the assembler is down.
-    let rest: Vec<([u8; 16], Vec<S>)> = (1..=10).map(|n| (trace_id(n), checkout(u64::from(n) * 10)[1..].to_vec())).collect();
+    let rest: Vec<([u8; 16], Vec<S>)> =
+        (1..=10).map(|n| (trace_id(n), checkout(u64::from(n) * 10)[1..].to_vec())).collect();
     produce(&env.config, &rest).await;
     let _second = spawn_binary(&env, port, &vars, &format!("{}-2.log", env.name));
     let got = wait_stories(&store, "11 stories of 4 spans", Duration::from_secs(60), |s| {
@@ -366,7 +386,10 @@ async fn kill_9_with_open_traces_then_restart_every_trace_is_one_story() {
 /// VmHWM (peak resident set) of a process, in kB.
 fn vm_hwm_kb(pid: u32) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    status.lines().find_map(|l| l.strip_prefix("VmHWM:")).and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -383,7 +406,10 @@ async fn many_concurrent_traces_stay_under_the_open_trace_cap() {
     ];
     let proc = spawn_binary(&env, port, &vars, &format!("{}.log", env.name));
     let pid = proc.0.id();
-    wait_metric(port, "tayga_assembler_open_traces", "the assembler to serve metrics", Duration::from_secs(30), |_| true).await;
+    wait_metric(port, "tayga_assembler_open_traces", "the assembler to serve metrics", Duration::from_secs(30), |_| {
+        true
+    })
+    .await;
 
     // Every trace opens (its root), then every trace gets its children: all concurrent.
     let started = Instant::now();
@@ -443,7 +469,11 @@ async fn produce_to(config: &Config, partition: i32, trace: [u8; 16], spans: &[S
     let topic = config.names().signals;
     let key = hex_id(&trace);
     let value = request(trace, spans).encode_to_vec();
-    let record = FutureRecord::to(&topic).partition(partition).key(&key).payload(&value).headers(headers(SignalKind::Traces, T0));
+    let record = FutureRecord::to(&topic)
+        .partition(partition)
+        .key(&key)
+        .payload(&value)
+        .headers(headers(SignalKind::Traces, T0));
     producer.send(record, Duration::from_secs(10)).await.map_err(|(e, _)| e).expect("acknowledged");
 }
 
@@ -485,7 +515,10 @@ async fn a_restart_never_replaces_a_stored_story_with_a_partial_rebuild() {
 
     let _second = spawn_binary(&env, port, &vars, &format!("{}-2.log", env.name));
     let b_spans = 1 + (next_b - 1000) as u32;
-    let got = wait_stories(&store, "B's story", Duration::from_secs(60), |s| s.get(&idb).is_some_and(|r| r.span_count == b_spans)).await;
+    let got = wait_stories(&store, "B's story", Duration::from_secs(60), |s| {
+        s.get(&idb).is_some_and(|r| r.span_count == b_spans)
+    })
+    .await;
     assert_eq!(got[&ida], stored_a, "A's stored story is kept, not replaced by a rebuild from its last record");
     let (rows, traces): (u64, u64) =
         store.client().query("SELECT count(), uniqExact(trace_id) FROM stories FINAL").fetch_one().await.unwrap();

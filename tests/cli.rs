@@ -24,7 +24,8 @@ fn config_check_names_an_unknown_key_and_exits_1() {
 #[test]
 fn config_check_reports_every_invalid_value_on_its_own_line() {
     let env = TestEnv::new("cfg_invalid");
-    let (out, _, stderr) = run(env.tayga().env("LOGMINER_REPLICAS", "20").env("TAYGA_KAFKA_PARTITIONS", "0").args(["config", "check"]));
+    let (out, _, stderr) =
+        run(env.tayga().env("LOGMINER_REPLICAS", "20").env("TAYGA_KAFKA_PARTITIONS", "0").args(["config", "check"]));
     assert_eq!(out.status.code(), Some(1));
     let lines: Vec<&str> = stderr.lines().collect();
     assert_eq!(lines.len(), 2, "{stderr}");
@@ -61,7 +62,10 @@ fn secrets_never_reach_config_show() {
     let (_, stdout, _) = run(env
         .tayga()
         .env("TAYGA_CLICKHOUSE_PASSWORD", "hunter2")
-        .env("TAYGA_NOTIFIER_TARGETS", r#"[{name="ops", url="http://127.0.0.1:9/h", headers={Authorization="Bearer tok3n"}}]"#)
+        .env(
+            "TAYGA_NOTIFIER_TARGETS",
+            r#"[{name="ops", url="http://127.0.0.1:9/h", headers={Authorization="Bearer tok3n"}}]"#,
+        )
         .args(["config", "show"]));
     assert!(!stdout.contains("hunter2") && !stdout.contains("tok3n"), "{stdout}");
     assert!(stdout.contains("<redacted>") && stdout.contains("ops=http://127.0.0.1:9/h"), "{stdout}");
@@ -119,7 +123,13 @@ fn topics_create_twice_then_list() {
     let first: Vec<serde_json::Value> = serde_json::from_str(&stdout).unwrap();
     let shape: Vec<(String, String, i64)> = first
         .iter()
-        .map(|t| (t["outcome"].as_str().unwrap().into(), t["topic"].as_str().unwrap().into(), t["partitions"].as_i64().unwrap()))
+        .map(|t| {
+            (
+                t["outcome"].as_str().unwrap().into(),
+                t["topic"].as_str().unwrap().into(),
+                t["partitions"].as_i64().unwrap(),
+            )
+        })
         .collect();
     let p = &env.name;
     assert_eq!(
@@ -142,7 +152,12 @@ fn topics_create_twice_then_list() {
     let groups: Vec<(String, Vec<String>)> = list
         .iter()
         .map(|t| {
-            let groups = t["groups"].as_array().unwrap().iter().map(|g| g["group"].as_str().unwrap().replace(p.as_str(), "P")).collect();
+            let groups = t["groups"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|g| g["group"].as_str().unwrap().replace(p.as_str(), "P"))
+                .collect();
             (t["topic"].as_str().unwrap().replace(p.as_str(), "P"), groups)
         })
         .collect();
@@ -196,7 +211,8 @@ fn committed_completions_and_man_pages_are_current() {
 #[test]
 fn the_staleness_check_notices_a_new_flag() {
     // Render with one extra flag, as if someone added it without regenerating.
-    let mut cmd = tayga::cli::command().arg(clap::Arg::new("extra").long("extra-flag").action(clap::ArgAction::SetTrue));
+    let mut cmd =
+        tayga::cli::command().arg(clap::Arg::new("extra").long("extra-flag").action(clap::ArgAction::SetTrue));
     let mut bash = Vec::new();
     clap_complete::generate(clap_complete::Shell::Bash, &mut cmd, "tayga", &mut bash);
     let mut fresh = tayga::cmd::generate::generated_files().unwrap();
@@ -221,7 +237,12 @@ fn every_compose_command_parses_with_the_real_cli() {
         let args: Vec<String> =
             service["command"].as_sequence().unwrap().iter().map(|a| a.as_str().unwrap().to_string()).collect();
         let parsed = Cli::try_parse_from(std::iter::once("tayga".to_string()).chain(args.clone()));
-        assert!(parsed.is_ok(), "compose service {name}: `tayga {}` does not parse: {}", args.join(" "), parsed.unwrap_err());
+        assert!(
+            parsed.is_ok(),
+            "compose service {name}: `tayga {}` does not parse: {}",
+            args.join(" "),
+            parsed.unwrap_err()
+        );
         if args[0] == "serve" {
             daemons.push(args[1].clone());
             assert_eq!(service["stop_grace_period"].as_str(), Some("40s"), "{name}");

@@ -125,14 +125,14 @@ fn read_topic(config: &Config, topic: &str, partitions: i32, expected: usize) ->
     out
 }
 
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_traces_make_three_records_keyed_by_trace_id() {
     let mut env = TestEnv::new("ingest_traces");
     let (running, shutdown) = start_ingest(&mut env.config).await;
     wait_until_using(&running, "redpanda").await;
 
-    let request = traces("web", vec![span(trace_id(1), 1), span(trace_id(2), 2), span(trace_id(1), 3), span(trace_id(3), 4)]);
+    let request =
+        traces("web", vec![span(trace_id(1), 1), span(trace_id(2), 2), span(trace_id(1), 3), span(trace_id(3), 4)]);
     let response = post(&running, "/v1/traces", "application/x-protobuf", request.encode_to_vec()).await;
     assert_eq!(response.status(), 200);
 
@@ -145,7 +145,8 @@ async fn three_traces_make_three_records_keyed_by_trace_id() {
     // Each record holds only its trace's spans.
     for (key, _, value) in &records {
         let request = ExportTraceServiceRequest::decode(value.as_slice()).unwrap();
-        let spans: Vec<&Span> = request.resource_spans.iter().flat_map(|r| &r.scope_spans).flat_map(|s| &s.spans).collect();
+        let spans: Vec<&Span> =
+            request.resource_spans.iter().flat_map(|r| &r.scope_spans).flat_map(|s| &s.spans).collect();
         assert!(spans.iter().all(|s| &hex_id(&s.trace_id) == key));
         assert_eq!(spans.len(), if key == &hex_id(&trace_id(1)) { 2 } else { 1 });
     }
@@ -173,7 +174,11 @@ async fn logs_are_published_by_service_and_by_trace_and_spans_without_trace_by_s
             .map(|(i, service)| ResourceLogs {
                 resource: resource(service),
                 scope_logs: vec![ScopeLogs {
-                    log_records: vec![log(Some(7), &format!("{service} one")), log(None, &format!("{service} two")), log(Some(8 + i as u8), "x")],
+                    log_records: vec![
+                        log(Some(7), &format!("{service} one")),
+                        log(None, &format!("{service} two")),
+                        log(Some(8 + i as u8), "x"),
+                    ],
                     ..Default::default()
                 }],
                 ..Default::default()
@@ -208,10 +213,15 @@ async fn logs_are_published_by_service_and_by_trace_and_spans_without_trace_by_s
     // Spans without a valid trace id are keyed by their service.
     let mut no_trace = span(trace_id(0), 1);
     no_trace.trace_id.clear();
-    let response = post(&running, "/v1/traces", "application/x-protobuf", traces("billing", vec![no_trace]).encode_to_vec()).await;
+    let response =
+        post(&running, "/v1/traces", "application/x-protobuf", traces("billing", vec![no_trace]).encode_to_vec()).await;
     assert_eq!(response.status(), 200);
     let signals = read_topic(&env.config, &names.signals, 12, 6);
-    assert!(signals.iter().any(|(k, kind, _)| k == "billing" && kind == "traces"), "{:?}", signals.iter().map(|s| &s.0).collect::<Vec<_>>());
+    assert!(
+        signals.iter().any(|(k, kind, _)| k == "billing" && kind == "traces"),
+        "{:?}",
+        signals.iter().map(|s| &s.0).collect::<Vec<_>>()
+    );
     shutdown.trigger();
     running.wait().await.unwrap();
 }
@@ -274,7 +284,13 @@ async fn without_a_broker_ingest_goes_direct_and_moves_to_a_broker_that_appears(
     let (running, shutdown) = start_ingest(&mut env.config).await;
     wait_until_using(&running, "direct").await;
 
-    let response = post(&running, "/v1/traces", "application/x-protobuf", traces("web", vec![span(trace_id(1), 1)]).encode_to_vec()).await;
+    let response = post(
+        &running,
+        "/v1/traces",
+        "application/x-protobuf",
+        traces("web", vec![span(trace_id(1), 1)]).encode_to_vec(),
+    )
+    .await;
     assert_eq!(response.status(), 200);
     assert_eq!(stored_span_ids(&env).await, vec![hex_id(&1u64.to_be_bytes())], "the direct path stored the span");
 
@@ -285,9 +301,16 @@ async fn without_a_broker_ingest_goes_direct_and_moves_to_a_broker_that_appears(
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         sent += 1;
-        let response = post(&running, "/v1/traces", "application/x-protobuf", traces("web", vec![span(trace_id(2), sent)]).encode_to_vec()).await;
+        let response = post(
+            &running,
+            "/v1/traces",
+            "application/x-protobuf",
+            traces("web", vec![span(trace_id(2), sent)]).encode_to_vec(),
+        )
+        .await;
         assert_eq!(response.status(), 200, "no client error during the move");
-        let health: serde_json::Value = reqwest::get(format!("http://{}/health", running.http_addr)).await.unwrap().json().await.unwrap();
+        let health: serde_json::Value =
+            reqwest::get(format!("http://{}/health", running.http_addr)).await.unwrap().json().await.unwrap();
         if health["ingest"]["using"] == "redpanda" {
             assert_eq!(health["ingest"]["redpanda"], "up");
             break;
@@ -295,7 +318,13 @@ async fn without_a_broker_ingest_goes_direct_and_moves_to_a_broker_that_appears(
         assert!(Instant::now() < deadline, "the broker was not picked up: {health}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let response = post(&running, "/v1/traces", "application/x-protobuf", traces("web", vec![span(trace_id(3), 1000)]).encode_to_vec()).await;
+    let response = post(
+        &running,
+        "/v1/traces",
+        "application/x-protobuf",
+        traces("web", vec![span(trace_id(3), 1000)]).encode_to_vec(),
+    )
+    .await;
     assert_eq!(response.status(), 200);
     let names = env.config.names();
     let records = read_topic(&env.config, &names.signals, 12, 1);
@@ -320,12 +349,19 @@ async fn a_broker_that_stops_under_load_loses_no_acknowledged_span() {
         if i == 20 {
             broker.signal("STOP");
         }
-        let response = post(&running, "/v1/traces", "application/x-protobuf", traces("web", vec![span(trace_id((i % 250) as u8 + 1), i)]).encode_to_vec()).await;
+        let response = post(
+            &running,
+            "/v1/traces",
+            "application/x-protobuf",
+            traces("web", vec![span(trace_id((i % 250) as u8 + 1), i)]).encode_to_vec(),
+        )
+        .await;
         if response.status() == 200 {
             acknowledged.push(hex_id(&i.to_be_bytes()));
         }
     }
-    let health: serde_json::Value = reqwest::get(format!("http://{}/health", running.http_addr)).await.unwrap().json().await.unwrap();
+    let health: serde_json::Value =
+        reqwest::get(format!("http://{}/health", running.http_addr)).await.unwrap().json().await.unwrap();
     assert_eq!(health["ingest"]["using"], "direct", "{health}");
     assert!(acknowledged.len() >= 59, "at most the request in flight at the freeze may fail: {}", acknowledged.len());
     broker.signal("CONT");
@@ -395,7 +431,10 @@ async fn grpc_export_with_gzip_and_partial_success_for_an_oversized_span() {
     let request = ExportLogsServiceRequest {
         resource_logs: vec![ResourceLogs {
             resource: resource("api"),
-            scope_logs: vec![ScopeLogs { log_records: vec![LogRecord { time_unix_nano: 1, ..Default::default() }], ..Default::default() }],
+            scope_logs: vec![ScopeLogs {
+                log_records: vec![LogRecord { time_unix_nano: 1, ..Default::default() }],
+                ..Default::default()
+            }],
             ..Default::default()
         }],
     };
@@ -431,7 +470,11 @@ async fn standard_opentelemetry_sdk_exporters_work_unchanged() {
         ("http", format!("http://{}", running.http_addr), "sdk-http"),
         ("grpc", format!("http://{}", running.grpc_addr), "sdk-grpc"),
     ] {
-        let output = tokio::process::Command::new("python3").args([script, protocol, &endpoint, service]).output().await.unwrap();
+        let output = tokio::process::Command::new("python3")
+            .args([script, protocol, &endpoint, service])
+            .output()
+            .await
+            .unwrap();
         assert!(
             output.status.success(),
             "{protocol} exporter failed (scripts/test.sh installs the SDK):\n{}\n{}",
@@ -450,7 +493,9 @@ async fn standard_opentelemetry_sdk_exporters_work_unchanged() {
     for (key, kind, value) in &signals {
         assert_eq!(key.len(), 32, "keyed by trace id");
         if kind == "traces" {
-            spans += ExportTraceServiceRequest::decode(value.as_slice()).unwrap().resource_spans[0].scope_spans[0].spans.len();
+            spans += ExportTraceServiceRequest::decode(value.as_slice()).unwrap().resource_spans[0].scope_spans[0]
+                .spans
+                .len();
         }
     }
     assert_eq!(spans, 6);
@@ -471,13 +516,15 @@ async fn the_ingest_process_stops_cleanly_on_sigterm() {
         .spawn()
         .unwrap();
     wait_for("the ingest process to answer /health", Duration::from_secs(20), || async move {
-        let health: serde_json::Value = reqwest::get(format!("http://127.0.0.1:{port}/health")).await.ok()?.json().await.ok()?;
+        let health: serde_json::Value =
+            reqwest::get(format!("http://127.0.0.1:{port}/health")).await.ok()?.json().await.ok()?;
         (health["ingest"]["using"] == "redpanda").then_some(())
     })
     .await;
     let status = std::process::Command::new("kill").args(["-TERM", &child.id().unwrap().to_string()]).status().unwrap();
     assert!(status.success());
-    let exit = tokio::time::timeout(Duration::from_secs(30), child.wait()).await.expect("stopped within the bound").unwrap();
+    let exit =
+        tokio::time::timeout(Duration::from_secs(30), child.wait()).await.expect("stopped within the bound").unwrap();
     assert!(exit.success(), "{exit:?}");
     let mut logs = String::new();
     tokio::io::AsyncReadExt::read_to_string(child.stdout.as_mut().unwrap(), &mut logs).await.unwrap();

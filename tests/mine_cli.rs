@@ -44,7 +44,8 @@ fn templates_are_listed_most_frequent_first() {
 #[test]
 fn json_flag_and_table_format() {
     let out = mine(&["--json"], LINES);
-    let first: serde_json::Value = serde_json::from_str(String::from_utf8(out.stdout).unwrap().lines().next().unwrap()).unwrap();
+    let first: serde_json::Value =
+        serde_json::from_str(String::from_utf8(out.stdout).unwrap().lines().next().unwrap()).unwrap();
     assert_eq!(first["line"], 1);
     let out = mine(&["--format", "table", "--stats"], LINES);
     assert!(String::from_utf8(out.stdout).unwrap().contains("template_id"));

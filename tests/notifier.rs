@@ -59,9 +59,11 @@ impl Running {
 }
 
 async fn wait_committed(config: &Config, n: i64) {
-    wait_for(&format!("committed offset {n}"), WAIT, || async move {
-        (committed(config).await == Some(n)).then_some(())
-    })
+    wait_for(
+        &format!("committed offset {n}"),
+        WAIT,
+        || async move { (committed(config).await == Some(n)).then_some(()) },
+    )
     .await;
 }
 
@@ -295,7 +297,10 @@ async fn with_no_targets_and_unreadable_records_offsets_still_advance() {
     let producer: rdkafka::producer::FutureProducer = tayga::bus::client_config(&config.kafka).create().unwrap();
     for value in [&br#"{"version":2,"alert_id":"0000000000000001"}"#[..], b"garbage"] {
         producer
-            .send(rdkafka::producer::FutureRecord::<(), _>::to(&config.names().alerts).payload(value), Duration::from_secs(10))
+            .send(
+                rdkafka::producer::FutureRecord::<(), _>::to(&config.names().alerts).payload(value),
+                Duration::from_secs(10),
+            )
             .await
             .unwrap();
     }

@@ -63,7 +63,10 @@ impl Daemon {
             }
             if Instant::now() >= deadline {
                 let _ = child.kill();
-                panic!("the notifier did not exit within {limit:?}; log:\n{}", std::fs::read_to_string(&self.log).unwrap_or_default());
+                panic!(
+                    "the notifier did not exit within {limit:?}; log:\n{}",
+                    std::fs::read_to_string(&self.log).unwrap_or_default()
+                );
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }

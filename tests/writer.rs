@@ -164,7 +164,12 @@ async fn the_writer_runs_retention() {
     let store = env.migrated_store().await;
     let now = base_ns();
     let old = now - 30 * 86_400 * 1_000_000_000;
-    let row = |trace_id: &str, start_ns| SpanRow { trace_id: trace_id.into(), span_id: "01".into(), start_ns, ..Default::default() };
+    let row = |trace_id: &str, start_ns| SpanRow {
+        trace_id: trace_id.into(),
+        span_id: "01".into(),
+        start_ns,
+        ..Default::default()
+    };
     store.insert(&[row("aa", old), row("bb", now)]).await.unwrap();
     let writer = InProcess::start(&env.config);
     wait_for("the expired partition dropped", WAIT, || async {

@@ -47,7 +47,8 @@ async fn a_clickhouse_outage_waits_in_the_broker_and_drains_exactly() {
     assert_eq!(lag, i64::from(sent), "the backlog waits in the broker, uncommitted");
     assert!(
         retries < f64::from(max_attempts_within(stopped.elapsed())),
-        "{retries} retries in {:?}: the backoff is not respected", stopped.elapsed()
+        "{retries} retries in {:?}: the backoff is not respected",
+        stopped.elapsed()
     );
     let health: serde_json::Value =
         reqwest::get(format!("http://{}/health", writer.metrics_addr)).await.unwrap().json().await.unwrap();

@@ -71,8 +71,13 @@ fn batch() -> Batch {
 }
 
 fn tokens(seen: &Seen) -> Vec<String> {
-    let mut t: Vec<String> =
-        seen.requests.lock().unwrap().iter().filter_map(|(_, p)| p.get("insert_deduplication_token").cloned()).collect();
+    let mut t: Vec<String> = seen
+        .requests
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|(_, p)| p.get("insert_deduplication_token").cloned())
+        .collect();
     t.sort();
     t
 }

@@ -14,9 +14,7 @@ fn main() -> ExitCode {
         tayga::daemon::init_tracing();
     } else {
         tracing_subscriber::fmt()
-            .with_env_filter(
-                tracing_subscriber::EnvFilter::try_from_env("TAYGA_LOG").unwrap_or_else(|_| "warn".into()),
-            )
+            .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("TAYGA_LOG").unwrap_or_else(|_| "warn".into()))
             .with_writer(std::io::stderr)
             .init();
     }

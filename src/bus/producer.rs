@@ -68,9 +68,7 @@ impl Publisher {
             match delivery.await {
                 Ok(Ok(_)) => {}
                 Ok(Err((source, _))) => return Err(PublishError { topic: topic.to_string(), source }),
-                Err(_canceled) => {
-                    return Err(PublishError { topic: topic.to_string(), source: KafkaError::Canceled })
-                }
+                Err(_canceled) => return Err(PublishError { topic: topic.to_string(), source: KafkaError::Canceled }),
             }
         }
         Ok(())

@@ -75,10 +75,12 @@ pub fn decode(headers: Option<&BorrowedHeaders>, value: Option<&[u8]>) -> Result
     let value = value.ok_or(RecordError::Empty)?;
     let payload = match kind {
         b"traces" => SignalPayload::Traces(
-            ExportTraceServiceRequest::decode(value).map_err(|e| RecordError::Decode { kind: "traces", reason: e.to_string() })?,
+            ExportTraceServiceRequest::decode(value)
+                .map_err(|e| RecordError::Decode { kind: "traces", reason: e.to_string() })?,
         ),
         b"logs" => SignalPayload::Logs(
-            ExportLogsServiceRequest::decode(value).map_err(|e| RecordError::Decode { kind: "logs", reason: e.to_string() })?,
+            ExportLogsServiceRequest::decode(value)
+                .map_err(|e| RecordError::Decode { kind: "logs", reason: e.to_string() })?,
         ),
         other => return Err(RecordError::UnknownKind(String::from_utf8_lossy(other).into_owned())),
     };

@@ -1,12 +1,12 @@
 //! Creating Tayga's four topics and reading their partitions, committed offsets and lag.
 
-use std::collections::BTreeMap;
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::{Offset, TopicPartitionList};
 use serde::Serialize;
+use std::collections::BTreeMap;
 
 use super::{client_config, Names, SMALL_TOPIC_PARTITIONS};
 use crate::config::KafkaConfig;
@@ -41,10 +41,17 @@ pub fn topic_specs(names: &Names, kafka: &KafkaConfig) -> Vec<TopicSpec> {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub enum TopicOutcome {
-    Created { topic: String, partitions: i32 },
+    Created {
+        topic: String,
+        partitions: i32,
+    },
     /// The topic was there. Partition counts apply only at creation, so a different count
     /// is reported, not changed.
-    Existing { topic: String, partitions: i32, wanted: i32 },
+    Existing {
+        topic: String,
+        partitions: i32,
+        wanted: i32,
+    },
 }
 
 impl TopicOutcome {
@@ -227,10 +234,7 @@ mod tests {
         let kafka = KafkaConfig::default();
         let specs = topic_specs(&Names::new("tayga"), &kafka);
         let shape: Vec<(&str, i32)> = specs.iter().map(|s| (s.name.as_str(), s.partitions)).collect();
-        assert_eq!(
-            shape,
-            vec![("tayga.signals", 12), ("tayga.logs", 12), ("tayga.stories", 3), ("tayga.alerts", 3)]
-        );
+        assert_eq!(shape, vec![("tayga.signals", 12), ("tayga.logs", 12), ("tayga.stories", 3), ("tayga.alerts", 3)]);
     }
 
     #[test]

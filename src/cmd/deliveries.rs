@@ -69,7 +69,14 @@ pub fn write_rows(id: u64, rows: &[DeliveryRow], json: bool, out: &mut dyn Write
     }
     writeln!(out, "alert {}", format_id(id))?;
     let mut table = Table::new();
-    table.load_preset(UTF8_FULL_CONDENSED).set_header(["target", "status", "attempts", "last_error", "created", "updated"]);
+    table.load_preset(UTF8_FULL_CONDENSED).set_header([
+        "target",
+        "status",
+        "attempts",
+        "last_error",
+        "created",
+        "updated",
+    ]);
     for s in &shown {
         table.add_row([
             s.target.to_string(),

@@ -35,8 +35,14 @@ pub struct Report {
 
 #[derive(Clone)]
 enum Client {
-    Http { http: reqwest::Client, base: String },
-    Grpc { traces: Box<TraceServiceClient<tonic::transport::Channel>>, logs: Box<LogsServiceClient<tonic::transport::Channel>> },
+    Http {
+        http: reqwest::Client,
+        base: String,
+    },
+    Grpc {
+        traces: Box<TraceServiceClient<tonic::transport::Channel>>,
+        logs: Box<LogsServiceClient<tonic::transport::Channel>>,
+    },
 }
 
 enum Payload {
@@ -76,12 +82,23 @@ impl Client {
 }
 
 pub async fn run(args: &LoadgenArgs, json: bool, out: &mut dyn Write) -> anyhow::Result<()> {
-    anyhow::ensure!(args.traces_per_request > 0 || args.logs_per_request > 0, "nothing to send: give --traces-per-request or --logs-per-request above 0");
-    anyhow::ensure!(args.duration > 0.0 && args.rate >= 0.0 && args.concurrency > 0, "--duration and --concurrency must be above 0, --rate at least 0");
+    anyhow::ensure!(
+        args.traces_per_request > 0 || args.logs_per_request > 0,
+        "nothing to send: give --traces-per-request or --logs-per-request above 0"
+    );
+    anyhow::ensure!(
+        args.duration > 0.0 && args.rate >= 0.0 && args.concurrency > 0,
+        "--duration and --concurrency must be above 0, --rate at least 0"
+    );
     let client = match args.protocol {
         Protocol::Http => Client::Http {
             http: reqwest::Client::builder().timeout(Duration::from_secs(30)).build()?,
-            base: args.endpoint.clone().unwrap_or_else(|| "http://127.0.0.1:4318".into()).trim_end_matches('/').to_string(),
+            base: args
+                .endpoint
+                .clone()
+                .unwrap_or_else(|| "http://127.0.0.1:4318".into())
+                .trim_end_matches('/')
+                .to_string(),
         },
         Protocol::Grpc => {
             let endpoint = args.endpoint.clone().unwrap_or_else(|| "http://127.0.0.1:4317".into());
@@ -90,7 +107,10 @@ pub async fn run(args: &LoadgenArgs, json: bool, out: &mut dyn Write) -> anyhow:
                 .connect()
                 .await
                 .with_context(|| format!("connecting to {endpoint}"))?;
-            Client::Grpc { traces: Box::new(TraceServiceClient::new(channel.clone())), logs: Box::new(LogsServiceClient::new(channel)) }
+            Client::Grpc {
+                traces: Box::new(TraceServiceClient::new(channel.clone())),
+                logs: Box::new(LogsServiceClient::new(channel)),
+            }
         }
     };
     let shape = Shape {
@@ -152,7 +172,8 @@ pub async fn run(args: &LoadgenArgs, json: bool, out: &mut dyn Write) -> anyhow:
     }
     while tasks.join_next().await.is_some() {}
     let seconds = started.elapsed().as_secs_f64();
-    let mut report = Arc::try_unwrap(report).map_err(|_| anyhow::anyhow!("a request task outlived the run"))?.into_inner().unwrap();
+    let mut report =
+        Arc::try_unwrap(report).map_err(|_| anyhow::anyhow!("a request task outlived the run"))?.into_inner().unwrap();
     report.seconds = seconds;
     report.spans = spans.load(Ordering::Relaxed);
     report.logs = logs.load(Ordering::Relaxed);

@@ -30,9 +30,17 @@ pub async fn run(config: &Config, args: &MigrateArgs, json: bool, out: &mut dyn 
         writeln!(out, "applied migration {version}: {name}")?;
     }
     if report.applied.is_empty() {
-        writeln!(out, "schema of {} is up to date (version {}, ClickHouse {})", report.database, report.version, report.server_version)?;
+        writeln!(
+            out,
+            "schema of {} is up to date (version {}, ClickHouse {})",
+            report.database, report.version, report.server_version
+        )?;
     } else {
-        writeln!(out, "schema of {} is now at version {} (ClickHouse {})", report.database, report.version, report.server_version)?;
+        writeln!(
+            out,
+            "schema of {} is now at version {} (ClickHouse {})",
+            report.database, report.version, report.server_version
+        )?;
     }
     Ok(())
 }

@@ -112,7 +112,8 @@ pub fn run(args: &MineArgs, json: bool) -> Result<()> {
             let masked = &batch.text[start..end];
             start = end;
             lines += 1;
-            let r = if batch.masked { miner.add_masked(&args.service, masked) } else { miner.add(&args.service, masked) };
+            let r =
+                if batch.masked { miner.add_masked(&args.service, masked) } else { miner.add(&args.service, masked) };
             let idx = *index.entry(r.template_id).or_insert_with(|| {
                 ids.push(r.template_id);
                 texts.push(String::new());
@@ -135,7 +136,10 @@ pub fn run(args: &MineArgs, json: bool) -> Result<()> {
         let _ = recycled.send(batch);
     }
     drop(recycled);
-    reader.join().map_err(|_| anyhow::anyhow!("the reader thread panicked"))?.with_context(|| format!("reading {name}"))?;
+    reader
+        .join()
+        .map_err(|_| anyhow::anyhow!("the reader thread panicked"))?
+        .with_context(|| format!("reading {name}"))?;
     let mined_in = started.elapsed();
     if let Some(bar) = progress {
         bar.finish_and_clear();
@@ -183,11 +187,8 @@ fn reader_input(input: Box<dyn Read + Send>) -> BufReader<Box<dyn Read + Send>> 
     BufReader::with_capacity(1 << 20, input)
 }
 
-type Spawned = (
-    std::sync::mpsc::Receiver<Batch>,
-    std::sync::mpsc::SyncSender<Batch>,
-    std::thread::JoinHandle<io::Result<()>>,
-);
+type Spawned =
+    (std::sync::mpsc::Receiver<Batch>, std::sync::mpsc::SyncSender<Batch>, std::thread::JoinHandle<io::Result<()>>);
 
 /// Reads lines (`\n`, with `\r\n` tolerated; invalid UTF-8 replaced) and masks them in
 /// batches on a thread of its own. Batches come back on the second channel to be reused.
@@ -205,7 +206,8 @@ fn spawn_reader(
         let mut eof = false;
         let mut batch_no = 0u64;
         while !eof {
-            let mut batch = back_rx.try_recv().unwrap_or_else(|_| Batch { text: String::new(), ends: Vec::new(), masked: true });
+            let mut batch =
+                back_rx.try_recv().unwrap_or_else(|_| Batch { text: String::new(), ends: Vec::new(), masked: true });
             batch.text.clear();
             batch.ends.clear();
             batch.masked = reader_masks(batch_no);
@@ -292,7 +294,13 @@ impl LineRow<'_> {
     }
 }
 
-fn write_lines(format: Format, out: &mut impl Write, per_line: &[u32], ids: &[u64], texts: &[String]) -> io::Result<()> {
+fn write_lines(
+    format: Format,
+    out: &mut impl Write,
+    per_line: &[u32],
+    ids: &[u64],
+    texts: &[String],
+) -> io::Result<()> {
     if format == Format::Csv {
         writeln!(out, "line,template_id,template")?;
     }
@@ -307,7 +315,9 @@ fn write_lines(format: Format, out: &mut impl Write, per_line: &[u32], ids: &[u6
         let i = idx as usize;
         match format {
             Format::Csv => writeln!(out, "{},{:016x},{}", n + 1, ids[i], quoted[i])?,
-            Format::Json => writeln!(out, "{{\"line\":{},\"template_id\":\"{:016x}\",\"template\":{}}}", n + 1, ids[i], quoted[i])?,
+            Format::Json => {
+                writeln!(out, "{{\"line\":{},\"template_id\":\"{:016x}\",\"template\":{}}}", n + 1, ids[i], quoted[i])?
+            }
             Format::Table => {
                 let row = LineRow { line: n as u64 + 1, id: ids[i], template: &texts[i] };
                 row.write(format, out, table.as_mut())?;
@@ -360,9 +370,7 @@ fn write_templates(
 
 /// RFC 4180 quoting, only when needed.
 fn csv_field(s: &str) -> std::borrow::Cow<'_, str> {
-    let needs = s.bytes().any(|c| matches!(c, b',' | b'"' | b'\n' | b'\r'))
-        || s.starts_with(' ')
-        || s.ends_with(' ');
+    let needs = s.bytes().any(|c| matches!(c, b',' | b'"' | b'\n' | b'\r')) || s.starts_with(' ') || s.ends_with(' ');
     if needs {
         std::borrow::Cow::Owned(format!("\"{}\"", s.replace('"', "\"\"")))
     } else {

@@ -49,11 +49,25 @@ pub async fn run(config: &Config, sub: &TopicsCommand, json: bool, out: &mut dyn
                 return Ok(());
             }
             let mut table = Table::new();
-            table.load_preset(UTF8_FULL_CONDENSED).set_header(["topic", "partitions", "records", "group", "committed", "lag"]);
+            table.load_preset(UTF8_FULL_CONDENSED).set_header([
+                "topic",
+                "partitions",
+                "records",
+                "group",
+                "committed",
+                "lag",
+            ]);
             for topic in &status {
                 let partitions = topic.partitions.map_or("missing".to_string(), |p| p.to_string());
                 if topic.groups.is_empty() {
-                    table.add_row([topic.topic.clone(), partitions.clone(), topic.records.to_string(), "-".into(), "-".into(), "-".into()]);
+                    table.add_row([
+                        topic.topic.clone(),
+                        partitions.clone(),
+                        topic.records.to_string(),
+                        "-".into(),
+                        "-".into(),
+                        "-".into(),
+                    ]);
                 }
                 for group in &topic.groups {
                     table.add_row([

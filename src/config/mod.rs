@@ -76,9 +76,10 @@ impl Loaded {
             None => Some(PathBuf::from(DEFAULT_CONFIG_FILE)).filter(|p| p.exists()),
         };
         let text = match &file {
-            Some(path) => Some(std::fs::read_to_string(path).map_err(|e| {
-                ConfigError::one(format!("cannot read config file {}: {e}", path.display()))
-            })?),
+            Some(path) => Some(
+                std::fs::read_to_string(path)
+                    .map_err(|e| ConfigError::one(format!("cannot read config file {}: {e}", path.display())))?,
+            ),
             None => None,
         };
         let mut loaded = Self::from_parts(text.as_deref(), &env)?;
@@ -88,12 +89,8 @@ impl Loaded {
 
     /// Builds the configuration from a file's text (if any) and an environment. Pure, so
     /// tests need not touch the process environment.
-    pub fn from_parts(
-        file_text: Option<&str>,
-        env: &BTreeMap<String, String>,
-    ) -> Result<Loaded, ConfigError> {
-        let defaults = Value::try_from(Config::default())
-            .expect("the default configuration serialises to TOML");
+    pub fn from_parts(file_text: Option<&str>, env: &BTreeMap<String, String>) -> Result<Loaded, ConfigError> {
+        let defaults = Value::try_from(Config::default()).expect("the default configuration serialises to TOML");
         let mut merged = defaults.clone();
         let mut sources = BTreeMap::new();
         let mut problems = Vec::new();
@@ -106,22 +103,21 @@ impl Loaded {
                 .parse::<toml::Table>()
                 .map(Value::Table)
                 .map_err(|e| ConfigError::one(format!("config file is not valid TOML: {e}")))?;
-            collect_leaves(&file, "", &mut |path, value| {
-                match set_checked(&mut merged, &defaults, path, value.clone()) {
+            collect_leaves(
+                &file,
+                "",
+                &mut |path, value| match set_checked(&mut merged, &defaults, path, value.clone()) {
                     Ok(()) => {
                         sources.insert(path.to_string(), Source::File);
                     }
                     Err(problem) => problems.push(problem),
-                }
-            });
+                },
+            );
         }
 
         for (path, env_name) in env_names(&defaults) {
             let raw = env.get(&env_name).or_else(|| {
-                ENV_ALIASES
-                    .iter()
-                    .find(|(_, target)| *target == path)
-                    .and_then(|(alias, _)| env.get(*alias))
+                ENV_ALIASES.iter().find(|(_, target)| *target == path).and_then(|(alias, _)| env.get(*alias))
             });
             let Some(raw) = raw else { continue };
             let default = lookup(&defaults, &path).expect("env names come from the defaults");
@@ -139,9 +135,8 @@ impl Loaded {
         if !problems.is_empty() {
             return Err(ConfigError { problems });
         }
-        let config: Config = serde_path_to_error::deserialize(merged.clone()).map_err(|e| {
-            ConfigError::one(format!("{}: {}", e.path(), e.inner()))
-        })?;
+        let config: Config = serde_path_to_error::deserialize(merged.clone())
+            .map_err(|e| ConfigError::one(format!("{}: {}", e.path(), e.inner())))?;
 
         let mut values = BTreeMap::new();
         collect_leaves(&merged, "", &mut |path, value| {
@@ -188,11 +183,7 @@ fn set_checked(merged: &mut Value, defaults: &Value, path: &str, value: Value) -
         return Err(format!("unknown key `{path}`"));
     };
     if !same_kind(default, &value) {
-        return Err(format!(
-            "`{path}` must be {}, found {}",
-            kind_name(default),
-            kind_name(&value)
-        ));
+        return Err(format!("`{path}` must be {}, found {}", kind_name(default), kind_name(&value)));
     }
     let (parent, key) = match path.rsplit_once('.') {
         Some((parent, key)) => (lookup_mut(merged, parent), key),
@@ -210,8 +201,7 @@ fn lookup_mut<'a>(root: &'a mut Value, path: &str) -> Option<&'a mut Value> {
 }
 
 fn same_kind(a: &Value, b: &Value) -> bool {
-    std::mem::discriminant(a) == std::mem::discriminant(b)
-        || matches!((a, b), (Value::Float(_), Value::Integer(_)))
+    std::mem::discriminant(a) == std::mem::discriminant(b) || matches!((a, b), (Value::Float(_), Value::Integer(_)))
 }
 
 fn kind_name(v: &Value) -> &'static str {
@@ -244,16 +234,10 @@ pub fn env_name(path: &str) -> String {
 fn parse_env_value(raw: &str, default: &Value) -> Result<Value, String> {
     match default {
         Value::String(_) => Ok(Value::String(raw.to_string())),
-        Value::Integer(_) => raw
-            .trim()
-            .parse::<i64>()
-            .map(Value::Integer)
-            .map_err(|_| format!("`{raw}` is not an integer")),
-        Value::Float(_) => raw
-            .trim()
-            .parse::<f64>()
-            .map(Value::Float)
-            .map_err(|_| format!("`{raw}` is not a number")),
+        Value::Integer(_) => {
+            raw.trim().parse::<i64>().map(Value::Integer).map_err(|_| format!("`{raw}` is not an integer"))
+        }
+        Value::Float(_) => raw.trim().parse::<f64>().map(Value::Float).map_err(|_| format!("`{raw}` is not a number")),
         Value::Boolean(_) => match raw.trim().to_ascii_lowercase().as_str() {
             "true" | "1" | "yes" | "on" => Ok(Value::Boolean(true)),
             "false" | "0" | "no" | "off" => Ok(Value::Boolean(false)),
@@ -309,11 +293,9 @@ mod tests {
     #[test]
     fn file_then_env_with_sources() {
         let file = "[kafka]\nbrokers = \"file:9092\"\npartitions = 6\n";
-        let loaded = Loaded::from_parts(
-            Some(file),
-            &env(&[("TAYGA_KAFKA_BROKERS", "env:9092"), ("LOGMINER_REPLICAS", "3")]),
-        )
-        .unwrap();
+        let loaded =
+            Loaded::from_parts(Some(file), &env(&[("TAYGA_KAFKA_BROKERS", "env:9092"), ("LOGMINER_REPLICAS", "3")]))
+                .unwrap();
         assert_eq!(loaded.config.kafka.brokers, "env:9092");
         assert_eq!(loaded.source_of("kafka.brokers"), Some(&Source::Env));
         assert_eq!(loaded.config.kafka.partitions, 6);
@@ -324,11 +306,8 @@ mod tests {
 
     #[test]
     fn generic_env_name_beats_alias() {
-        let loaded = Loaded::from_parts(
-            None,
-            &env(&[("TAYGA_LOGMINER_REPLICAS", "2"), ("LOGMINER_REPLICAS", "5")]),
-        )
-        .unwrap();
+        let loaded =
+            Loaded::from_parts(None, &env(&[("TAYGA_LOGMINER_REPLICAS", "2"), ("LOGMINER_REPLICAS", "5")])).unwrap();
         assert_eq!(loaded.config.logminer.replicas, 2);
     }
 
@@ -357,8 +336,7 @@ mod tests {
 
     #[test]
     fn enum_values_are_checked_by_serde_with_their_path() {
-        let err = Loaded::from_parts(None, &env(&[("TAYGA_INGEST_PIPELINE", "carrier-pigeon")]))
-            .unwrap_err();
+        let err = Loaded::from_parts(None, &env(&[("TAYGA_INGEST_PIPELINE", "carrier-pigeon")])).unwrap_err();
         assert!(err.problems[0].starts_with("ingest.pipeline: unknown variant `carrier-pigeon`"), "{err}");
     }
 

@@ -335,7 +335,10 @@ impl Config {
         );
         check(
             is_identifier(&self.clickhouse.database),
-            format!("clickhouse.database `{}` must be a plain identifier (letters, digits, _)", self.clickhouse.database),
+            format!(
+                "clickhouse.database `{}` must be a plain identifier (letters, digits, _)",
+                self.clickhouse.database
+            ),
         );
         for (key, addr) in [
             ("ingest.http_addr", &self.ingest.http_addr),

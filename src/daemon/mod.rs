@@ -135,10 +135,7 @@ pub fn admin_router(registry: Arc<Registry>, health: HealthFn) -> Router {
 fn metrics_response(registry: &Registry) -> Response {
     let mut text = String::new();
     match prometheus_client::encoding::text::encode(&mut text, registry) {
-        Ok(()) => (
-            [(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")],
-            text,
-        )
+        Ok(()) => ([(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], text)
             .into_response(),
         Err(e) => (StatusCode::INTERNAL_SERVER_ERROR, format!("encoding metrics failed: {e}")).into_response(),
     }
@@ -156,10 +153,11 @@ pub async fn prepare(config: &crate::config::Config, shutdown: &Shutdown) -> any
     })
     .await?;
     let store = crate::store::Store::new(&config.clickhouse);
-    let report = retry_at_start("migrating the ClickHouse schema", START_LIMIT, Duration::from_secs(1), shutdown, || {
-        crate::store::migrate::migrate(&store)
-    })
-    .await?;
+    let report =
+        retry_at_start("migrating the ClickHouse schema", START_LIMIT, Duration::from_secs(1), shutdown, || {
+            crate::store::migrate::migrate(&store)
+        })
+        .await?;
     tracing::info!(server_version = %report.server_version, database = %report.database, schema_version = report.version, "schema ready");
     Ok(store)
 }
@@ -245,16 +243,23 @@ mod tests {
         let value = retry_at_start("thing", Duration::from_secs(5), Duration::from_millis(1), &shutdown, || {
             calls += 1;
             let n = calls;
-            async move { if n < 3 { Err(anyhow::anyhow!("not yet")) } else { Ok(n) } }
+            async move {
+                if n < 3 {
+                    Err(anyhow::anyhow!("not yet"))
+                } else {
+                    Ok(n)
+                }
+            }
         })
         .await
         .unwrap();
         assert_eq!(value, 3);
-        let err = retry_at_start::<(), _, _, _>("other", Duration::ZERO, Duration::from_millis(1), &shutdown, || async {
-            Err(anyhow::anyhow!("down"))
-        })
-        .await
-        .unwrap_err();
+        let err =
+            retry_at_start::<(), _, _, _>("other", Duration::ZERO, Duration::from_millis(1), &shutdown, || async {
+                Err(anyhow::anyhow!("down"))
+            })
+            .await
+            .unwrap_err();
         assert!(format!("{err:#}").contains("other failed: down"), "{err:#}");
     }
 }

@@ -38,13 +38,7 @@ pub struct DrainConfig {
 
 impl Default for DrainConfig {
     fn default() -> Self {
-        DrainConfig {
-            depth: 4,
-            sim_th: 0.85,
-            max_children: 100,
-            max_clusters: 5000,
-            parametrize_numeric_tokens: true,
-        }
+        DrainConfig { depth: 4, sim_th: 0.85, max_children: 100, max_clusters: 5000, parametrize_numeric_tokens: true }
     }
 }
 

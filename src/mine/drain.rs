@@ -198,9 +198,36 @@ fn is_unit(s: &str) -> bool {
     let t = s.trim_matches(|c: char| c.is_ascii_punctuation());
     matches!(
         t,
-        "B" | "KB" | "kB" | "MB" | "GB" | "TB" | "KiB" | "MiB" | "GiB" | "TiB" | "bytes" | "ns" | "us"
-            | "ms" | "s" | "sec" | "secs" | "second" | "seconds" | "min" | "mins" | "minute"
-            | "minutes" | "h" | "hr" | "hrs" | "hour" | "hours" | "d" | "day" | "days"
+        "B" | "KB"
+            | "kB"
+            | "MB"
+            | "GB"
+            | "TB"
+            | "KiB"
+            | "MiB"
+            | "GiB"
+            | "TiB"
+            | "bytes"
+            | "ns"
+            | "us"
+            | "ms"
+            | "s"
+            | "sec"
+            | "secs"
+            | "second"
+            | "seconds"
+            | "min"
+            | "mins"
+            | "minute"
+            | "minutes"
+            | "h"
+            | "hr"
+            | "hrs"
+            | "hour"
+            | "hours"
+            | "d"
+            | "day"
+            | "days"
     )
 }
 
@@ -635,7 +662,8 @@ impl Tree {
                 for &slot in &nodes[n as usize].as_ref().expect("live node").clusters {
                     let c = clusters[slot as usize].as_ref().expect("live cluster");
                     let scored = if !c.gap {
-                        positional(c, line, th).map(|(s, p, exact)| (s, p, if exact { Plan::Fits } else { Plan::Positional }))
+                        positional(c, line, th)
+                            .map(|(s, p, exact)| (s, p, if exact { Plan::Fits } else { Plan::Positional }))
                     } else if fits_gapped(&c.tokens, line) {
                         Some((1.0, c.params(), Plan::Fits))
                     } else {
@@ -665,7 +693,8 @@ impl Tree {
                     for &leaf in &leaves {
                         for &slot in &nodes[leaf as usize].as_ref().expect("live node").clusters {
                             let c = clusters[slot as usize].as_ref().expect("live cluster");
-                            let scored = align(&c.tokens, line, th, dp).map(|(s, p, steps)| (s, p, Plan::Aligned(steps)));
+                            let scored =
+                                align(&c.tokens, line, th, dp).map(|(s, p, steps)| (s, p, Plan::Aligned(steps)));
                             consider(&mut best, c.id, slot, scored);
                         }
                     }
@@ -683,7 +712,9 @@ impl Tree {
         let fits = match &plan {
             Plan::Fits => true,
             Plan::Positional => c.tokens.iter().enumerate().all(|(i, t)| t.fits(line.get(i))),
-            Plan::Aligned(steps) => steps.iter().all(|s| matches!(*s, Step::Pair(i, j) if c.tokens[i].fits(line.get(j)))),
+            Plan::Aligned(steps) => {
+                steps.iter().all(|s| matches!(*s, Step::Pair(i, j) if c.tokens[i].fits(line.get(j))))
+            }
         };
         if fits {
             return super::Change::Unchanged;
@@ -788,8 +819,10 @@ impl Cluster {
 /// it settles the common case of a line of an established template.
 fn fits_gapped(t: &[Tok], line: Line<'_>) -> bool {
     let n = line.len();
-    let absorbable = |from: usize, to: usize| flex_ok((from..to).map(|k| (!is_word(line.get(k)), is_unit(line.get(k)))));
-    let segment_at = |seg: &[Tok], at: usize| at + seg.len() <= n && seg.iter().enumerate().all(|(k, x)| x.fits(line.get(at + k)));
+    let absorbable =
+        |from: usize, to: usize| flex_ok((from..to).map(|k| (!is_word(line.get(k)), is_unit(line.get(k)))));
+    let segment_at =
+        |seg: &[Tok], at: usize| at + seg.len() <= n && seg.iter().enumerate().all(|(k, x)| x.fits(line.get(at + k)));
     let mut segments = t.split(|x| *x == Tok::Gap);
     let first = segments.next().unwrap_or(&[]);
     if !segment_at(first, 0) {
@@ -1003,7 +1036,8 @@ fn align(t: &[Tok], line: Line<'_>, th: f64, dp: &mut Vec<u16>) -> Option<(f64, 
                 }
             }
         } else if !items.is_empty() || !toks.is_empty() {
-            let items_ok = flex_ok(t[items].iter().map(|x| (x.variable_like(), matches!(x, Tok::Lit(s, true) if is_unit(s)))));
+            let items_ok =
+                flex_ok(t[items].iter().map(|x| (x.variable_like(), matches!(x, Tok::Lit(s, true) if is_unit(s)))));
             let toks_ok = flex_ok(toks.map(|k| {
                 let s = line.get(k);
                 (!is_word(s), is_unit(s))

@@ -217,7 +217,9 @@ impl Masker {
     /// counted.
     fn spaced_size(&self, word: &str, next: Option<&str>, out: &mut String) -> bool {
         let Some(next) = next else { return false };
-        if !word.as_bytes().last().is_some_and(u8::is_ascii_digit) || !next.as_bytes()[0].is_ascii_uppercase() && next.as_bytes()[0] != b'k' {
+        if !word.as_bytes().last().is_some_and(u8::is_ascii_digit)
+            || !next.as_bytes()[0].is_ascii_uppercase() && next.as_bytes()[0] != b'k'
+        {
             return false;
         }
         let lead = word.len() - word.trim_start_matches(['(', '[']).len();
@@ -449,17 +451,16 @@ impl Masker {
     fn match_kv(&self, b: &[u8], eq: usize, k: u16) -> Option<Match> {
         let start = eq + 1;
         let mut end = start;
-        while end < b.len() && !matches!(b[end], b',' | b';' | b'&' | b')' | b']' | b'}' | b'"' | b'\'' | b'>' | b'<' | b'=') {
+        while end < b.len()
+            && !matches!(b[end], b',' | b';' | b'&' | b')' | b']' | b'}' | b'"' | b'\'' | b'>' | b'<' | b'=')
+        {
             end += 1;
         }
         while end > start && matches!(b[end - 1], b'.' | b':') {
             end -= 1;
         }
         let value = &b[start..end];
-        if value.is_empty()
-            || !value.iter().any(u8::is_ascii_digit)
-            || !value.iter().any(u8::is_ascii_alphabetic)
-        {
+        if value.is_empty() || !value.iter().any(u8::is_ascii_digit) || !value.iter().any(u8::is_ascii_alphabetic) {
             return None;
         }
         let covered = if b[start].is_ascii_digit() {
@@ -477,11 +478,44 @@ impl Masker {
 fn is_date_name(w: &str) -> bool {
     matches!(
         w,
-        "Jan" | "Feb" | "Mar" | "Apr" | "May" | "Jun" | "Jul" | "Aug" | "Sep" | "Sept" | "Oct" | "Nov"
-            | "Dec" | "January" | "February" | "March" | "April" | "June" | "July" | "August"
-            | "September" | "October" | "November" | "December" | "Mon" | "Tue" | "Wed" | "Thu"
-            | "Fri" | "Sat" | "Sun" | "Monday" | "Tuesday" | "Wednesday" | "Thursday" | "Friday"
-            | "Saturday" | "Sunday"
+        "Jan"
+            | "Feb"
+            | "Mar"
+            | "Apr"
+            | "May"
+            | "Jun"
+            | "Jul"
+            | "Aug"
+            | "Sep"
+            | "Sept"
+            | "Oct"
+            | "Nov"
+            | "Dec"
+            | "January"
+            | "February"
+            | "March"
+            | "April"
+            | "June"
+            | "July"
+            | "August"
+            | "September"
+            | "October"
+            | "November"
+            | "December"
+            | "Mon"
+            | "Tue"
+            | "Wed"
+            | "Thu"
+            | "Fri"
+            | "Sat"
+            | "Sun"
+            | "Monday"
+            | "Tuesday"
+            | "Wednesday"
+            | "Thursday"
+            | "Friday"
+            | "Saturday"
+            | "Sunday"
     )
 }
 
@@ -546,7 +580,13 @@ const ALNUM: [u8; 256] = {
     let mut c = 0;
     while c < 256 {
         let b = c as u8;
-        t[c] = if b.is_ascii_alphabetic() { 1 } else if b.is_ascii_digit() { 2 } else { 0 };
+        t[c] = if b.is_ascii_alphabetic() {
+            1
+        } else if b.is_ascii_digit() {
+            2
+        } else {
+            0
+        };
         c += 1;
     }
     t
@@ -624,10 +664,10 @@ fn quantity(b: &[u8], i: usize) -> Option<(usize, Rule)> {
         }
         let u = run(b, k, |c| c.is_ascii_alphabetic());
         let kind = match &b[k..u] {
-            b"ns" | b"us" | b"ms" | b"s" | b"sec" | b"secs" | b"m" | b"min" | b"mins" | b"h"
-            | b"hr" | b"hrs" | b"d" => Rule::Duration,
-            b"B" | b"K" | b"KB" | b"kB" | b"KiB" | b"M" | b"MB" | b"MiB" | b"G" | b"GB"
-            | b"GiB" | b"T" | b"TB" | b"TiB" => Rule::Size,
+            b"ns" | b"us" | b"ms" | b"s" | b"sec" | b"secs" | b"m" | b"min" | b"mins" | b"h" | b"hr" | b"hrs"
+            | b"d" => Rule::Duration,
+            b"B" | b"K" | b"KB" | b"kB" | b"KiB" | b"M" | b"MB" | b"MiB" | b"G" | b"GB" | b"GiB" | b"T" | b"TB"
+            | b"TiB" => Rule::Size,
             _ => break,
         };
         // `1h30m` is one duration; a size never chains.
@@ -734,25 +774,46 @@ fn hex(b: &[u8], i: usize) -> Option<usize> {
     }
     let j = run(b, i, |c| c.is_ascii_hexdigit());
     let s = &b[i..j];
-    if s.len() >= 8
-        && s.iter().any(u8::is_ascii_digit)
-        && s.iter().any(u8::is_ascii_alphabetic)
-        && ends_at(b, j)
-    {
+    if s.len() >= 8 && s.iter().any(u8::is_ascii_digit) && s.iter().any(u8::is_ascii_alphabetic) && ends_at(b, j) {
         return Some(j);
     }
     None
 }
 
 const TLDS: &[&[u8]] = &[
-    b"com", b"net", b"org", b"edu", b"gov", b"mil", b"io", b"us", b"uk", b"de", b"fr", b"jp",
-    b"cn", b"hk", b"ru", b"br", b"au", b"ca", b"nl", b"eu", b"ch", b"se", b"es", b"kr", b"tw",
-    b"internal", b"corp", b"arpa",
+    b"com",
+    b"net",
+    b"org",
+    b"edu",
+    b"gov",
+    b"mil",
+    b"io",
+    b"us",
+    b"uk",
+    b"de",
+    b"fr",
+    b"jp",
+    b"cn",
+    b"hk",
+    b"ru",
+    b"br",
+    b"au",
+    b"ca",
+    b"nl",
+    b"eu",
+    b"ch",
+    b"se",
+    b"es",
+    b"kr",
+    b"tw",
+    b"internal",
+    b"corp",
+    b"arpa",
 ];
 
 const SOURCE_EXTENSIONS: &[&[u8]] = &[
-    b"java", b"py", b"go", b"rs", b"c", b"cc", b"cpp", b"cxx", b"h", b"hpp", b"js", b"ts",
-    b"rb", b"scala", b"kt", b"cs", b"php", b"swift", b"m", b"pl", b"ex", b"exs", b"erl",
+    b"java", b"py", b"go", b"rs", b"c", b"cc", b"cpp", b"cxx", b"h", b"hpp", b"js", b"ts", b"rb", b"scala", b"kt",
+    b"cs", b"php", b"swift", b"m", b"pl", b"ex", b"exs", b"erl",
 ];
 
 /// A host name, recognised by context: followed by a port (`db-1:5432`), by `/IP` (Java's
@@ -821,8 +882,7 @@ fn email(b: &[u8], i: usize) -> Option<usize> {
         }
     }
     let tld = &b[last.0..last.1];
-    (labels >= 2 && tld.len() >= 2 && tld.iter().all(u8::is_ascii_alphabetic) && ends_at(b, j))
-        .then_some(j)
+    (labels >= 2 && tld.len() >= 2 && tld.iter().all(u8::is_ascii_alphabetic) && ends_at(b, j)).then_some(j)
 }
 
 /// `scheme://rest`: the scheme stays (it says what kind of address it is), the rest is
@@ -862,7 +922,10 @@ fn path_abs(b: &[u8], i: usize) -> Option<usize> {
     let mut j = i;
     let mut comps = 0;
     while j < b.len() && !matches!(b[j], b'"' | b'\'' | b'<' | b'>' | b')' | b']' | b'}' | b',' | b';' | b'|' | b':') {
-        if b[j] == b'/' && j + 1 < b.len() && !matches!(b[j + 1], b'/' | b'"' | b'\'' | b'<' | b'>' | b')' | b']' | b'}' | b',' | b';' | b'|' | b':') {
+        if b[j] == b'/'
+            && j + 1 < b.len()
+            && !matches!(b[j + 1], b'/' | b'"' | b'\'' | b'<' | b'>' | b')' | b']' | b'}' | b',' | b';' | b'|' | b':')
+        {
             comps += 1;
         }
         j += 1;
@@ -1042,7 +1105,10 @@ mod tests {
         assert_eq!(m("10.251.30.85:50010:Got exception"), "<IP>:<NUM>:Got exception");
         assert_eq!(m("rhost=218.22.3.51 user=root"), "rhost=<IP> user=root");
         assert_eq!(m("proxy.cse.cuhk.edu.hk:5070 open"), "<HOST>:<NUM> open");
-        assert_eq!(m("Old: msra-sa-41/10.190.173.170:9000 New: msra-sa-41:9000"), "Old: <HOST>/<IP>:<NUM> New: <HOST>:<NUM>");
+        assert_eq!(
+            m("Old: msra-sa-41/10.190.173.170:9000 New: msra-sa-41:9000"),
+            "Old: <HOST>/<IP>:<NUM> New: <HOST>:<NUM>"
+        );
         assert_eq!(m("(lns-45-tou.adsl.proxad.net)"), "(<HOST>)");
         assert_eq!(m("at Client.call(Client.java:1475)"), "at Client.call(Client.java:<NUM>)");
         assert_eq!(m("PendingReds:0 org.apache.hadoop.Foo"), "PendingReds:<NUM> org.apache.hadoop.Foo");

@@ -218,11 +218,11 @@ impl Miner {
 
     /// A service's templates, least recently used first (the order to restore them in).
     pub fn templates(&self, service: &str) -> impl Iterator<Item = TemplateRef<'_>> + '_ {
-        self.services
-            .get(service)
-            .into_iter()
-            .flat_map(|t| t.iter_lru())
-            .map(|c| TemplateRef { id: c.id, template: &c.text, count: c.count })
+        self.services.get(service).into_iter().flat_map(|t| t.iter_lru()).map(|c| TemplateRef {
+            id: c.id,
+            template: &c.text,
+            count: c.count,
+        })
     }
 
     /// Number of templates held for a service.
@@ -260,7 +260,13 @@ fn mine_line<'a>(
     let tree = services.get_mut(service).expect("inserted above");
     let outcome = tree.add(Line { text, spans }, &mut |t| crate::identity::template_id(service, t));
     let c = tree.cluster(outcome.slot);
-    MineResult { template_id: c.id, template: &c.text, change: outcome.change, count: c.count, evicted: outcome.evicted }
+    MineResult {
+        template_id: c.id,
+        template: &c.text,
+        change: outcome.change,
+        count: c.count,
+        evicted: outcome.evicted,
+    }
 }
 
 #[cfg(test)]

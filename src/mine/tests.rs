@@ -185,9 +185,22 @@ const SAMPLE: &[&str] = &[
 #[test]
 fn restore_matches_like_the_original() {
     replay(SAMPLE, MiningConfig::default());
-    replay(SAMPLE, { let mut c = MiningConfig::default(); c.drain.max_children = 3; c });
-    replay(SAMPLE, { let mut c = MiningConfig::default(); c.drain.max_clusters = 3; c });
-    replay(SAMPLE, { let mut c = MiningConfig::default(); c.drain.depth = 6; c.drain.sim_th = 0.3; c });
+    replay(SAMPLE, {
+        let mut c = MiningConfig::default();
+        c.drain.max_children = 3;
+        c
+    });
+    replay(SAMPLE, {
+        let mut c = MiningConfig::default();
+        c.drain.max_clusters = 3;
+        c
+    });
+    replay(SAMPLE, {
+        let mut c = MiningConfig::default();
+        c.drain.depth = 6;
+        c.drain.sim_th = 0.3;
+        c
+    });
 }
 
 #[test]

@@ -130,7 +130,8 @@ mod tests {
         let bytes = sample().encode_to_vec();
         let plain: ExportTraceServiceRequest = decode(&bytes, Some("application/x-protobuf"), None, 1 << 20).unwrap();
         assert_eq!(plain, sample());
-        let zipped: ExportTraceServiceRequest = decode(&gzip(&bytes), Some("application/x-protobuf"), Some("gzip"), 1 << 20).unwrap();
+        let zipped: ExportTraceServiceRequest =
+            decode(&gzip(&bytes), Some("application/x-protobuf"), Some("gzip"), 1 << 20).unwrap();
         assert_eq!(zipped, sample());
     }
 
@@ -139,7 +140,8 @@ mod tests {
         // As the OTLP/JSON spec writes it: camelCase, hex ids, 64-bit integers as strings.
         let json = r#"{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"abababababababababababababababab",
             "spanId":"cdcdcdcdcdcdcdcd","name":"GET /","startTimeUnixNano":"1700000000000000000"}]}]}]}"#;
-        let got: ExportTraceServiceRequest = decode(json.as_bytes(), Some("application/json; charset=utf-8"), None, 1 << 20).unwrap();
+        let got: ExportTraceServiceRequest =
+            decode(json.as_bytes(), Some("application/json; charset=utf-8"), None, 1 << 20).unwrap();
         assert_eq!(got, sample());
     }
 
@@ -147,13 +149,17 @@ mod tests {
     fn each_failure_gets_its_status() {
         let bytes = sample().encode_to_vec();
         let truncated = &bytes[..bytes.len() - 3];
-        let err = decode::<ExportTraceServiceRequest>(truncated, Some("application/x-protobuf"), None, 1 << 20).unwrap_err();
+        let err =
+            decode::<ExportTraceServiceRequest>(truncated, Some("application/x-protobuf"), None, 1 << 20).unwrap_err();
         assert_eq!(err.http_status(), 400, "{err}");
-        let err = decode::<ExportTraceServiceRequest>(b"{\"resourceSpans\": 7}", Some("application/json"), None, 1 << 20).unwrap_err();
+        let err =
+            decode::<ExportTraceServiceRequest>(b"{\"resourceSpans\": 7}", Some("application/json"), None, 1 << 20)
+                .unwrap_err();
         assert_eq!(err.http_status(), 400, "{err}");
         let err = decode::<ExportTraceServiceRequest>(&bytes, Some("text/plain"), None, 1 << 20).unwrap_err();
         assert_eq!(err.http_status(), 415);
-        let err = decode::<ExportTraceServiceRequest>(&bytes, Some("application/x-protobuf"), Some("br"), 1 << 20).unwrap_err();
+        let err = decode::<ExportTraceServiceRequest>(&bytes, Some("application/x-protobuf"), Some("br"), 1 << 20)
+            .unwrap_err();
         assert_eq!(err.http_status(), 415);
         let err = decode::<ExportTraceServiceRequest>(&bytes, Some("application/x-protobuf"), None, 10).unwrap_err();
         assert_eq!(err, DecodeError::TooLarge { limit: 10 });
@@ -164,7 +170,8 @@ mod tests {
     fn a_gzip_bomb_stops_at_the_limit() {
         let bomb = gzip(&vec![0u8; 64 << 20]); // 64 MiB of zeros, about 64 KiB compressed
         assert!(bomb.len() < 1 << 20);
-        let err = decode::<ExportTraceServiceRequest>(&bomb, Some("application/x-protobuf"), Some("gzip"), 1 << 20).unwrap_err();
+        let err = decode::<ExportTraceServiceRequest>(&bomb, Some("application/x-protobuf"), Some("gzip"), 1 << 20)
+            .unwrap_err();
         assert_eq!(err, DecodeError::TooLarge { limit: 1 << 20 });
     }
 

@@ -4,7 +4,9 @@
 
 use opentelemetry_proto::tonic::logs::v1::LogRecord;
 
-use super::{any_value_text, attribute_arrays, hex_id, service_name, ExportLogsServiceRequest, ExportTraceServiceRequest};
+use super::{
+    any_value_text, attribute_arrays, hex_id, service_name, ExportLogsServiceRequest, ExportTraceServiceRequest,
+};
 use crate::identity;
 use crate::store::{LogRow, SpanRow};
 
@@ -12,7 +14,8 @@ pub fn span_rows(request: &ExportTraceServiceRequest, ingest_ns: u64) -> Vec<Spa
     let mut rows = Vec::new();
     for rs in &request.resource_spans {
         let service = service_name(rs.resource.as_ref());
-        let (resource_keys, resource_values) = attribute_arrays(rs.resource.as_ref().map_or(&[][..], |r| &r.attributes));
+        let (resource_keys, resource_values) =
+            attribute_arrays(rs.resource.as_ref().map_or(&[][..], |r| &r.attributes));
         for ss in &rs.scope_spans {
             let scope_name = ss.scope.as_ref().map_or("", |s| s.name.as_str());
             for span in &ss.spans {
@@ -49,7 +52,8 @@ pub fn log_rows(request: &ExportLogsServiceRequest, ingest_ns: u64) -> Vec<LogRo
     let mut rows = Vec::new();
     for rl in &request.resource_logs {
         let service = service_name(rl.resource.as_ref());
-        let (resource_keys, resource_values) = attribute_arrays(rl.resource.as_ref().map_or(&[][..], |r| &r.attributes));
+        let (resource_keys, resource_values) =
+            attribute_arrays(rl.resource.as_ref().map_or(&[][..], |r| &r.attributes));
         for sl in &rl.scope_logs {
             let scope_name = sl.scope.as_ref().map_or("", |s| s.name.as_str());
             for log in &sl.log_records {
@@ -103,7 +107,10 @@ mod tests {
     fn request(body: &str, attrs: Vec<KeyValue>) -> ExportLogsServiceRequest {
         ExportLogsServiceRequest {
             resource_logs: vec![ResourceLogs {
-                resource: Some(Resource { attributes: vec![kv("service.name", any_value::Value::StringValue("api".into()))], ..Default::default() }),
+                resource: Some(Resource {
+                    attributes: vec![kv("service.name", any_value::Value::StringValue("api".into()))],
+                    ..Default::default()
+                }),
                 scope_logs: vec![ScopeLogs {
                     log_records: vec![LogRecord {
                         time_unix_nano: 0,

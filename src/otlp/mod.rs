@@ -61,7 +61,9 @@ fn any_value_json(value: &any_value::Value) -> serde_json::Value {
         V::StringValue(s) => serde_json::Value::String(s.clone()),
         V::BoolValue(b) => serde_json::Value::Bool(*b),
         V::IntValue(i) => serde_json::Value::from(*i),
-        V::DoubleValue(d) => serde_json::Number::from_f64(*d).map_or(serde_json::Value::Null, serde_json::Value::Number),
+        V::DoubleValue(d) => {
+            serde_json::Number::from_f64(*d).map_or(serde_json::Value::Null, serde_json::Value::Number)
+        }
         V::BytesValue(b) => serde_json::Value::String(hex_id(b)),
         // A reference into a profiles string table; logs and spans never carry one.
         V::StringValueStrindex(i) => serde_json::Value::from(*i),
@@ -71,7 +73,15 @@ fn any_value_json(value: &any_value::Value) -> serde_json::Value {
         V::KvlistValue(kv) => serde_json::Value::Object(
             kv.values
                 .iter()
-                .map(|kv| (kv.key.clone(), kv.value.as_ref().and_then(|v| v.value.as_ref()).map_or(serde_json::Value::Null, any_value_json)))
+                .map(|kv| {
+                    (
+                        kv.key.clone(),
+                        kv.value
+                            .as_ref()
+                            .and_then(|v| v.value.as_ref())
+                            .map_or(serde_json::Value::Null, any_value_json),
+                    )
+                })
                 .collect(),
         ),
     }

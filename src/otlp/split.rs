@@ -218,12 +218,16 @@ impl Sizes {
             resource: parts
                 .resources
                 .iter()
-                .map(|r| r.resource.as_ref().map_or(0, |r| field_len(r.encoded_len())) + string_field_len(&r.schema_url))
+                .map(|r| {
+                    r.resource.as_ref().map_or(0, |r| field_len(r.encoded_len())) + string_field_len(&r.schema_url)
+                })
                 .collect(),
             scope: parts
                 .scopes
                 .iter()
-                .map(|(_, s)| s.scope.as_ref().map_or(0, |s| field_len(s.encoded_len())) + string_field_len(&s.schema_url))
+                .map(|(_, s)| {
+                    s.scope.as_ref().map_or(0, |s| field_len(s.encoded_len())) + string_field_len(&s.schema_url)
+                })
                 .collect(),
         }
     }
@@ -255,7 +259,8 @@ impl SizeState {
             },
             // New resource: the open one closes.
             (res, scope) => SizeState {
-                closed: self.closed + res.zip(scope).map_or(0, |((_, rlen), (_, slen))| field_len(rlen + field_len(slen))),
+                closed: self.closed
+                    + res.zip(scope).map_or(0, |((_, rlen), (_, slen))| field_len(rlen + field_len(slen))),
                 open_resource: Some((ri, sizes.resource[ri])),
                 open_scope: Some((si, sizes.scope[si] + item)),
             },
@@ -263,7 +268,11 @@ impl SizeState {
     }
 
     fn total(&self) -> usize {
-        self.closed + self.open_resource.zip(self.open_scope).map_or(0, |((_, rlen), (_, slen))| field_len(rlen + field_len(slen)))
+        self.closed
+            + self
+                .open_resource
+                .zip(self.open_scope)
+                .map_or(0, |((_, rlen), (_, slen))| field_len(rlen + field_len(slen)))
     }
 }
 
@@ -292,7 +301,9 @@ impl<I: Message> Builder<I> {
             let ri = parts.scopes[si].0;
             match last {
                 Some((r, s)) if r == ri && s == si => {}
-                Some((r, _)) if r == ri => resources.last_mut().unwrap().1.push((parts.scopes[si].1.clone(), Vec::new())),
+                Some((r, _)) if r == ri => {
+                    resources.last_mut().unwrap().1.push((parts.scopes[si].1.clone(), Vec::new()))
+                }
                 _ => resources.push((parts.resources[ri].clone(), vec![(parts.scopes[si].1.clone(), Vec::new())])),
             }
             last = Some((ri, si));
@@ -408,7 +419,11 @@ mod tests {
             .flat_map(|rs| {
                 rs.scope_spans.iter().flat_map(move |ss| {
                     ss.spans.iter().map(move |s| {
-                        (service_name(rs.resource.as_ref()).to_string(), ss.scope.as_ref().unwrap().name.clone(), s.clone())
+                        (
+                            service_name(rs.resource.as_ref()).to_string(),
+                            ss.scope.as_ref().unwrap().name.clone(),
+                            s.clone(),
+                        )
                     })
                 })
             })
@@ -529,8 +544,16 @@ mod tests {
         };
         let req = ExportLogsServiceRequest {
             resource_logs: vec![
-                ResourceLogs { resource: resource("a"), scope_logs: vec![ScopeLogs { log_records: vec![log(1, "x"), log(2, "y")], ..Default::default() }], ..Default::default() },
-                ResourceLogs { resource: resource("b"), scope_logs: vec![ScopeLogs { log_records: vec![log(1, "z")], ..Default::default() }], ..Default::default() },
+                ResourceLogs {
+                    resource: resource("a"),
+                    scope_logs: vec![ScopeLogs { log_records: vec![log(1, "x"), log(2, "y")], ..Default::default() }],
+                    ..Default::default()
+                },
+                ResourceLogs {
+                    resource: resource("b"),
+                    scope_logs: vec![ScopeLogs { log_records: vec![log(1, "z")], ..Default::default() }],
+                    ..Default::default()
+                },
             ],
         };
         let by_service = split(req.clone(), Grouping::ByService, 900_000);

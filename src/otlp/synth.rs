@@ -18,7 +18,8 @@ pub struct Shape {
     pub logs_per_request: usize,
 }
 
-const OPERATIONS: &[&str] = &["GET /cart", "POST /checkout", "SELECT orders", "charge card", "GET /product/{id}", "publish event"];
+const OPERATIONS: &[&str] =
+    &["GET /cart", "POST /checkout", "SELECT orders", "charge card", "GET /product/{id}", "publish event"];
 const LOG_TEMPLATES: &[&str] = &[
     "user {n} logged in from 10.0.{a}.{b}",
     "payment failed for order {n}: card declined",
@@ -37,11 +38,7 @@ pub struct Synth {
 impl Synth {
     pub fn new(shape: Shape, seed: u64) -> Synth {
         let services = shape.services.max(1);
-        Synth {
-            state: seed.max(1),
-            shape,
-            service_names: (0..services).map(|i| format!("svc-{i}")).collect(),
-        }
+        Synth { state: seed.max(1), shape, service_names: (0..services).map(|i| format!("svc-{i}")).collect() }
     }
 
     fn next(&mut self) -> u64 {
@@ -81,7 +78,8 @@ impl Synth {
                     start_time_unix_nano: now_ns,
                     end_time_unix_nano: now_ns + duration,
                     attributes: vec![string_attr("http.route", "/cart"), int_attr("retry", (self.next() % 3) as i64)],
-                    status: error.then(|| Status { code: status::StatusCode::Error as i32, message: "upstream failed".into() }),
+                    status: error
+                        .then(|| Status { code: status::StatusCode::Error as i32, message: "upstream failed".into() }),
                     ..Default::default()
                 });
                 span_ids.push(span_id);
@@ -138,15 +136,27 @@ impl Synth {
 }
 
 fn scope() -> InstrumentationScope {
-    InstrumentationScope { name: "tayga-loadgen".into(), version: env!("CARGO_PKG_VERSION").into(), ..Default::default() }
+    InstrumentationScope {
+        name: "tayga-loadgen".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        ..Default::default()
+    }
 }
 
 fn string_attr(key: &str, value: &str) -> KeyValue {
-    KeyValue { key: key.into(), value: Some(AnyValue { value: Some(any_value::Value::StringValue(value.into())) }), ..Default::default() }
+    KeyValue {
+        key: key.into(),
+        value: Some(AnyValue { value: Some(any_value::Value::StringValue(value.into())) }),
+        ..Default::default()
+    }
 }
 
 fn int_attr(key: &str, value: i64) -> KeyValue {
-    KeyValue { key: key.into(), value: Some(AnyValue { value: Some(any_value::Value::IntValue(value)) }), ..Default::default() }
+    KeyValue {
+        key: key.into(),
+        value: Some(AnyValue { value: Some(any_value::Value::IntValue(value)) }),
+        ..Default::default()
+    }
 }
 
 #[cfg(test)]

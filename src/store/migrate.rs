@@ -44,7 +44,11 @@ pub async fn migrate(store: &Store) -> Result<MigrationReport, StoreError> {
             store.execute(&what, statement).await?;
         }
         store
-            .insert(&[MigrationRow { version: migration.version, name: migration.name.to_string(), applied_ns: now_ns() }])
+            .insert(&[MigrationRow {
+                version: migration.version,
+                name: migration.name.to_string(),
+                applied_ns: now_ns(),
+            }])
             .await?;
         applied.push((migration.version, migration.name.to_string()));
     }
@@ -70,7 +74,5 @@ pub async fn applied_versions(store: &Store) -> Result<Vec<u32>, StoreError> {
 
 /// Every statement `migrate` may run, in order, for `--print` and the portability test.
 pub fn all_statements() -> Vec<&'static str> {
-    std::iter::once(MIGRATIONS_TABLE_DDL)
-        .chain(MIGRATIONS.iter().flat_map(|m| m.statements.iter().copied()))
-        .collect()
+    std::iter::once(MIGRATIONS_TABLE_DDL).chain(MIGRATIONS.iter().flat_map(|m| m.statements.iter().copied())).collect()
 }

@@ -47,7 +47,11 @@ impl Store {
             .with_password(&config.password)
             // 18.16 has no RowBinaryWithNamesAndTypes; rows are checked by our own tests.
             .with_validation(false);
-        Store { client: client.with_database(&config.database), url: config.url.clone(), database: config.database.clone() }
+        Store {
+            client: client.with_database(&config.database),
+            url: config.url.clone(),
+            database: config.database.clone(),
+        }
     }
 
     /// The client, bound to this store's database.
@@ -84,8 +88,7 @@ impl Store {
             return Ok(());
         }
         let what = || format!("inserting {} rows into {}", rows.len(), T::TABLE);
-        let mut insert =
-            self.client.insert::<T>(T::TABLE).await.map_err(|source| self.query_error(&what(), source))?;
+        let mut insert = self.client.insert::<T>(T::TABLE).await.map_err(|source| self.query_error(&what(), source))?;
         for row in rows {
             insert.write(row).await.map_err(|source| self.query_error(&what(), source))?;
         }
@@ -109,14 +112,15 @@ impl Store {
     /// Drops this store's database and everything in it. Tests use it to clean up.
     pub async fn drop_database(&self) -> Result<(), StoreError> {
         let sql = format!("DROP DATABASE IF EXISTS {}", self.database);
-        self.server_client().query(&sql).execute().await.map_err(|source| self.query_error("dropping the database", source))
+        self.server_client()
+            .query(&sql)
+            .execute()
+            .await
+            .map_err(|source| self.query_error("dropping the database", source))
     }
 }
 
 /// Nanoseconds since the Unix epoch, the unit of every timestamp column.
 pub fn now_ns() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(0)
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
 }

@@ -31,7 +31,11 @@ ORDER BY partition";
 
 /// Drops every day partition older than its table's retention, judged at `now_secs`.
 /// Returns what was dropped.
-pub async fn drop_expired(store: &Store, retention: &RetentionConfig, now_secs: u64) -> Result<Vec<DroppedPartition>, StoreError> {
+pub async fn drop_expired(
+    store: &Store,
+    retention: &RetentionConfig,
+    now_secs: u64,
+) -> Result<Vec<DroppedPartition>, StoreError> {
     let mut dropped = Vec::new();
     for (table, key) in DAY_PARTITIONED {
         let days = key.days(retention);
@@ -52,7 +56,10 @@ pub async fn drop_expired(store: &Store, retention: &RetentionConfig, now_secs: 
             // Partition ids are YYYYMMDD digits read back from system.parts, never user input.
             debug_assert!(partition.bytes().all(|b| b.is_ascii_digit()));
             store
-                .execute(&format!("dropping partition {partition} of {table}"), &format!("ALTER TABLE {table} DROP PARTITION {partition}"))
+                .execute(
+                    &format!("dropping partition {partition} of {table}"),
+                    &format!("ALTER TABLE {table} DROP PARTITION {partition}"),
+                )
                 .await?;
             dropped.push(DroppedPartition { table: table.to_string(), partition });
         }

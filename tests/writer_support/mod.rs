@@ -33,7 +33,11 @@ pub fn base_ns() -> u64 {
 }
 
 fn kv(key: &str, value: &str) -> KeyValue {
-    KeyValue { key: key.into(), value: Some(AnyValue { value: Some(any_value::Value::StringValue(value.into())) }), ..Default::default() }
+    KeyValue {
+        key: key.into(),
+        value: Some(AnyValue { value: Some(any_value::Value::StringValue(value.into())) }),
+        ..Default::default()
+    }
 }
 
 fn resource(service: &str) -> Option<Resource> {
@@ -92,7 +96,9 @@ pub fn logs(i: u32, n: u32, time_ns: u64) -> ExportLogsServiceRequest {
                         time_unix_nano: time_ns + u64::from(j),
                         severity_number: 9,
                         severity_text: "INFO".into(),
-                        body: Some(AnyValue { value: Some(any_value::Value::StringValue(format!("request {i} step {j} done"))) }),
+                        body: Some(AnyValue {
+                            value: Some(any_value::Value::StringValue(format!("request {i} step {j} done"))),
+                        }),
                         trace_id: trace_id(i),
                         ..Default::default()
                     })
@@ -114,7 +120,13 @@ pub fn producer(env: &TestEnv) -> FutureProducer {
 }
 
 /// Produces one record on `<prefix>.signals` and waits for the broker's ack.
-pub async fn send_raw(producer: &FutureProducer, env: &TestEnv, key: &str, headers: Option<rdkafka::message::OwnedHeaders>, value: &[u8]) {
+pub async fn send_raw(
+    producer: &FutureProducer,
+    env: &TestEnv,
+    key: &str,
+    headers: Option<rdkafka::message::OwnedHeaders>,
+    value: &[u8],
+) {
     let topic = env.config.names().signals;
     let mut record = FutureRecord::to(&topic).key(key).payload(value);
     if let Some(h) = headers {
@@ -135,7 +147,14 @@ pub async fn send_logs(producer: &FutureProducer, env: &TestEnv, request: &Expor
 
 /// Sends `count` records from index `from`: each `log_every`-th is a log record (3 logs),
 /// the others traces of `spans` spans. Returns (spans, logs) sent.
-pub async fn send_mix(producer: &FutureProducer, env: &TestEnv, from: u32, count: u32, spans: u32, log_every: u32) -> (u64, u64) {
+pub async fn send_mix(
+    producer: &FutureProducer,
+    env: &TestEnv,
+    from: u32,
+    count: u32,
+    spans: u32,
+    log_every: u32,
+) -> (u64, u64) {
     let base = base_ns();
     let (mut s, mut l) = (0, 0);
     let mut sends = Vec::new();
@@ -156,7 +175,10 @@ pub async fn send_mix(producer: &FutureProducer, env: &TestEnv, from: u32, count
     let futures: Vec<_> = sends
         .iter()
         .map(|(key, kind, value)| {
-            producer.send(FutureRecord::to(&topic).key(key).payload(value).headers(headers(*kind, INGEST_NS)), Duration::from_secs(10))
+            producer.send(
+                FutureRecord::to(&topic).key(key).payload(value).headers(headers(*kind, INGEST_NS)),
+                Duration::from_secs(10),
+            )
         })
         .collect();
     for f in futures {

@@ -459,10 +459,7 @@ impl Buffer {
 #[cfg(test)]
 impl Buffer {
     fn open_or_pending(&self, partition: i32, trace_id: &str) -> bool {
-        self.partitions
-            .get(&partition)
-            .and_then(|p| p.traces.get(trace_id))
-            .is_some_and(|t| t.state != State::Stored)
+        self.partitions.get(&partition).and_then(|p| p.traces.get(trace_id)).is_some_and(|t| t.state != State::Stored)
     }
 }
 

@@ -46,7 +46,11 @@ impl AssemblerMetrics {
             "Stories stored and published (an updated story counts again)",
             m.stories_emitted.clone(),
         );
-        registry.register("tayga_assembler_late_spans", "Spans that arrived after their trace closed", m.late_spans.clone());
+        registry.register(
+            "tayga_assembler_late_spans",
+            "Spans that arrived after their trace closed",
+            m.late_spans.clone(),
+        );
         registry.register(
             "tayga_assembler_early_closes",
             "Open traces closed before they were idle because a memory cap was hit",

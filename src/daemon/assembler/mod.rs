@@ -135,7 +135,10 @@ impl ConsumerContext for AssemblerContext {
 type Assembler = StreamConsumer<AssemblerContext>;
 
 /// What a record carries for the assembler: its spans and logs with a valid trace id.
-pub fn items_of(headers: Option<&rdkafka::message::BorrowedHeaders>, payload: Option<&[u8]>) -> Result<Vec<Item>, record::RecordError> {
+pub fn items_of(
+    headers: Option<&rdkafka::message::BorrowedHeaders>,
+    payload: Option<&[u8]>,
+) -> Result<Vec<Item>, record::RecordError> {
     let record = record::decode(headers, payload.or(Some(&[])))?;
     let valid = |id: &str| id.len() == 32 && id.bytes().any(|b| b != b'0');
     Ok(match &record.payload {
@@ -383,7 +386,8 @@ impl Daemon {
         let ids: Vec<&str> = stored.keys().map(String::as_str).collect();
         let mut spans: HashMap<String, Vec<(String, SpanInfo)>> = HashMap::new();
         for chunk in ids.chunks(200) {
-            let mut q = self.store.select::<SpanRow>(&format!("FINAL WHERE trace_id IN ({})", placeholders(chunk.len())));
+            let mut q =
+                self.store.select::<SpanRow>(&format!("FINAL WHERE trace_id IN ({})", placeholders(chunk.len())));
             for id in chunk {
                 q = q.bind(*id);
             }
@@ -441,7 +445,8 @@ impl Daemon {
 
     /// Lag: over the assigned partitions, high watermark − commit frontier.
     async fn refresh_lag(&self) {
-        let parts: Vec<(i32, Option<i64>)> = self.buffer.partitions().into_iter().map(|p| (p, self.buffer.frontier(p))).collect();
+        let parts: Vec<(i32, Option<i64>)> =
+            self.buffer.partitions().into_iter().map(|p| (p, self.buffer.frontier(p))).collect();
         let consumer = self.consumer.clone();
         let topic = self.names.signals.clone();
         let lag = tokio::task::spawn_blocking(move || {
@@ -481,7 +486,12 @@ mod tests {
 
     #[test]
     fn records_become_items_with_valid_trace_ids_only() {
-        let span = |trace: Vec<u8>, id: u8| Span { trace_id: trace, span_id: vec![id; 8], name: "op".into(), ..Default::default() };
+        let span = |trace: Vec<u8>, id: u8| Span {
+            trace_id: trace,
+            span_id: vec![id; 8],
+            name: "op".into(),
+            ..Default::default()
+        };
         let request = ExportTraceServiceRequest {
             resource_spans: vec![ResourceSpans {
                 scope_spans: vec![ScopeSpans {
@@ -498,10 +508,7 @@ mod tests {
         let logs = ExportLogsServiceRequest {
             resource_logs: vec![ResourceLogs {
                 scope_logs: vec![ScopeLogs {
-                    log_records: vec![
-                        LogRecord { trace_id: vec![2; 16], ..Default::default() },
-                        LogRecord::default(),
-                    ],
+                    log_records: vec![LogRecord { trace_id: vec![2; 16], ..Default::default() }, LogRecord::default()],
                     ..Default::default()
                 }],
                 ..Default::default()
@@ -509,7 +516,15 @@ mod tests {
         };
         let got = items(SignalKind::Logs, logs.encode_to_vec());
         assert!(matches!(&got[..], [Item::Log { trace_id, .. }] if trace_id == &"02".repeat(16)));
-        let m = OwnedMessage::new(Some(vec![0xff]), None, "t".into(), Timestamp::NotAvailable, 0, 0, Some(headers(SignalKind::Traces, 1)));
+        let m = OwnedMessage::new(
+            Some(vec![0xff]),
+            None,
+            "t".into(),
+            Timestamp::NotAvailable,
+            0,
+            0,
+            Some(headers(SignalKind::Traces, 1)),
+        );
         assert!(items_of(m.headers().map(|h| h.as_borrowed()), m.payload()).is_err());
     }
 

@@ -23,7 +23,9 @@ pub enum Path {
 enum PathState {
     Up,
     /// Failed at `since`; skipped until a probe succeeds after the cooldown.
-    Down { since: Instant },
+    Down {
+        since: Instant,
+    },
     /// Never probed yet (the broker at boot).
     Unprobed,
 }

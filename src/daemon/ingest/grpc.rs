@@ -27,21 +27,31 @@ impl Grpc {
             Ok(_) => "ok",
             Err(_) => "unavailable",
         };
-        ingest.metrics.requests.get_or_create(&labels([("signal", R::SIGNAL), ("transport", "grpc"), ("outcome", outcome)])).inc();
+        ingest
+            .metrics
+            .requests
+            .get_or_create(&labels([("signal", R::SIGNAL), ("transport", "grpc"), ("outcome", outcome)]))
+            .inc();
         result.map(|a| Response::new(R::response(a))).map_err(|e| Status::unavailable(e.to_string()))
     }
 }
 
 #[tonic::async_trait]
 impl TraceService for Grpc {
-    async fn export(&self, request: Request<ExportTraceServiceRequest>) -> Result<Response<ExportTraceServiceResponse>, Status> {
+    async fn export(
+        &self,
+        request: Request<ExportTraceServiceRequest>,
+    ) -> Result<Response<ExportTraceServiceResponse>, Status> {
         Grpc::export(self, request).await
     }
 }
 
 #[tonic::async_trait]
 impl LogsService for Grpc {
-    async fn export(&self, request: Request<ExportLogsServiceRequest>) -> Result<Response<ExportLogsServiceResponse>, Status> {
+    async fn export(
+        &self,
+        request: Request<ExportLogsServiceRequest>,
+    ) -> Result<Response<ExportLogsServiceResponse>, Status> {
         Grpc::export(self, request).await
     }
 }
@@ -50,7 +60,9 @@ pub fn services(ingest: Arc<Ingest>) -> (TraceServiceServer<Grpc>, LogsServiceSe
     let limit = ingest.max_body_bytes;
     let grpc = Grpc(ingest);
     (
-        TraceServiceServer::new(grpc.clone()).accept_compressed(CompressionEncoding::Gzip).max_decoding_message_size(limit),
+        TraceServiceServer::new(grpc.clone())
+            .accept_compressed(CompressionEncoding::Gzip)
+            .max_decoding_message_size(limit),
         LogsServiceServer::new(grpc).accept_compressed(CompressionEncoding::Gzip).max_decoding_message_size(limit),
     )
 }

@@ -14,9 +14,9 @@ use prost::Message;
 
 use super::metrics::labels;
 use super::pipeline::{ExportRequest, Unavailable};
-use crate::otlp::{ExportLogsServiceRequest, ExportTraceServiceRequest};
 use super::Ingest;
 use crate::otlp::decode::{decode, encoding_of, DecodeError, Encoding};
+use crate::otlp::{ExportLogsServiceRequest, ExportTraceServiceRequest};
 
 pub fn router(ingest: Arc<Ingest>) -> Router {
     Router::new()
@@ -54,13 +54,22 @@ async fn export<R: ExportRequest>(State(ingest): State<Arc<Ingest>>, headers: He
         Err(e) => return ingest.refuse(R::SIGNAL, encoding, &e),
     };
     let result = R::export(&ingest.pipeline, request).await;
-    ingest.answer(R::SIGNAL, encoding, result.map(|accepted| {
-        let partial = accepted.rejected > 0;
-        (R::response(accepted), partial)
-    }))
+    ingest.answer(
+        R::SIGNAL,
+        encoding,
+        result.map(|accepted| {
+            let partial = accepted.rejected > 0;
+            (R::response(accepted), partial)
+        }),
+    )
 }
 
-fn encoded<M: Message + serde::Serialize>(status: StatusCode, encoding: Encoding, message: &M, extra: &[(header::HeaderName, String)]) -> Response {
+fn encoded<M: Message + serde::Serialize>(
+    status: StatusCode,
+    encoding: Encoding,
+    message: &M,
+    extra: &[(header::HeaderName, String)],
+) -> Response {
     let (content_type, body) = match encoding {
         Encoding::Protobuf => ("application/x-protobuf", message.encode_to_vec()),
         Encoding::Json => ("application/json", serde_json::to_vec(message).unwrap_or_default()),
@@ -76,24 +85,43 @@ fn encoded<M: Message + serde::Serialize>(status: StatusCode, encoding: Encoding
 
 impl Ingest {
     fn refuse(&self, signal: &str, encoding: Encoding, error: &DecodeError) -> Response {
-        self.metrics.requests.get_or_create(&labels([("signal", signal), ("transport", "http"), ("outcome", "bad_request")])).inc();
+        self.metrics
+            .requests
+            .get_or_create(&labels([("signal", signal), ("transport", "http"), ("outcome", "bad_request")]))
+            .inc();
         let status = StatusCode::from_u16(error.http_status()).unwrap_or(StatusCode::BAD_REQUEST);
         // gRPC code INVALID_ARGUMENT (3) for bad input, as OTLP maps it.
         encoded(status, encoding, &RpcStatus { code: 3, message: error.to_string() }, &[])
     }
 
-    fn answer<M: Message + serde::Serialize>(&self, signal: &str, encoding: Encoding, result: Result<(M, bool), Unavailable>) -> Response {
+    fn answer<M: Message + serde::Serialize>(
+        &self,
+        signal: &str,
+        encoding: Encoding,
+        result: Result<(M, bool), Unavailable>,
+    ) -> Response {
         match result {
             Ok((response, partial)) => {
                 let outcome = if partial { "partial" } else { "ok" };
-                self.metrics.requests.get_or_create(&labels([("signal", signal), ("transport", "http"), ("outcome", outcome)])).inc();
+                self.metrics
+                    .requests
+                    .get_or_create(&labels([("signal", signal), ("transport", "http"), ("outcome", outcome)]))
+                    .inc();
                 encoded(StatusCode::OK, encoding, &response, &[])
             }
             Err(e) => {
-                self.metrics.requests.get_or_create(&labels([("signal", signal), ("transport", "http"), ("outcome", "unavailable")])).inc();
+                self.metrics
+                    .requests
+                    .get_or_create(&labels([("signal", signal), ("transport", "http"), ("outcome", "unavailable")]))
+                    .inc();
                 // gRPC code UNAVAILABLE (14): the client keeps its batch and retries.
                 let retry_after = self.probe_interval.as_secs().max(1).to_string();
-                encoded(StatusCode::SERVICE_UNAVAILABLE, encoding, &RpcStatus { code: 14, message: e.to_string() }, &[(header::RETRY_AFTER, retry_after)])
+                encoded(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    encoding,
+                    &RpcStatus { code: 14, message: e.to_string() },
+                    &[(header::RETRY_AFTER, retry_after)],
+                )
             }
         }
     }

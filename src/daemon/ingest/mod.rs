@@ -95,7 +95,14 @@ pub async fn start(config: &Config, shutdown: Shutdown) -> anyhow::Result<Runnin
         failover.failed(Path::Direct, Instant::now());
     }
     let ingest = Arc::new(Ingest {
-        pipeline: Pipeline::new(failover, publisher.clone(), store.clone(), config.names(), config.ingest.max_record_bytes as usize, metrics.clone()),
+        pipeline: Pipeline::new(
+            failover,
+            publisher.clone(),
+            store.clone(),
+            config.names(),
+            config.ingest.max_record_bytes as usize,
+            metrics.clone(),
+        ),
         metrics,
         max_body_bytes: config.ingest.max_body_bytes as usize,
         probe_interval: Duration::from_secs(config.ingest.probe_interval_secs),
@@ -118,7 +125,10 @@ pub async fn start(config: &Config, shutdown: Shutdown) -> anyhow::Result<Runnin
     let mut tasks = Vec::new();
     let stop = shutdown.clone();
     tasks.push(tokio::spawn(async move {
-        axum::serve(http_listener, app).with_graceful_shutdown(stop.triggered()).await.context("the OTLP/HTTP server failed")
+        axum::serve(http_listener, app)
+            .with_graceful_shutdown(stop.triggered())
+            .await
+            .context("the OTLP/HTTP server failed")
     }));
     let (traces, logs) = grpc::services(ingest.clone());
     let stop = shutdown.clone();

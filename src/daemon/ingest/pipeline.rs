@@ -6,7 +6,6 @@
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-
 use opentelemetry_proto::tonic::collector::logs::v1::{ExportLogsPartialSuccess, ExportLogsServiceResponse};
 use opentelemetry_proto::tonic::collector::trace::v1::{ExportTracePartialSuccess, ExportTraceServiceResponse};
 
@@ -53,7 +52,14 @@ struct Prepared<R> {
 }
 
 impl Pipeline {
-    pub fn new(failover: Failover, publisher: Publisher, store: Store, names: Names, max_record_bytes: usize, metrics: IngestMetrics) -> Pipeline {
+    pub fn new(
+        failover: Failover,
+        publisher: Publisher,
+        store: Store,
+        names: Names,
+        max_record_bytes: usize,
+        metrics: IngestMetrics,
+    ) -> Pipeline {
         Pipeline { failover: Mutex::new(failover), publisher, store, names, max_record_bytes, metrics }
     }
 
@@ -85,7 +91,10 @@ impl Pipeline {
         let items: usize = prepared.signals.records.iter().map(|r| r.items).sum();
         let message = prepared.signals.rejected.iter().map(|r| r.to_string()).collect::<Vec<_>>().join("; ");
         if rejected > 0 {
-            self.metrics.rejected.get_or_create(&labels([("signal", signal), ("reason", "too_large")])).inc_by(rejected as u64);
+            self.metrics
+                .rejected
+                .get_or_create(&labels([("signal", signal), ("reason", "too_large")]))
+                .inc_by(rejected as u64);
         }
         if items == 0 {
             return Ok(Accepted { rejected, message });
@@ -103,7 +112,10 @@ impl Pipeline {
                 Ok(()) => {
                     self.metrics.path_requests.get_or_create(&labels([("path", path_name)])).inc();
                     self.metrics.accepted.get_or_create(&labels([("signal", signal)])).inc_by(items as u64);
-                    self.metrics.latency.get_or_create(&labels([("signal", signal)])).observe(started.elapsed().as_secs_f64());
+                    self.metrics
+                        .latency
+                        .get_or_create(&labels([("signal", signal)]))
+                        .observe(started.elapsed().as_secs_f64());
                     return Ok(Accepted { rejected, message });
                 }
                 Err(e) => {
@@ -118,13 +130,26 @@ impl Pipeline {
         Err(Unavailable(last_error))
     }
 
-    async fn publish<R: OtlpRequest>(&self, kind: SignalKind, prepared: &Prepared<R>, ingest_ns: u64) -> anyhow::Result<()> {
+    async fn publish<R: OtlpRequest>(
+        &self,
+        kind: SignalKind,
+        prepared: &Prepared<R>,
+        ingest_ns: u64,
+    ) -> anyhow::Result<()> {
         let logs = prepared.logs.iter().flat_map(|l| l.records.iter().map(|r| ("logs", &self.names.logs, r)));
         let signals = prepared.signals.records.iter().map(|r| ("signals", &self.names.signals, r));
         let out: Vec<(&'static str, OutRecord)> = signals
             .chain(logs)
             .map(|(label, topic, record)| {
-                (label, OutRecord { topic, key: record.key.as_str(), value: record.request.encode_to_vec(), headers: headers(kind, ingest_ns) })
+                (
+                    label,
+                    OutRecord {
+                        topic,
+                        key: record.key.as_str(),
+                        value: record.request.encode_to_vec(),
+                        headers: headers(kind, ingest_ns),
+                    },
+                )
             })
             .collect();
         let topics: Vec<&'static str> = out.iter().map(|(t, _)| *t).collect();
@@ -135,7 +160,12 @@ impl Pipeline {
         Ok(())
     }
 
-    async fn insert<R: OtlpRequest>(&self, signals: &Split<R>, ingest_ns: u64, to_rows: &impl Fn(&R, u64) -> Rows) -> anyhow::Result<()> {
+    async fn insert<R: OtlpRequest>(
+        &self,
+        signals: &Split<R>,
+        ingest_ns: u64,
+        to_rows: &impl Fn(&R, u64) -> Rows,
+    ) -> anyhow::Result<()> {
         let mut spans = Vec::new();
         let mut logs = Vec::new();
         for record in &signals.records {
@@ -158,7 +188,10 @@ impl Pipeline {
     pub fn update_path_gauges(&self) {
         let failover = self.failover.lock().unwrap();
         for path in [Path::Redpanda, Path::Direct] {
-            self.metrics.path_up.get_or_create(&labels([("path", path_name(path))])).set(i64::from(failover.is_up(path)));
+            self.metrics
+                .path_up
+                .get_or_create(&labels([("path", path_name(path))]))
+                .set(i64::from(failover.is_up(path)));
         }
     }
 }
@@ -172,7 +205,10 @@ enum Rows {
 pub trait ExportRequest: OtlpRequest + serde::de::DeserializeOwned + Send + 'static {
     const SIGNAL: &'static str;
     type Response: prost::Message + serde::Serialize + Default + Send + 'static;
-    fn export(pipeline: &Pipeline, request: Self) -> impl std::future::Future<Output = Result<Accepted, Unavailable>> + Send;
+    fn export(
+        pipeline: &Pipeline,
+        request: Self,
+    ) -> impl std::future::Future<Output = Result<Accepted, Unavailable>> + Send;
     /// The OTLP response: a partial success when items were refused.
     fn response(accepted: Accepted) -> Self::Response;
 }
@@ -181,13 +217,17 @@ impl ExportRequest for ExportTraceServiceRequest {
     const SIGNAL: &'static str = "traces";
     type Response = ExportTraceServiceResponse;
 
-    fn export(pipeline: &Pipeline, request: Self) -> impl std::future::Future<Output = Result<Accepted, Unavailable>> + Send {
+    fn export(
+        pipeline: &Pipeline,
+        request: Self,
+    ) -> impl std::future::Future<Output = Result<Accepted, Unavailable>> + Send {
         pipeline.export_traces(request)
     }
 
     fn response(a: Accepted) -> Self::Response {
         ExportTraceServiceResponse {
-            partial_success: (a.rejected > 0).then_some(ExportTracePartialSuccess { rejected_spans: a.rejected, error_message: a.message }),
+            partial_success: (a.rejected > 0)
+                .then_some(ExportTracePartialSuccess { rejected_spans: a.rejected, error_message: a.message }),
         }
     }
 }
@@ -196,13 +236,17 @@ impl ExportRequest for ExportLogsServiceRequest {
     const SIGNAL: &'static str = "logs";
     type Response = ExportLogsServiceResponse;
 
-    fn export(pipeline: &Pipeline, request: Self) -> impl std::future::Future<Output = Result<Accepted, Unavailable>> + Send {
+    fn export(
+        pipeline: &Pipeline,
+        request: Self,
+    ) -> impl std::future::Future<Output = Result<Accepted, Unavailable>> + Send {
         pipeline.export_logs(request)
     }
 
     fn response(a: Accepted) -> Self::Response {
         ExportLogsServiceResponse {
-            partial_success: (a.rejected > 0).then_some(ExportLogsPartialSuccess { rejected_log_records: a.rejected, error_message: a.message }),
+            partial_success: (a.rejected > 0)
+                .then_some(ExportLogsPartialSuccess { rejected_log_records: a.rejected, error_message: a.message }),
         }
     }
 }

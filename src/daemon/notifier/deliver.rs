@@ -46,7 +46,13 @@ impl Target {
             .iter()
             .map(|k| k.parse::<AlertKind>().map_err(|e| anyhow::anyhow!("{at}: {e}")))
             .collect::<anyhow::Result<Vec<_>>>()?;
-        Ok(Target { name: config.name.clone(), url, headers, kinds, breaker: Mutex::new(Breaker::new(breaker_cooldown)) })
+        Ok(Target {
+            name: config.name.clone(),
+            url,
+            headers,
+            kinds,
+            breaker: Mutex::new(Breaker::new(breaker_cooldown)),
+        })
     }
 
     pub fn accepts(&self, kind: AlertKind) -> bool {

@@ -39,7 +39,6 @@ pub const MAX_POLL_INTERVAL_MS: u64 = 40 * 60 * 1000;
 /// A member that dies without leaving (SIGKILL) holds its partitions this long.
 pub const SESSION_TIMEOUT_MS: u64 = 10_000;
 
-
 /// `tayga serve notifier`: prepares topics and schema, serves `/health` and `/metrics` on
 /// `notifier.metrics_addr`, and runs until `shutdown`.
 pub async fn serve(config: &Config, shutdown: Shutdown) -> anyhow::Result<()> {
@@ -114,15 +113,19 @@ impl Notifier {
         }
         let http = Ctx::http_client(&settings).context("building the HTTP client")?;
         let ctx = Ctx { store: Store::new(&config.clickhouse), http, settings, metrics, shutdown };
-        Ok(Notifier { ctx: Arc::new(ctx), targets: Arc::new(targets), kafka: config.kafka.clone(), names: config.names() })
+        Ok(Notifier {
+            ctx: Arc::new(ctx),
+            targets: Arc::new(targets),
+            kafka: config.kafka.clone(),
+            names: config.names(),
+        })
     }
 
     /// Consumes until shutdown. Returns once the record in hand is finished (its in-flight
     /// attempts done and their rows written) and its offset committed if it is done.
     pub async fn run(self) -> anyhow::Result<()> {
-        let consumer: Arc<StreamConsumer> = Arc::new(
-            consumer_config(&self.kafka, &self.names).create().context("creating the Kafka consumer")?,
-        );
+        let consumer: Arc<StreamConsumer> =
+            Arc::new(consumer_config(&self.kafka, &self.names).create().context("creating the Kafka consumer")?);
         consumer.subscribe(&[&self.names.alerts]).with_context(|| format!("subscribing to {}", self.names.alerts))?;
         tracing::info!(
             topic = %self.names.alerts, group = %self.names.notifier_group, targets = self.targets.len(),
@@ -155,7 +158,8 @@ impl Notifier {
             let end = self.handle(message.payload().unwrap_or_default()).await;
             if end == RecordEnd::Interrupted {
                 tracing::info!(
-                    partition = message.partition(), offset = message.offset(),
+                    partition = message.partition(),
+                    offset = message.offset(),
                     "stopped before the record was done; it will be read again"
                 );
                 break;

@@ -162,20 +162,24 @@ impl Batch {
 
     /// Every span row of the batch, in consumption order.
     pub fn spans(&self) -> impl Iterator<Item = &SpanRow> {
-        self.records.iter().filter_map(|r| match &r.rows {
-            Rows::Spans(rows) => Some(rows.iter()),
-            Rows::Logs(_) => None,
-        })
-        .flatten()
+        self.records
+            .iter()
+            .filter_map(|r| match &r.rows {
+                Rows::Spans(rows) => Some(rows.iter()),
+                Rows::Logs(_) => None,
+            })
+            .flatten()
     }
 
     /// Every log row of the batch, in consumption order.
     pub fn logs(&self) -> impl Iterator<Item = &LogRow> {
-        self.records.iter().filter_map(|r| match &r.rows {
-            Rows::Logs(rows) => Some(rows.iter()),
-            Rows::Spans(_) => None,
-        })
-        .flatten()
+        self.records
+            .iter()
+            .filter_map(|r| match &r.rows {
+                Rows::Logs(rows) => Some(rows.iter()),
+                Rows::Spans(_) => None,
+            })
+            .flatten()
     }
 }
 

@@ -29,12 +29,12 @@ use rdkafka::{ClientContext, Offset, TopicPartitionList};
 use super::batch::{backoff, Batch, Rows};
 use super::metrics::{ErrorKind, WriterMetrics};
 use super::sink::Sink;
-use crate::store::StoreError;
 use crate::bus::record::{self, SignalPayload};
 use crate::bus::Names;
 use crate::config::{KafkaConfig, WriterConfig};
 use crate::daemon::Shutdown;
 use crate::otlp::flatten::{log_rows, span_rows};
+use crate::store::StoreError;
 
 /// A member that dies without leaving (SIGKILL) holds its partitions this long.
 pub const SESSION_TIMEOUT_MS: u64 = 10_000;
@@ -187,7 +187,8 @@ pub fn run_consumer(
         let step = inner.settle(&consumer, due, None).map(|mut more| {
             if due {
                 tracing::debug!(
-                    polling_ms = polling.as_millis() as u64, decoding_ms = decoding.as_millis() as u64,
+                    polling_ms = polling.as_millis() as u64,
+                    decoding_ms = decoding.as_millis() as u64,
                     waiting_for_insert_ms = (settling + t2.elapsed()).as_millis() as u64,
                     "batch due"
                 );
@@ -280,7 +281,12 @@ impl Inner {
     /// Settles the insert in flight if it has finished (or, with `wait`, once it has): commits
     /// its offsets, or on failure puts its batch back in front of the current one and stores
     /// both with [`Inner::flush`] (retries, pause).
-    fn settle(&self, consumer: &BaseConsumer<WriterContext>, wait: bool, revoke_deadline: Option<Instant>) -> Result<Vec<OwnedMessage>, GaveUp> {
+    fn settle(
+        &self,
+        consumer: &BaseConsumer<WriterContext>,
+        wait: bool,
+        revoke_deadline: Option<Instant>,
+    ) -> Result<Vec<OwnedMessage>, GaveUp> {
         let (handle, started) = {
             let mut in_flight = self.in_flight.lock().unwrap();
             match in_flight.as_ref() {
@@ -312,7 +318,8 @@ impl Inner {
         let committing = Instant::now();
         self.commit(consumer, batch.offsets().clone());
         tracing::debug!(
-            records = batch.consumed(), rows = batch.rows(),
+            records = batch.consumed(),
+            rows = batch.rows(),
             filled_ms = batch.age(flush_started).as_millis() as u64,
             insert_ms = (committing - flush_started).as_millis() as u64,
             commit_ms = committing.elapsed().as_millis() as u64,
@@ -324,7 +331,11 @@ impl Inner {
     /// the rebalance callback: then it gives up at the deadline instead of polling while it
     /// waits (polling inside the callback is not allowed). Returns the records that arrived
     /// while it waited (normally none: the partitions are paused).
-    fn flush(&self, consumer: &BaseConsumer<WriterContext>, revoke_deadline: Option<Instant>) -> Result<Vec<OwnedMessage>, GaveUp> {
+    fn flush(
+        &self,
+        consumer: &BaseConsumer<WriterContext>,
+        revoke_deadline: Option<Instant>,
+    ) -> Result<Vec<OwnedMessage>, GaveUp> {
         let flush_started = Instant::now();
         let mut batch = std::mem::take(&mut *self.batch.lock().unwrap());
         let mut held = Vec::new();
@@ -454,7 +465,10 @@ impl Inner {
         let deadline = Instant::now() + REVOKE_FLUSH_LIMIT;
         let settled = self.settle(consumer, true, Some(deadline));
         if settled.is_err() || self.flush(consumer, Some(deadline)).is_err() {
-            tracing::warn!(?partitions, "could not store the revoked partitions' records in time; giving them up uncommitted");
+            tracing::warn!(
+                ?partitions,
+                "could not store the revoked partitions' records in time; giving them up uncommitted"
+            );
             self.batch.lock().unwrap().forget(partitions);
         }
         self.forget_uncommitted(partitions);
@@ -525,6 +539,11 @@ impl<'a> In<'a> {
     }
 
     fn owned(m: &'a OwnedMessage) -> In<'a> {
-        In { partition: m.partition(), offset: m.offset(), headers: m.headers().map(|h| h.as_borrowed()), payload: m.payload() }
+        In {
+            partition: m.partition(),
+            offset: m.offset(),
+            headers: m.headers().map(|h| h.as_borrowed()),
+            payload: m.payload(),
+        }
     }
 }

@@ -111,7 +111,11 @@ impl WriterMetrics {
             "Flush attempts repeated after a failed insert (ClickHouse down or refusing)",
             m.retries.clone(),
         );
-        registry.register("tayga_writer_errors", "Errors by kind: insert, commit, consume, retention", m.errors.clone());
+        registry.register(
+            "tayga_writer_errors",
+            "Errors by kind: insert, commit, consume, retention",
+            m.errors.clone(),
+        );
         registry.register("tayga_writer_commits", "Successful offset commits", m.commits.clone());
         registry.register(
             "tayga_writer_lag_records",

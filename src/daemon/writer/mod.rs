@@ -30,7 +30,6 @@ use crate::config::Config;
 use crate::daemon::{retry_at_start, serve_http, HealthFn, Shutdown};
 use crate::store::Store;
 
-
 /// `tayga serve writer`: prepares topics and schema, chooses the insert mode, serves
 /// `/health` and `/metrics` on `writer.metrics_addr`, runs the retention sweep, and consumes
 /// until `shutdown`, when it stores and commits what it has read and leaves the group.
@@ -55,9 +54,13 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
     let (_, http) = serve_http(&config.writer.metrics_addr, Arc::new(registry), health, shutdown.clone()).await?;
     let result = async {
         let store = crate::daemon::prepare(&config, &shutdown).await?;
-        let chosen = retry_at_start("choosing the insert mode", crate::daemon::START_LIMIT, Duration::from_secs(1), &shutdown, || {
-            sink::choose_mode(&store)
-        })
+        let chosen = retry_at_start(
+            "choosing the insert mode",
+            crate::daemon::START_LIMIT,
+            Duration::from_secs(1),
+            &shutdown,
+            || sink::choose_mode(&store),
+        )
         .await?;
         *mode.lock().unwrap() = Some(chosen);
         tracing::info!(mode = chosen.as_str(), "insert mode chosen");
