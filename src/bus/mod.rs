@@ -69,5 +69,25 @@ pub fn client_config(kafka: &KafkaConfig) -> ClientConfig {
     config
 }
 
+/// A member that dies without leaving (SIGKILL) holds its partitions this long before the
+/// group hands them to the others.
+pub const SESSION_TIMEOUT_MS: u64 = 10_000;
+
+/// Settings of a consumer in `group` that commits explicitly, and only explicitly, after
+/// what it read is stored (ARCHITECTURE.md invariant). `max_poll_interval` bounds the
+/// longest gap between polls before the broker considers the member stuck.
+pub fn consumer_config(kafka: &KafkaConfig, group: &str, client_id: &str, max_poll_interval: Duration) -> ClientConfig {
+    let mut c = client_config(kafka);
+    c.set("group.id", group)
+        .set("client.id", client_id)
+        .set("enable.auto.commit", "false")
+        .set("enable.auto.offset.store", "false")
+        .set("auto.offset.reset", "earliest")
+        .set("max.poll.interval.ms", max_poll_interval.as_millis().to_string())
+        .set("session.timeout.ms", SESSION_TIMEOUT_MS.to_string())
+        .set("heartbeat.interval.ms", "3000");
+    c
+}
+
 /// How long an operator command waits for the broker before it says so.
 pub const ADMIN_TIMEOUT: Duration = Duration::from_secs(10);

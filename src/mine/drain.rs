@@ -833,7 +833,9 @@ fn fits_gapped(t: &[Tok], line: Line<'_>) -> bool {
     for (k, seg) in rest.iter().enumerate() {
         if k + 1 == rest.len() {
             // The last segment is anchored at the end of the line.
-            let Some(at) = n.checked_sub(seg.len()) else { return false };
+            let Some(at) = n.checked_sub(seg.len()) else {
+                return false;
+            };
             return at >= j && segment_at(seg, at) && absorbable(j, at);
         }
         let mut at = j;

@@ -1070,7 +1070,13 @@ fn glob_match(p: &[GlobPart], s: &[u8]) -> bool {
         GlobPart::One => !s.is_empty() && glob_match(rest, &s[1..]),
         GlobPart::Star => (0..=s.len()).any(|k| glob_match(rest, &s[k..])),
         GlobPart::Digits | GlobPart::HexDigits => {
-            let ok = |c: &u8| if *first == GlobPart::Digits { c.is_ascii_digit() } else { c.is_ascii_hexdigit() };
+            let ok = |c: &u8| {
+                if *first == GlobPart::Digits {
+                    c.is_ascii_digit()
+                } else {
+                    c.is_ascii_hexdigit()
+                }
+            };
             let max = s.iter().take_while(|c| ok(c)).count();
             (1..=max).rev().any(|k| glob_match(rest, &s[k..]))
         }

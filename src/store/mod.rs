@@ -26,7 +26,9 @@ impl StoreError {
     pub fn is_unreachable(&self) -> bool {
         match self {
             StoreError::Unreachable { .. } => true,
-            StoreError::Query { source, .. } => matches!(source, clickhouse::error::Error::Network(_)),
+            StoreError::Query { source, .. } => {
+                matches!(source, clickhouse::error::Error::Network(_))
+            }
         }
     }
 }

@@ -425,8 +425,12 @@ impl Buffer {
     /// Marks a pending trace's story stored (and published): its records are no longer
     /// needed, and it is kept for late spans.
     pub fn mark_stored(&mut self, partition: i32, trace_id: &str, now_ms: u64) {
-        let Some(p) = self.partitions.get_mut(&partition) else { return };
-        let Some(t) = p.traces.get_mut(trace_id) else { return };
+        let Some(p) = self.partitions.get_mut(&partition) else {
+            return;
+        };
+        let Some(t) = p.traces.get_mut(trace_id) else {
+            return;
+        };
         if t.state != State::Pending {
             return;
         }
@@ -442,7 +446,9 @@ impl Buffer {
     /// Forgets a pending trace without a story stored (its stored story is more complete
     /// than what this process could rebuild); its records are released like a stored one's.
     pub fn forget(&mut self, partition: i32, trace_id: &str) {
-        let Some(p) = self.partitions.get_mut(&partition) else { return };
+        let Some(p) = self.partitions.get_mut(&partition) else {
+            return;
+        };
         if let Some(t) = p.traces.remove(trace_id) {
             p.holds.remove(&(t.first_offset, trace_id.to_string()));
             p.open_order.remove(&(t.seq, trace_id.to_string()));

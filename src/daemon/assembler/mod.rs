@@ -45,8 +45,6 @@ use crate::daemon::{serve_http, HealthFn, Shutdown};
 use crate::otlp::flatten::{log_rows, span_rows};
 use crate::store::{now_ns, SpanRow, Store, StoryRow};
 
-/// A member that dies without leaving (SIGKILL) holds its partitions this long.
-pub const SESSION_TIMEOUT_MS: u64 = 10_000;
 pub const MAX_POLL_INTERVAL_MS: u64 = 300_000;
 /// How long a stored trace is kept for late spans (bounded also by the caps).
 pub const LATE_WINDOW: Duration = Duration::from_secs(300);
@@ -91,16 +89,12 @@ pub fn limits(config: &AssemblerConfig) -> Limits {
 
 /// The consumer settings: explicit commits only.
 pub fn consumer_config(kafka: &KafkaConfig, names: &Names) -> rdkafka::ClientConfig {
-    let mut c = crate::bus::client_config(kafka);
-    c.set("group.id", &names.assembler_group)
-        .set("client.id", "tayga-assembler")
-        .set("enable.auto.commit", "false")
-        .set("enable.auto.offset.store", "false")
-        .set("auto.offset.reset", "earliest")
-        .set("max.poll.interval.ms", MAX_POLL_INTERVAL_MS.to_string())
-        .set("session.timeout.ms", SESSION_TIMEOUT_MS.to_string())
-        .set("heartbeat.interval.ms", "3000");
-    c
+    crate::bus::consumer_config(
+        kafka,
+        &names.assembler_group,
+        "tayga-assembler",
+        Duration::from_millis(MAX_POLL_INTERVAL_MS),
+    )
 }
 
 #[derive(Debug)]
@@ -420,7 +414,9 @@ impl Daemon {
         let mut tpl = TopicPartitionList::new();
         let mut moved = Vec::new();
         for p in self.buffer.partitions() {
-            let Some(f) = self.buffer.frontier(p) else { continue };
+            let Some(f) = self.buffer.frontier(p) else {
+                continue;
+            };
             if self.committed.get(&p) == Some(&f) {
                 continue;
             }
@@ -438,7 +434,9 @@ impl Daemon {
                     self.committed.insert(p, f);
                 }
             }
-            Ok(Err(e)) => tracing::warn!(error = %e, "committing offsets failed; the next commit covers them"),
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, "committing offsets failed; the next commit covers them")
+            }
             Err(e) => tracing::error!(error = %e, "the commit task failed"),
         }
     }

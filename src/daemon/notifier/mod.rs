@@ -36,8 +36,6 @@ use crate::store::{now_ns, Store};
 /// Seed 003: long enough that waits at the Retry-After cap (about 35 minutes for 8
 /// attempts) do not cause a rebalance.
 pub const MAX_POLL_INTERVAL_MS: u64 = 40 * 60 * 1000;
-/// A member that dies without leaving (SIGKILL) holds its partitions this long.
-pub const SESSION_TIMEOUT_MS: u64 = 10_000;
 
 /// `tayga serve notifier`: prepares topics and schema, serves `/health` and `/metrics` on
 /// `notifier.metrics_addr`, and runs until `shutdown`.
@@ -69,18 +67,14 @@ fn health(targets: &[Arc<Target>]) -> serde_json::Value {
     json!({"status": "ok", "service": "notifier", "targets": targets})
 }
 
-/// The consumer settings of seed 003: explicit commits only.
+/// The consumer settings: explicit commits only.
 pub fn consumer_config(kafka: &KafkaConfig, names: &Names) -> rdkafka::ClientConfig {
-    let mut c = crate::bus::client_config(kafka);
-    c.set("group.id", &names.notifier_group)
-        .set("client.id", "tayga-notifier")
-        .set("enable.auto.commit", "false")
-        .set("enable.auto.offset.store", "false")
-        .set("auto.offset.reset", "earliest")
-        .set("max.poll.interval.ms", MAX_POLL_INTERVAL_MS.to_string())
-        .set("session.timeout.ms", SESSION_TIMEOUT_MS.to_string())
-        .set("heartbeat.interval.ms", "3000");
-    c
+    crate::bus::consumer_config(
+        kafka,
+        &names.notifier_group,
+        "tayga-notifier",
+        Duration::from_millis(MAX_POLL_INTERVAL_MS),
+    )
 }
 
 /// How a record ended.
@@ -263,7 +257,9 @@ async fn commit(consumer: &Arc<StreamConsumer>, topic: &str, partition: i32, nex
     let result = tokio::task::spawn_blocking(move || consumer.commit(&tpl, CommitMode::Sync)).await;
     match result {
         Ok(Ok(())) => tracing::debug!(partition, offset = next_offset, "committed"),
-        Ok(Err(e)) => tracing::warn!(error = %e, partition, offset = next_offset, "committing the offset failed"),
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, partition, offset = next_offset, "committing the offset failed")
+        }
         Err(e) => tracing::error!(error = %e, "the commit task failed"),
     }
 }

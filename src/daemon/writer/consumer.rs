@@ -36,8 +36,6 @@ use crate::daemon::Shutdown;
 use crate::otlp::flatten::{log_rows, span_rows};
 use crate::store::StoreError;
 
-/// A member that dies without leaving (SIGKILL) holds its partitions this long.
-pub const SESSION_TIMEOUT_MS: u64 = 10_000;
 /// The consumer is polled at least every [`backoff`] cap (5 s), even while ClickHouse is
 /// down, so this is never reached by an outage; 5 minutes bounds a stuck insert.
 pub const MAX_POLL_INTERVAL_MS: u64 = 300_000;
@@ -46,18 +44,9 @@ const REVOKE_FLUSH_LIMIT: Duration = Duration::from_secs(10);
 /// Longest single poll: bounds how late shutdown and due batches are noticed.
 const POLL_SLICE: Duration = Duration::from_millis(100);
 
-/// The consumer settings: explicit commits only (seed 001's second bug).
+/// The consumer settings: explicit commits only.
 pub fn consumer_config(kafka: &KafkaConfig, names: &Names) -> rdkafka::ClientConfig {
-    let mut c = crate::bus::client_config(kafka);
-    c.set("group.id", &names.writer_group)
-        .set("client.id", "tayga-writer")
-        .set("enable.auto.commit", "false")
-        .set("enable.auto.offset.store", "false")
-        .set("auto.offset.reset", "earliest")
-        .set("max.poll.interval.ms", MAX_POLL_INTERVAL_MS.to_string())
-        .set("session.timeout.ms", SESSION_TIMEOUT_MS.to_string())
-        .set("heartbeat.interval.ms", "3000");
-    c
+    crate::bus::consumer_config(kafka, &names.writer_group, "tayga-writer", Duration::from_millis(MAX_POLL_INTERVAL_MS))
 }
 
 /// The flush was abandoned (shutdown, or a revoke out of time): nothing was committed.

@@ -187,7 +187,9 @@ impl Sink {
                     (i, result)
                 });
             }
-            let Some(joined) = tasks.join_next().await else { break };
+            let Some(joined) = tasks.join_next().await else {
+                break;
+            };
             let (i, result) = joined.expect("an insert task panicked");
             match result {
                 Ok(()) => {
