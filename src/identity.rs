@@ -21,6 +21,19 @@ pub fn template_id(service: &str, template: &str) -> u64 {
     hash_fields(&[b"template", service.as_bytes(), template.as_bytes()])
 }
 
+/// An alert's id: a hash of its kind, its subject (the template) and its start
+/// (DESIGN.md §3), so the same alert gets the same id on any replica and after a re-read.
+/// A template is new only once, so a `new_template` alert's start is not part of it; a
+/// spike starts at the first minute over its threshold, a silence at the template's last
+/// log. Callers pass the start as they define it, in nanoseconds.
+pub fn alert_id(kind: crate::alert::AlertKind, template_id: u64, start_ns: u64) -> u64 {
+    let start = match kind {
+        crate::alert::AlertKind::NewTemplate => 0u64,
+        _ => start_ns,
+    };
+    hash_fields(&[b"alert", kind.as_str().as_bytes(), &template_id.to_le_bytes(), &start.to_le_bytes()])
+}
+
 /// A log's id: a hash of its service and its canonical content: what the application
 /// emitted (time, severity, body, trace context, attributes, resource, scope), not when or
 /// how Tayga received it. Attributes are sorted by key, since their order carries no meaning.
@@ -103,6 +116,17 @@ mod tests {
         // A changed value here means every stored template id changes: that is a migration.
         assert_eq!(template_id("checkout", "user <*> logged in"), template_id("checkout", "user <*> logged in"));
         assert_ne!(template_id("a", "bc"), template_id("ab", "c"));
+    }
+
+    #[test]
+    fn alert_ids_name_kind_subject_and_start() {
+        use crate::alert::AlertKind::*;
+        assert_eq!(alert_id(NewTemplate, 7, 1), alert_id(NewTemplate, 7, 2), "a template is new once");
+        assert_ne!(alert_id(Spike, 7, 1), alert_id(Spike, 7, 2), "a later spike is another alert");
+        assert_ne!(alert_id(Spike, 7, 1), alert_id(Silence, 7, 1));
+        assert_ne!(alert_id(Spike, 7, 1), alert_id(Spike, 8, 1));
+        // A change here renames every stored alert: the notifier would deliver them again.
+        assert_eq!(alert_id(Spike, 0x1234, 60_000_000_000), alert_id(Spike, 0x1234, 60_000_000_000));
     }
 
     #[test]

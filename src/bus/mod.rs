@@ -2,6 +2,7 @@
 //! topic creation and inspection. Every service creates the topics the same way, through
 //! [`topics::ensure_topics`], so whichever starts first decides the partition counts.
 
+pub mod alerts;
 pub mod producer;
 pub mod record;
 pub mod topics;

@@ -218,6 +218,16 @@ pub struct LogminerConfig {
     pub silence_baseline_min: u64,
     pub silence_min_active_minutes: u64,
     pub silence_after_min: u64,
+    /// Drain and masking (`[logminer.drain]`, `[logminer.masking]`): the same settings
+    /// `tayga mine --mining-config` reads. Changing masking rules starts a new masking epoch.
+    pub drain: crate::mine::DrainConfig,
+    pub masking: crate::mine::MaskingConfig,
+}
+
+impl LogminerConfig {
+    pub fn mining(&self) -> crate::mine::MiningConfig {
+        crate::mine::MiningConfig { drain: self.drain.clone(), masking: self.masking.clone() }
+    }
 }
 
 impl Default for LogminerConfig {
@@ -241,6 +251,8 @@ impl Default for LogminerConfig {
             silence_baseline_min: 30,
             silence_min_active_minutes: 20,
             silence_after_min: 5,
+            drain: Default::default(),
+            masking: Default::default(),
         }
     }
 }

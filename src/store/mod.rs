@@ -1,6 +1,7 @@
 //! The ClickHouse side of Tayga: a client set up for both 18.16 and current servers, the
 //! schema and its migrations, the row structs, and retention.
 
+pub mod logminer;
 pub mod migrate;
 pub mod read;
 pub mod retention;

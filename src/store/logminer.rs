@@ -1,0 +1,351 @@
+//! The logminer's tables, read and written in one place: `logminer_state` (seed 000's
+//! key/value table), `log_templates`, `log_hits`, `log_alerts` and
+//! `log_alert_publications`. The daemon and the operator commands (`remine`, `alerts`,
+//! `scale logminer`) share these functions, so a key or a query has one spelling.
+//!
+//! Every read of a ReplacingMergeTree table uses `FINAL`, so a re-written row (a template
+//! whose count grew, a refreshed alert) is read once, at its newest version.
+
+use std::collections::{BTreeMap, HashSet};
+
+use super::{AlertPublicationRow, AlertRow, HitRow, StateRow, Store, StoreError, TemplateRow};
+
+/// The global new-template watermark. It seeds a partition without its own key; only
+/// `remine` still writes it (seed 000).
+pub const GLOBAL_WATERMARK: &str = "new_template_watermark_ns";
+/// The masking rule set the stored templates were mined with, and when it began.
+pub const MASKING_VERSION: &str = "masking_version";
+pub const MASKING_EPOCH_START: &str = "masking_epoch_start_ns";
+const WATERMARK_PREFIX: &str = "new_template_watermark_ns:p";
+const HEARTBEAT_PREFIX: &str = "logminer_heartbeat_ns:";
+
+/// `new_template_watermark_ns:p<N>`: the new-template watermark of partition N.
+pub fn watermark_key(partition: i32) -> String {
+    format!("{WATERMARK_PREFIX}{partition}")
+}
+
+/// `logminer_heartbeat_ns:<replica id>`: written after every detection pass.
+pub fn heartbeat_key(replica: &str) -> String {
+    format!("{HEARTBEAT_PREFIX}{replica}")
+}
+
+/// One replica's last detection pass.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Heartbeat {
+    pub replica: String,
+    pub at_ns: u64,
+}
+
+/// A snapshot of `logminer_state`: key → value, newest version of each key.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct State {
+    entries: BTreeMap<String, String>,
+}
+
+impl State {
+    pub async fn load(store: &Store) -> Result<State, StoreError> {
+        let rows = store
+            .select::<StateRow>("FINAL")
+            .fetch_all::<StateRow>()
+            .await
+            .map_err(|e| store.query_error("reading logminer_state", e))?;
+        Ok(State::from_rows(rows))
+    }
+
+    pub fn from_rows(rows: impl IntoIterator<Item = StateRow>) -> State {
+        // FINAL already keeps one version per key; taking the newest again guards against
+        // parts not yet merged across partitions (the table has none) and keeps this pure.
+        let mut newest: BTreeMap<String, (u64, String)> = BTreeMap::new();
+        for r in rows {
+            match newest.get(&r.key) {
+                Some((at, _)) if *at > r.updated_ns => {}
+                _ => {
+                    newest.insert(r.key, (r.updated_ns, r.value));
+                }
+            }
+        }
+        State { entries: newest.into_iter().map(|(k, (_, v))| (k, v)).collect() }
+    }
+
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.entries.get(key).map(String::as_str)
+    }
+
+    /// A key holding nanoseconds; a value that is not a number counts as absent.
+    pub fn get_ns(&self, key: &str) -> Option<u64> {
+        self.get(key).and_then(|v| v.trim().parse().ok())
+    }
+
+    /// The watermark an assignment of `partitions` starts from (seed 000): the minimum
+    /// over the partitions, where a partition without its own key takes the global one,
+    /// and 0 when there is neither (every template is new).
+    pub fn watermark(&self, partitions: &[i32]) -> u64 {
+        let global = self.get_ns(GLOBAL_WATERMARK).unwrap_or(0);
+        partitions.iter().map(|p| self.get_ns(&watermark_key(*p)).unwrap_or(global)).min().unwrap_or(global)
+    }
+
+    /// Partitions in `0..partitions` that have no watermark key of their own.
+    pub fn partitions_without_watermark(&self, partitions: i32) -> Vec<i32> {
+        (0..partitions).filter(|p| self.get_ns(&watermark_key(*p)).is_none()).collect()
+    }
+
+    /// Every replica's heartbeat, newest first.
+    pub fn heartbeats(&self) -> Vec<Heartbeat> {
+        let mut beats: Vec<Heartbeat> = self
+            .entries
+            .iter()
+            .filter_map(|(k, v)| {
+                let replica = k.strip_prefix(HEARTBEAT_PREFIX)?;
+                Some(Heartbeat { replica: replica.to_string(), at_ns: v.trim().parse().ok()? })
+            })
+            .collect();
+        beats.sort_by(|a, b| b.at_ns.cmp(&a.at_ns).then_with(|| a.replica.cmp(&b.replica)));
+        beats
+    }
+
+    /// `(masking_version, masking_epoch_start_ns)`, when an epoch has begun.
+    pub fn masking_epoch(&self) -> Option<(String, u64)> {
+        Some((self.get(MASKING_VERSION)?.to_string(), self.get_ns(MASKING_EPOCH_START).unwrap_or(0)))
+    }
+}
+
+/// Writes keys (a new version of each; the newest wins on read).
+pub async fn write_state(store: &Store, entries: &[(String, String)], now_ns: u64) -> Result<(), StoreError> {
+    let rows: Vec<StateRow> = entries
+        .iter()
+        .map(|(key, value)| StateRow { key: key.clone(), value: value.clone(), updated_ns: now_ns })
+        .collect();
+    store.insert(&rows).await
+}
+
+/// Deletes heartbeat keys whose last beat is older than `cutoff_ns` (seed 000: at start-up,
+/// keys older than a day). Asynchronous on the server (a mutation), which is fine: a stale
+/// key only matters to `remine`, and it is a day old.
+pub async fn delete_heartbeats_before(store: &Store, cutoff_ns: u64) -> Result<(), StoreError> {
+    let sql =
+        format!("ALTER TABLE logminer_state DELETE WHERE key LIKE '{HEARTBEAT_PREFIX}%' AND updated_ns < {cutoff_ns}");
+    store.execute("deleting old logminer heartbeats", &sql).await
+}
+
+/// The stored templates of one masking version, least recently seen first: the order
+/// [`crate::mine::Miner::restore`] expects, so eviction resumes where it was.
+pub async fn load_templates(store: &Store, masking_version: &str) -> Result<Vec<TemplateRow>, StoreError> {
+    store
+        .select::<TemplateRow>("FINAL WHERE masking_version = ? ORDER BY last_seen_ns, template_id")
+        .bind(masking_version)
+        .fetch_all::<TemplateRow>()
+        .await
+        .map_err(|e| store.query_error("reading log_templates", e))
+}
+
+/// Stores templates and hits: hits first, so a template row never names hits that are
+/// missing (a reader counting hits of a template finds them all or the template is absent).
+pub async fn store_mined(store: &Store, templates: &[TemplateRow], hits: &[HitRow]) -> Result<(), StoreError> {
+    store.insert(hits).await?;
+    store.insert(templates).await
+}
+
+/// The templates of `services` first seen in `(after_ns, up_to_ns]` under `masking_version`:
+/// the new-template candidates of a pass.
+pub async fn new_template_candidates(
+    store: &Store,
+    services: &[String],
+    masking_version: &str,
+    after_ns: u64,
+    up_to_ns: u64,
+) -> Result<Vec<TemplateRow>, StoreError> {
+    if services.is_empty() {
+        return Ok(Vec::new());
+    }
+    store
+        .select::<TemplateRow>(
+            "FINAL WHERE has(?, service) AND masking_version = ? AND first_seen_ns > ? AND first_seen_ns <= ? \
+             ORDER BY first_seen_ns, template_id",
+        )
+        .bind(services)
+        .bind(masking_version)
+        .bind(after_ns)
+        .bind(up_to_ns)
+        .fetch_all::<TemplateRow>()
+        .await
+        .map_err(|e| store.query_error("reading new-template candidates", e))
+}
+
+/// One template's distinct log count in one minute (`minute` = nanoseconds / 60 s).
+#[derive(Debug, Clone, PartialEq, Eq, clickhouse::Row, serde::Deserialize)]
+pub struct MinuteCount {
+    pub service: String,
+    pub template_id: u64,
+    pub minute: u64,
+    pub count: u64,
+}
+
+/// Per service, template and minute, the distinct logs (`uniqExact(log_id)`, so re-read
+/// hits count once) of `services` with a log time at or after `since_ns`: the input of the
+/// spike and silence rules.
+pub async fn minute_counts(store: &Store, services: &[String], since_ns: u64) -> Result<Vec<MinuteCount>, StoreError> {
+    if services.is_empty() {
+        return Ok(Vec::new());
+    }
+    store
+        .client()
+        .query(
+            "SELECT service, template_id, intDiv(time_ns, 60000000000) AS minute, uniqExact(log_id) AS count \
+             FROM log_hits WHERE has(?, service) AND time_ns >= ? \
+             GROUP BY service, template_id, minute ORDER BY service, template_id, minute",
+        )
+        .bind(services)
+        .bind(since_ns)
+        .fetch_all::<MinuteCount>()
+        .await
+        .map_err(|e| store.query_error("reading minute counts from log_hits", e))
+}
+
+/// Stores alert versions (a ReplacingMergeTree by alert id: the newest `updated_ns` wins).
+pub async fn store_alerts(store: &Store, alerts: &[AlertRow]) -> Result<(), StoreError> {
+    store.insert(alerts).await
+}
+
+/// Records that these alert versions `(alert_id, updated_ns)` reached the alerts topic.
+pub async fn mark_published(store: &Store, versions: &[(u64, u64)], published_ns: u64) -> Result<(), StoreError> {
+    let rows: Vec<AlertPublicationRow> = versions
+        .iter()
+        .map(|(alert_id, alert_updated_ns)| AlertPublicationRow {
+            alert_id: *alert_id,
+            alert_updated_ns: *alert_updated_ns,
+            published_ns,
+        })
+        .collect();
+    store.insert(&rows).await
+}
+
+/// The newest version of each alert of `services` (all services when `None`) stored at or
+/// after `since_ns` whose version has no publication mark, oldest first, at most `limit`.
+pub async fn unmarked_alerts(
+    store: &Store,
+    services: Option<&[String]>,
+    since_ns: u64,
+    limit: u64,
+) -> Result<Vec<AlertRow>, StoreError> {
+    if services.is_some_and(|s| s.is_empty()) {
+        return Ok(Vec::new());
+    }
+    let service_filter = if services.is_some() { "AND has(?, service)" } else { "" };
+    let sql = format!(
+        "FINAL WHERE updated_ns >= ? {service_filter} \
+         AND (alert_id, updated_ns) NOT IN (SELECT alert_id, alert_updated_ns FROM log_alert_publications) \
+         ORDER BY updated_ns, alert_id LIMIT {limit}"
+    );
+    let mut q = store.select::<AlertRow>(&sql).bind(since_ns);
+    if let Some(services) = services {
+        q = q.bind(services);
+    }
+    q.fetch_all::<AlertRow>().await.map_err(|e| store.query_error("reading unpublished alerts", e))
+}
+
+/// Which `(alert_id, updated_ns)` versions among `alerts` are marked published.
+pub async fn published_versions(store: &Store, alerts: &[AlertRow]) -> Result<HashSet<(u64, u64)>, StoreError> {
+    if alerts.is_empty() {
+        return Ok(HashSet::new());
+    }
+    let ids: Vec<u64> = alerts.iter().map(|a| a.alert_id).collect();
+    let rows = store
+        .select::<AlertPublicationRow>("WHERE has(?, alert_id)")
+        .bind(ids)
+        .fetch_all::<AlertPublicationRow>()
+        .await
+        .map_err(|e| store.query_error("reading log_alert_publications", e))?;
+    Ok(rows.into_iter().map(|r| (r.alert_id, r.alert_updated_ns)).collect())
+}
+
+/// What `alerts list` and the restore of a taken-over service select.
+#[derive(Debug, Clone, Default)]
+pub struct AlertQuery {
+    pub alert_id: Option<u64>,
+    pub service: Option<String>,
+    pub kind: Option<crate::alert::AlertKind>,
+    /// Only alerts whose `last_at` is at or after this (the active ones, see
+    /// [`active_cutoff_ns`]).
+    pub last_at_since_ns: Option<u64>,
+    pub limit: Option<u64>,
+}
+
+/// The newest version of each alert matching `q`, most recently active first.
+pub async fn alerts(store: &Store, q: &AlertQuery) -> Result<Vec<AlertRow>, StoreError> {
+    let mut conditions = vec!["1".to_string()];
+    if q.alert_id.is_some() {
+        conditions.push("alert_id = ?".into());
+    }
+    if q.service.is_some() {
+        conditions.push("service = ?".into());
+    }
+    if q.kind.is_some() {
+        conditions.push("kind = ?".into());
+    }
+    if q.last_at_since_ns.is_some() {
+        conditions.push("last_at >= ?".into());
+    }
+    let limit = q.limit.map(|n| format!(" LIMIT {n}")).unwrap_or_default();
+    let sql = format!("FINAL WHERE {} ORDER BY last_at DESC, alert_id{limit}", conditions.join(" AND "));
+    let mut query = store.select::<AlertRow>(&sql);
+    if let Some(id) = q.alert_id {
+        query = query.bind(id);
+    }
+    if let Some(service) = &q.service {
+        query = query.bind(service.as_str());
+    }
+    if let Some(kind) = q.kind {
+        query = query.bind(kind.as_str());
+    }
+    if let Some(since) = q.last_at_since_ns {
+        query = query.bind(since);
+    }
+    query.fetch_all::<AlertRow>().await.map_err(|e| store.query_error("reading log_alerts", e))
+}
+
+/// An alert is active while its `last_at` is within this of now: a spike or silence is
+/// refreshed at every detection pass while it lasts (seed 000's Note: a silence only while
+/// its service still logs), and a new template stays active this long after it appeared.
+pub const ACTIVE_WINDOW_NS: u64 = 5 * 60 * 1_000_000_000;
+
+/// The `last_at` at or after which an alert counts as active at `now_ns`.
+pub fn active_cutoff_ns(now_ns: u64) -> u64 {
+    now_ns.saturating_sub(ACTIVE_WINDOW_NS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(key: &str, value: &str, at: u64) -> StateRow {
+        StateRow { key: key.into(), value: value.into(), updated_ns: at }
+    }
+
+    #[test]
+    fn the_watermark_is_the_minimum_over_partitions_with_the_global_key_as_seed() {
+        let s = State::from_rows([
+            row(GLOBAL_WATERMARK, "100", 1),
+            row(&watermark_key(0), "500", 1),
+            row(&watermark_key(1), "300", 1),
+            row(&watermark_key(1), "400", 2),
+        ]);
+        assert_eq!(s.watermark(&[0]), 500);
+        assert_eq!(s.watermark(&[0, 1]), 400, "the newest version of a key counts");
+        assert_eq!(s.watermark(&[0, 1, 2]), 100, "partition 2 has no key: the global one seeds it");
+        assert_eq!(State::default().watermark(&[0, 1]), 0);
+        assert_eq!(s.partitions_without_watermark(3), vec![2]);
+    }
+
+    #[test]
+    fn heartbeats_are_read_newest_first_and_junk_is_ignored() {
+        let s = State::from_rows([
+            row(&heartbeat_key("a"), "10", 1),
+            row(&heartbeat_key("b"), "30", 1),
+            row(&heartbeat_key("c"), "not a number", 1),
+            row(MASKING_VERSION, "tayga-mask-1", 1),
+        ]);
+        let beats = s.heartbeats();
+        assert_eq!(beats.iter().map(|h| h.replica.as_str()).collect::<Vec<_>>(), vec!["b", "a"]);
+        assert_eq!(s.masking_epoch(), Some(("tayga-mask-1".to_string(), 0)));
+    }
+}

@@ -1,0 +1,102 @@
+//! The logminer's queries (`store::logminer`) against the real ClickHouse 18.16: state
+//! keys, new-template candidates, minute counts with re-read hits counted once, alert
+//! versions and publication marks.
+
+mod common;
+
+use common::TestEnv;
+use tayga::alert::AlertKind;
+use tayga::store::logminer::*;
+use tayga::store::{AlertRow, HitRow, TemplateRow};
+
+const MIN: u64 = 60_000_000_000;
+
+fn template(service: &str, id: u64, first: u64) -> TemplateRow {
+    TemplateRow {
+        service: service.into(),
+        template_id: id,
+        template: format!("t{id}"),
+        count: 1,
+        first_seen_ns: first,
+        last_seen_ns: first,
+        masking_version: "v1".into(),
+        updated_ns: first,
+    }
+}
+
+fn alert(id: u64, service: &str, kind: AlertKind, updated: u64) -> AlertRow {
+    AlertRow {
+        alert_id: id,
+        kind: kind.as_str().into(),
+        service: service.into(),
+        template_id: id,
+        template: "t".into(),
+        first_at: 10 * MIN,
+        last_at: updated,
+        count: 1,
+        baseline: 0.0,
+        threshold: 0.0,
+        stored_ns: updated,
+        updated_ns: updated,
+    }
+}
+
+#[tokio::test]
+async fn the_logminer_queries_run_on_the_real_server() {
+    let env = TestEnv::new("logminer_store");
+    let store = env.migrated_store().await;
+
+    // State: newest version wins, heartbeats are listed, old ones deleted.
+    write_state(&store, &[(watermark_key(3), "5".into()), (heartbeat_key("old"), "1".into())], 1).await.unwrap();
+    write_state(&store, &[(watermark_key(3), "7".into()), (heartbeat_key("live"), "100".into())], 100).await.unwrap();
+    let state = State::load(&store).await.unwrap();
+    assert_eq!(state.watermark(&[3]), 7);
+    assert_eq!(state.heartbeats().len(), 2);
+    delete_heartbeats_before(&store, 50).await.unwrap();
+    common::wait_for("the old heartbeat to be deleted", std::time::Duration::from_secs(30), || {
+        let store = store.clone();
+        async move {
+            let s = State::load(&store).await.ok()?;
+            (s.heartbeats().iter().map(|h| h.replica.clone()).collect::<Vec<_>>() == ["live"]).then_some(())
+        }
+    })
+    .await;
+
+    // Candidates: only owned services, only (after, up_to], only this masking version.
+    let mut other_version = template("a", 9, 15);
+    other_version.masking_version = "v0".into();
+    let hits: Vec<HitRow> = (0..6)
+        .map(|i| HitRow { service: "a".into(), log_id: i % 4, template_id: 1, time_ns: 10 * MIN + i % 4 })
+        .collect();
+    store_mined(&store, &[template("a", 1, 10), template("a", 2, 20), template("b", 3, 15), other_version], &hits)
+        .await
+        .unwrap();
+    let got = new_template_candidates(&store, &["a".to_string()], "v1", 10, 20).await.unwrap();
+    assert_eq!(got.iter().map(|t| t.template_id).collect::<Vec<_>>(), vec![2]);
+    assert_eq!(load_templates(&store, "v1").await.unwrap().len(), 3);
+
+    // Minute counts count a re-read log once.
+    let counts = minute_counts(&store, &["a".to_string(), "zzz".to_string()], 0).await.unwrap();
+    assert_eq!(counts, vec![MinuteCount { service: "a".into(), template_id: 1, minute: 10, count: 4 }]);
+
+    // Alerts: the newest version is read; unmarked versions are found oldest first.
+    store_alerts(&store, &[alert(1, "a", AlertKind::Spike, 11 * MIN), alert(2, "b", AlertKind::NewTemplate, 12 * MIN)])
+        .await
+        .unwrap();
+    store_alerts(&store, &[alert(1, "a", AlertKind::Spike, 13 * MIN)]).await.unwrap();
+    let all = alerts(&store, &AlertQuery::default()).await.unwrap();
+    assert_eq!(all.iter().map(|a| (a.alert_id, a.last_at)).collect::<Vec<_>>(), vec![(1, 13 * MIN), (2, 12 * MIN)]);
+    let spikes =
+        alerts(&store, &AlertQuery { kind: Some(AlertKind::Spike), service: Some("a".into()), ..Default::default() })
+            .await
+            .unwrap();
+    assert_eq!(spikes.len(), 1);
+    let unmarked = unmarked_alerts(&store, None, 0, 10).await.unwrap();
+    assert_eq!(unmarked.iter().map(|a| a.alert_id).collect::<Vec<_>>(), vec![2, 1]);
+    mark_published(&store, &[(2, 12 * MIN)], 1).await.unwrap();
+    let unmarked = unmarked_alerts(&store, Some(&["a".to_string(), "b".to_string()]), 0, 10).await.unwrap();
+    assert_eq!(unmarked.iter().map(|a| a.alert_id).collect::<Vec<_>>(), vec![1]);
+    assert!(unmarked_alerts(&store, Some(&[]), 0, 10).await.unwrap().is_empty());
+    let marks = published_versions(&store, &all).await.unwrap();
+    assert!(marks.contains(&(2, 12 * MIN)) && !marks.contains(&(1, 13 * MIN)));
+}
