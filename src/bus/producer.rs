@@ -1,9 +1,10 @@
 //! Publishing to Tayga's topics, with every send acknowledged by the broker before the
 //! caller is told it succeeded: ingest acknowledges a client only after this.
 
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use rdkafka::error::KafkaError;
+use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::OwnedHeaders;
 use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
 use rdkafka::util::Timeout;
@@ -30,54 +31,114 @@ pub struct OutRecord<'a> {
     pub headers: OwnedHeaders,
 }
 
+/// An acknowledged producer that survives its own fatal errors: an idempotent producer
+/// whose in-flight record timed out can be fenced by the broker (seen on Tansu after a
+/// frozen broker came back), after which every send fails. The producer is then replaced
+/// by a fresh one, so the next send works once the broker does.
 #[derive(Clone)]
 pub struct Publisher {
-    producer: FutureProducer,
+    kafka: KafkaConfig,
+    /// (generation, producer): the generation makes a replacement happen once even when
+    /// several sends saw the same fatal error.
+    producer: Arc<RwLock<(u64, FutureProducer)>>,
+}
+
+fn create(kafka: &KafkaConfig) -> Result<FutureProducer, KafkaError> {
+    client_config(kafka)
+        // Every in-sync replica acknowledges; retries cannot duplicate or reorder.
+        .set("acks", "all")
+        .set("enable.idempotence", "true")
+        .set("compression.type", "lz4")
+        .set("linger.ms", "5")
+        // Records are at most 900,000 bytes; leave room for headers and framing.
+        .set("message.max.bytes", "1000000")
+        .set("message.timeout.ms", DELIVERY_TIMEOUT.as_millis().to_string())
+        .create()
 }
 
 impl Publisher {
     pub fn new(kafka: &KafkaConfig) -> Result<Publisher, KafkaError> {
-        let producer = client_config(kafka)
-            // Every in-sync replica acknowledges; retries cannot duplicate or reorder.
-            .set("acks", "all")
-            .set("enable.idempotence", "true")
-            .set("compression.type", "lz4")
-            .set("linger.ms", "5")
-            // Records are at most 900,000 bytes; leave room for headers and framing.
-            .set("message.max.bytes", "1000000")
-            .set("message.timeout.ms", DELIVERY_TIMEOUT.as_millis().to_string())
-            .create()?;
-        Ok(Publisher { producer })
+        Ok(Publisher { kafka: kafka.clone(), producer: Arc::new(RwLock::new((0, create(kafka)?))) })
+    }
+
+    fn current(&self) -> (u64, FutureProducer) {
+        self.producer.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Replaces producer `generation` after a fatal error. The old one is dropped on a
+    /// blocking thread: librdkafka's destructor waits for its queues.
+    fn replace(&self, generation: u64, failed: FutureProducer, error: &KafkaError) {
+        let fenced = matches!(
+            error.rdkafka_error_code(),
+            Some(RDKafkaErrorCode::ProducerFenced | RDKafkaErrorCode::InvalidProducerEpoch)
+        );
+        let Some((code, reason)) =
+            failed.client().fatal_error().or(fenced.then(|| (RDKafkaErrorCode::ProducerFenced, error.to_string())))
+        else {
+            drop_off_runtime(failed);
+            return;
+        };
+        let mut guard = self.producer.write().unwrap_or_else(|e| e.into_inner());
+        if guard.0 == generation {
+            match create(&self.kafka) {
+                Ok(fresh) => {
+                    tracing::warn!(code = ?code, reason = %reason, "the Kafka producer hit a fatal error; replaced it with a new one");
+                    let old = std::mem::replace(&mut *guard, (generation + 1, fresh));
+                    drop(guard);
+                    drop_off_runtime(old.1);
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "the Kafka producer hit a fatal error and a new one could not be created")
+                }
+            }
+        }
+        drop_off_runtime(failed);
     }
 
     /// Enqueues every record, then waits until each is acknowledged; the first failure is
     /// the result (records already acknowledged stay published: consumers deduplicate).
     pub async fn publish_all(&self, records: Vec<OutRecord<'_>>) -> Result<(), PublishError> {
-        let mut pending = Vec::with_capacity(records.len());
-        for r in &records {
-            let record = FutureRecord::to(r.topic).key(r.key).payload(&r.value).headers(r.headers.clone());
-            // send_result enqueues now, so all records travel together; awaiting the
-            // delivery futures afterwards only collects the acknowledgements.
-            let delivery = self
-                .producer
-                .send_result(record)
-                .map_err(|(source, _)| PublishError { topic: r.topic.to_string(), source })?;
-            pending.push((r.topic, delivery));
+        let (generation, producer) = self.current();
+        let result = send_all(&producer, records).await;
+        if let Err(e) = &result {
+            self.replace(generation, producer, &e.source);
         }
-        for (topic, delivery) in pending {
-            match delivery.await {
-                Ok(Ok(_)) => {}
-                Ok(Err((source, _))) => return Err(PublishError { topic: topic.to_string(), source }),
-                Err(_canceled) => return Err(PublishError { topic: topic.to_string(), source: KafkaError::Canceled }),
-            }
-        }
-        Ok(())
+        result
     }
 
     /// Waits for queued records to be delivered (used at shutdown).
     pub fn flush(&self, timeout: Duration) {
-        let _ = self.producer.flush(Timeout::After(timeout));
+        let _ = self.current().1.flush(Timeout::After(timeout));
     }
+}
+
+fn drop_off_runtime(producer: FutureProducer) {
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) => {
+            handle.spawn_blocking(move || drop(producer));
+        }
+        Err(_) => drop(producer),
+    }
+}
+
+async fn send_all(producer: &FutureProducer, records: Vec<OutRecord<'_>>) -> Result<(), PublishError> {
+    let mut pending = Vec::with_capacity(records.len());
+    for r in &records {
+        let record = FutureRecord::to(r.topic).key(r.key).payload(&r.value).headers(r.headers.clone());
+        // send_result enqueues now, so all records travel together; awaiting the
+        // delivery futures afterwards only collects the acknowledgements.
+        let delivery =
+            producer.send_result(record).map_err(|(source, _)| PublishError { topic: r.topic.to_string(), source })?;
+        pending.push((r.topic, delivery));
+    }
+    for (topic, delivery) in pending {
+        match delivery.await {
+            Ok(Ok(_)) => {}
+            Ok(Err((source, _))) => return Err(PublishError { topic: topic.to_string(), source }),
+            Err(_canceled) => return Err(PublishError { topic: topic.to_string(), source: KafkaError::Canceled }),
+        }
+    }
+    Ok(())
 }
 
 /// Whether a broker answers a metadata request within `timeout` (the probe: no retries,
