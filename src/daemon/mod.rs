@@ -4,6 +4,7 @@
 
 pub mod assembler;
 pub mod ingest;
+pub mod logminer;
 pub mod notifier;
 pub mod writer;
 

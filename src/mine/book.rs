@@ -120,6 +120,11 @@ impl Book {
         self.hits.extend(newer);
     }
 
+    /// The current text of a template held for `service`.
+    pub fn template_text(&self, service: &str, template_id: u64) -> Option<&str> {
+        self.miner.templates(service).find(|t| t.id == template_id).map(|t| t.template)
+    }
+
     /// Templates held for all services.
     pub fn template_count(&self) -> usize {
         self.seen.len()

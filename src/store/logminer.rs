@@ -206,6 +206,21 @@ pub async fn store_alerts(store: &Store, alerts: &[AlertRow]) -> Result<(), Stor
     store.insert(alerts).await
 }
 
+/// Which of `ids` are stored in `log_alerts` (any version).
+pub async fn existing_alert_ids(store: &Store, ids: &[u64]) -> Result<HashSet<u64>, StoreError> {
+    if ids.is_empty() {
+        return Ok(HashSet::new());
+    }
+    let found = store
+        .client()
+        .query("SELECT DISTINCT alert_id FROM log_alerts WHERE has(?, alert_id)")
+        .bind(ids)
+        .fetch_all::<u64>()
+        .await
+        .map_err(|e| store.query_error("reading log_alerts ids", e))?;
+    Ok(found.into_iter().collect())
+}
+
 /// Records that these alert versions `(alert_id, updated_ns)` reached the alerts topic.
 pub async fn mark_published(store: &Store, versions: &[(u64, u64)], published_ns: u64) -> Result<(), StoreError> {
     let rows: Vec<AlertPublicationRow> = versions
@@ -262,6 +277,8 @@ pub async fn published_versions(store: &Store, alerts: &[AlertRow]) -> Result<Ha
 #[derive(Debug, Clone, Default)]
 pub struct AlertQuery {
     pub alert_id: Option<u64>,
+    /// Any of these ids.
+    pub ids: Option<Vec<u64>>,
     pub service: Option<String>,
     pub kind: Option<crate::alert::AlertKind>,
     /// Only alerts whose `last_at` is at or after this (the active ones, see
@@ -275,6 +292,9 @@ pub async fn alerts(store: &Store, q: &AlertQuery) -> Result<Vec<AlertRow>, Stor
     let mut conditions = vec!["1".to_string()];
     if q.alert_id.is_some() {
         conditions.push("alert_id = ?".into());
+    }
+    if q.ids.is_some() {
+        conditions.push("has(?, alert_id)".into());
     }
     if q.service.is_some() {
         conditions.push("service = ?".into());
@@ -290,6 +310,9 @@ pub async fn alerts(store: &Store, q: &AlertQuery) -> Result<Vec<AlertRow>, Stor
     let mut query = store.select::<AlertRow>(&sql);
     if let Some(id) = q.alert_id {
         query = query.bind(id);
+    }
+    if let Some(ids) = &q.ids {
+        query = query.bind(ids);
     }
     if let Some(service) = &q.service {
         query = query.bind(service.as_str());
