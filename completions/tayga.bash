@@ -16,6 +16,9 @@ _tayga() {
             ",$1")
                 cmd="tayga"
                 ;;
+            tayga,alerts)
+                cmd="tayga__subcmd__alerts"
+                ;;
             tayga,completions)
                 cmd="tayga__subcmd__completions"
                 ;;
@@ -43,11 +46,35 @@ _tayga() {
             tayga,mine)
                 cmd="tayga__subcmd__mine"
                 ;;
+            tayga,remine)
+                cmd="tayga__subcmd__remine"
+                ;;
+            tayga,scale)
+                cmd="tayga__subcmd__scale"
+                ;;
             tayga,serve)
                 cmd="tayga__subcmd__serve"
                 ;;
             tayga,topics)
                 cmd="tayga__subcmd__topics"
+                ;;
+            tayga__subcmd__alerts,help)
+                cmd="tayga__subcmd__alerts__subcmd__help"
+                ;;
+            tayga__subcmd__alerts,list)
+                cmd="tayga__subcmd__alerts__subcmd__list"
+                ;;
+            tayga__subcmd__alerts,republish)
+                cmd="tayga__subcmd__alerts__subcmd__republish"
+                ;;
+            tayga__subcmd__alerts__subcmd__help,help)
+                cmd="tayga__subcmd__alerts__subcmd__help__subcmd__help"
+                ;;
+            tayga__subcmd__alerts__subcmd__help,list)
+                cmd="tayga__subcmd__alerts__subcmd__help__subcmd__list"
+                ;;
+            tayga__subcmd__alerts__subcmd__help,republish)
+                cmd="tayga__subcmd__alerts__subcmd__help__subcmd__republish"
                 ;;
             tayga__subcmd__config,check)
                 cmd="tayga__subcmd__config__subcmd__check"
@@ -79,6 +106,9 @@ _tayga() {
             tayga__subcmd__deliveries__subcmd__help,show)
                 cmd="tayga__subcmd__deliveries__subcmd__help__subcmd__show"
                 ;;
+            tayga__subcmd__help,alerts)
+                cmd="tayga__subcmd__help__subcmd__alerts"
+                ;;
             tayga__subcmd__help,completions)
                 cmd="tayga__subcmd__help__subcmd__completions"
                 ;;
@@ -106,11 +136,23 @@ _tayga() {
             tayga__subcmd__help,mine)
                 cmd="tayga__subcmd__help__subcmd__mine"
                 ;;
+            tayga__subcmd__help,remine)
+                cmd="tayga__subcmd__help__subcmd__remine"
+                ;;
+            tayga__subcmd__help,scale)
+                cmd="tayga__subcmd__help__subcmd__scale"
+                ;;
             tayga__subcmd__help,serve)
                 cmd="tayga__subcmd__help__subcmd__serve"
                 ;;
             tayga__subcmd__help,topics)
                 cmd="tayga__subcmd__help__subcmd__topics"
+                ;;
+            tayga__subcmd__help__subcmd__alerts,list)
+                cmd="tayga__subcmd__help__subcmd__alerts__subcmd__list"
+                ;;
+            tayga__subcmd__help__subcmd__alerts,republish)
+                cmd="tayga__subcmd__help__subcmd__alerts__subcmd__republish"
                 ;;
             tayga__subcmd__help__subcmd__config,check)
                 cmd="tayga__subcmd__help__subcmd__config__subcmd__check"
@@ -121,11 +163,26 @@ _tayga() {
             tayga__subcmd__help__subcmd__deliveries,show)
                 cmd="tayga__subcmd__help__subcmd__deliveries__subcmd__show"
                 ;;
+            tayga__subcmd__help__subcmd__scale,logminer)
+                cmd="tayga__subcmd__help__subcmd__scale__subcmd__logminer"
+                ;;
             tayga__subcmd__help__subcmd__topics,create)
                 cmd="tayga__subcmd__help__subcmd__topics__subcmd__create"
                 ;;
             tayga__subcmd__help__subcmd__topics,list)
                 cmd="tayga__subcmd__help__subcmd__topics__subcmd__list"
+                ;;
+            tayga__subcmd__scale,help)
+                cmd="tayga__subcmd__scale__subcmd__help"
+                ;;
+            tayga__subcmd__scale,logminer)
+                cmd="tayga__subcmd__scale__subcmd__logminer"
+                ;;
+            tayga__subcmd__scale__subcmd__help,help)
+                cmd="tayga__subcmd__scale__subcmd__help__subcmd__help"
+                ;;
+            tayga__subcmd__scale__subcmd__help,logminer)
+                cmd="tayga__subcmd__scale__subcmd__help__subcmd__logminer"
                 ;;
             tayga__subcmd__topics,create)
                 cmd="tayga__subcmd__topics__subcmd__create"
@@ -152,12 +209,142 @@ _tayga() {
 
     case "${cmd}" in
         tayga)
-            opts="-h -V --config --json --help --version config migrate topics serve deliveries loadgen mine completions man generate help"
+            opts="-h -V --config --json --help --version config migrate topics serve deliveries remine alerts scale loadgen mine completions man generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        tayga__subcmd__alerts)
+            opts="-h --config --json --help list republish help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        tayga__subcmd__alerts__subcmd__help)
+            opts="list republish help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        tayga__subcmd__alerts__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        tayga__subcmd__alerts__subcmd__help__subcmd__list)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        tayga__subcmd__alerts__subcmd__help__subcmd__republish)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        tayga__subcmd__alerts__subcmd__list)
+            opts="-h --service --kind --active --limit --config --json --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --service)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kind)
+                    COMPREPLY=($(compgen -W "new_template spike silence" -- "${cur}"))
+                    return 0
+                    ;;
+                --limit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        tayga__subcmd__alerts__subcmd__republish)
+            opts="-h --alert-id --since --config --json --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --alert-id)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --since)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --config)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -402,8 +589,50 @@ _tayga() {
             return 0
             ;;
         tayga__subcmd__help)
-            opts="config migrate topics serve deliveries loadgen mine completions man generate help"
+            opts="config migrate topics serve deliveries remine alerts scale loadgen mine completions man generate help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        tayga__subcmd__help__subcmd__alerts)
+            opts="list republish"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        tayga__subcmd__help__subcmd__alerts__subcmd__list)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        tayga__subcmd__help__subcmd__alerts__subcmd__republish)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -583,6 +812,48 @@ _tayga() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        tayga__subcmd__help__subcmd__remine)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        tayga__subcmd__help__subcmd__scale)
+            opts="logminer"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        tayga__subcmd__help__subcmd__scale__subcmd__logminer)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         tayga__subcmd__help__subcmd__serve)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -749,6 +1020,106 @@ _tayga() {
                     return 0
                     ;;
                 --mining-config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        tayga__subcmd__remine)
+            opts="-h --dry-run --config --json --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        tayga__subcmd__scale)
+            opts="-h --config --json --help logminer help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        tayga__subcmd__scale__subcmd__help)
+            opts="logminer help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        tayga__subcmd__scale__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        tayga__subcmd__scale__subcmd__help__subcmd__logminer)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        tayga__subcmd__scale__subcmd__logminer)
+            opts="-h --dry-run --env-file --config --json --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --env-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

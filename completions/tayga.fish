@@ -33,6 +33,9 @@ complete -c tayga -n "__fish_tayga_needs_command" -f -a "migrate" -d 'Create the
 complete -c tayga -n "__fish_tayga_needs_command" -f -a "topics" -d 'Create Tayga\'s Kafka topics, or show their partitions and consumer lag'
 complete -c tayga -n "__fish_tayga_needs_command" -f -a "serve" -d 'Run one daemon, or every daemon in one process (`all`)'
 complete -c tayga -n "__fish_tayga_needs_command" -f -a "deliveries" -d 'Show the delivery state of an alert to each webhook target'
+complete -c tayga -n "__fish_tayga_needs_command" -f -a "remine" -d 'Re-mine the stored logs with the current masking rules, rebuilding templates and hits'
+complete -c tayga -n "__fish_tayga_needs_command" -f -a "alerts" -d 'List alerts, or republish them to the alerts topic'
+complete -c tayga -n "__fish_tayga_needs_command" -f -a "scale" -d 'Change how many replicas of a scalable daemon run (the logminer)'
 complete -c tayga -n "__fish_tayga_needs_command" -f -a "loadgen" -d 'Send synthetic OTLP traffic to an ingest, at a set rate, and report what it achieved'
 complete -c tayga -n "__fish_tayga_needs_command" -f -a "mine" -d 'Mine log templates from a plain log file, offline, with the logminer\'s engine'
 complete -c tayga -n "__fish_tayga_needs_command" -f -a "completions" -d 'Print a shell completion script'
@@ -87,6 +90,45 @@ complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and __fish_seen_
 complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and __fish_seen_subcommand_from show" -s h -l help -d 'Print help'
 complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and __fish_seen_subcommand_from help" -f -a "show" -d 'The (alert, target) delivery rows of one alert: status, attempts, last error'
 complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c tayga -n "__fish_tayga_using_subcommand remine" -l config -d 'Configuration file (default: ./tayga.toml when it exists)' -r -F
+complete -c tayga -n "__fish_tayga_using_subcommand remine" -l dry-run -d 'Check the heartbeat rule and print what would be re-mined; change nothing'
+complete -c tayga -n "__fish_tayga_using_subcommand remine" -l json -d 'Print data as JSON instead of tables'
+complete -c tayga -n "__fish_tayga_using_subcommand remine" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c tayga -n "__fish_tayga_using_subcommand alerts; and not __fish_seen_subcommand_from list republish help" -l config -d 'Configuration file (default: ./tayga.toml when it exists)' -r -F
+complete -c tayga -n "__fish_tayga_using_subcommand alerts; and not __fish_seen_subcommand_from list republish help" -l json -d 'Print data as JSON instead of tables'
+complete -c tayga -n "__fish_tayga_using_subcommand alerts; and not __fish_seen_subcommand_from list republish help" -s h -l help -d 'Print help'
+complete -c tayga -n "__fish_tayga_using_subcommand alerts; and not __fish_seen_subcommand_from list republish help" -f -a "list" -d 'The newest version of each alert, most recently active first'
+complete -c tayga -n "__fish_tayga_using_subcommand alerts; and not __fish_seen_subcommand_from list republish help" -f -a "republish" -d 'Publish alerts again to the alerts topic: every unmarked one of a window, or one by id'
+complete -c tayga -n "__fish_tayga_using_subcommand alerts; and not __fish_seen_subcommand_from list republish help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c tayga -n "__fish_tayga_using_subcommand alerts; and __fish_seen_subcommand_from list" -l service -d 'Only alerts of this service' -r
+complete -c tayga -n "__fish_tayga_using_subcommand alerts; and __fish_seen_subcommand_from list" -l kind -d 'Only alerts of this kind' -r -f -a "new_template\t''
+spike\t''
+silence\t''"
+complete -c tayga -n "__fish_tayga_using_subcommand alerts; and __fish_seen_subcommand_from list" -l limit -d 'At most this many alerts (0: no limit)' -r
+complete -c tayga -n "__fish_tayga_using_subcommand alerts; and __fish_seen_subcommand_from list" -l config -d 'Configuration file (default: ./tayga.toml when it exists)' -r -F
+complete -c tayga -n "__fish_tayga_using_subcommand alerts; and __fish_seen_subcommand_from list" -l active -d 'Only active alerts: refreshed (last_at) within the last 5 minutes'
+complete -c tayga -n "__fish_tayga_using_subcommand alerts; and __fish_seen_subcommand_from list" -l json -d 'Print data as JSON instead of tables'
+complete -c tayga -n "__fish_tayga_using_subcommand alerts; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help'
+complete -c tayga -n "__fish_tayga_using_subcommand alerts; and __fish_seen_subcommand_from republish" -l alert-id -d 'Republish this alert\'s newest version, even if it was already published' -r
+complete -c tayga -n "__fish_tayga_using_subcommand alerts; and __fish_seen_subcommand_from republish" -l since -d 'Republish unmarked alerts updated within this window, e.g. 30m, 24h, 7d (default: logminer.republish_window_hours, 24h)' -r
+complete -c tayga -n "__fish_tayga_using_subcommand alerts; and __fish_seen_subcommand_from republish" -l config -d 'Configuration file (default: ./tayga.toml when it exists)' -r -F
+complete -c tayga -n "__fish_tayga_using_subcommand alerts; and __fish_seen_subcommand_from republish" -l json -d 'Print data as JSON instead of tables'
+complete -c tayga -n "__fish_tayga_using_subcommand alerts; and __fish_seen_subcommand_from republish" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c tayga -n "__fish_tayga_using_subcommand alerts; and __fish_seen_subcommand_from help" -f -a "list" -d 'The newest version of each alert, most recently active first'
+complete -c tayga -n "__fish_tayga_using_subcommand alerts; and __fish_seen_subcommand_from help" -f -a "republish" -d 'Publish alerts again to the alerts topic: every unmarked one of a window, or one by id'
+complete -c tayga -n "__fish_tayga_using_subcommand alerts; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c tayga -n "__fish_tayga_using_subcommand scale; and not __fish_seen_subcommand_from logminer help" -l config -d 'Configuration file (default: ./tayga.toml when it exists)' -r -F
+complete -c tayga -n "__fish_tayga_using_subcommand scale; and not __fish_seen_subcommand_from logminer help" -l json -d 'Print data as JSON instead of tables'
+complete -c tayga -n "__fish_tayga_using_subcommand scale; and not __fish_seen_subcommand_from logminer help" -s h -l help -d 'Print help'
+complete -c tayga -n "__fish_tayga_using_subcommand scale; and not __fish_seen_subcommand_from logminer help" -f -a "logminer" -d 'Set the number of logminer replicas (1 to the partitions of the logs topic, at most 12)'
+complete -c tayga -n "__fish_tayga_using_subcommand scale; and not __fish_seen_subcommand_from logminer help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c tayga -n "__fish_tayga_using_subcommand scale; and __fish_seen_subcommand_from logminer" -l env-file -d 'The Compose env file to set LOGMINER_REPLICAS in (created if absent)' -r -F
+complete -c tayga -n "__fish_tayga_using_subcommand scale; and __fish_seen_subcommand_from logminer" -l config -d 'Configuration file (default: ./tayga.toml when it exists)' -r -F
+complete -c tayga -n "__fish_tayga_using_subcommand scale; and __fish_seen_subcommand_from logminer" -l dry-run -d 'Print the plan; change nothing'
+complete -c tayga -n "__fish_tayga_using_subcommand scale; and __fish_seen_subcommand_from logminer" -l json -d 'Print data as JSON instead of tables'
+complete -c tayga -n "__fish_tayga_using_subcommand scale; and __fish_seen_subcommand_from logminer" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c tayga -n "__fish_tayga_using_subcommand scale; and __fish_seen_subcommand_from help" -f -a "logminer" -d 'Set the number of logminer replicas (1 to the partitions of the logs topic, at most 12)'
+complete -c tayga -n "__fish_tayga_using_subcommand scale; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c tayga -n "__fish_tayga_using_subcommand loadgen" -l protocol -d 'OTLP/HTTP or OTLP/gRPC' -r -f -a "http\t'OTLP/HTTP with protobuf bodies'
 grpc\t'OTLP/gRPC'"
 complete -c tayga -n "__fish_tayga_using_subcommand loadgen" -l endpoint -d 'Ingest\'s address (default: http://127.0.0.1:4318 for http, http://127.0.0.1:4317 for grpc)' -r
@@ -122,19 +164,25 @@ complete -c tayga -n "__fish_tayga_using_subcommand generate" -l root -d 'The re
 complete -c tayga -n "__fish_tayga_using_subcommand generate" -l config -d 'Configuration file (default: ./tayga.toml when it exists)' -r -F
 complete -c tayga -n "__fish_tayga_using_subcommand generate" -l json -d 'Print data as JSON instead of tables'
 complete -c tayga -n "__fish_tayga_using_subcommand generate" -s h -l help -d 'Print help'
-complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries loadgen mine completions man generate help" -f -a "config" -d 'Show or check the effective configuration'
-complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries loadgen mine completions man generate help" -f -a "migrate" -d 'Create the ClickHouse database and tables, or upgrade them to the current schema'
-complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries loadgen mine completions man generate help" -f -a "topics" -d 'Create Tayga\'s Kafka topics, or show their partitions and consumer lag'
-complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries loadgen mine completions man generate help" -f -a "serve" -d 'Run one daemon, or every daemon in one process (`all`)'
-complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries loadgen mine completions man generate help" -f -a "deliveries" -d 'Show the delivery state of an alert to each webhook target'
-complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries loadgen mine completions man generate help" -f -a "loadgen" -d 'Send synthetic OTLP traffic to an ingest, at a set rate, and report what it achieved'
-complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries loadgen mine completions man generate help" -f -a "mine" -d 'Mine log templates from a plain log file, offline, with the logminer\'s engine'
-complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries loadgen mine completions man generate help" -f -a "completions" -d 'Print a shell completion script'
-complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries loadgen mine completions man generate help" -f -a "man" -d 'Print the man page, or write one page per subcommand into a directory'
-complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries loadgen mine completions man generate help" -f -a "generate" -d 'Regenerate the committed completions/ and man/ directories'
-complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries loadgen mine completions man generate help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries remine alerts scale loadgen mine completions man generate help" -f -a "config" -d 'Show or check the effective configuration'
+complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries remine alerts scale loadgen mine completions man generate help" -f -a "migrate" -d 'Create the ClickHouse database and tables, or upgrade them to the current schema'
+complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries remine alerts scale loadgen mine completions man generate help" -f -a "topics" -d 'Create Tayga\'s Kafka topics, or show their partitions and consumer lag'
+complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries remine alerts scale loadgen mine completions man generate help" -f -a "serve" -d 'Run one daemon, or every daemon in one process (`all`)'
+complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries remine alerts scale loadgen mine completions man generate help" -f -a "deliveries" -d 'Show the delivery state of an alert to each webhook target'
+complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries remine alerts scale loadgen mine completions man generate help" -f -a "remine" -d 'Re-mine the stored logs with the current masking rules, rebuilding templates and hits'
+complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries remine alerts scale loadgen mine completions man generate help" -f -a "alerts" -d 'List alerts, or republish them to the alerts topic'
+complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries remine alerts scale loadgen mine completions man generate help" -f -a "scale" -d 'Change how many replicas of a scalable daemon run (the logminer)'
+complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries remine alerts scale loadgen mine completions man generate help" -f -a "loadgen" -d 'Send synthetic OTLP traffic to an ingest, at a set rate, and report what it achieved'
+complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries remine alerts scale loadgen mine completions man generate help" -f -a "mine" -d 'Mine log templates from a plain log file, offline, with the logminer\'s engine'
+complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries remine alerts scale loadgen mine completions man generate help" -f -a "completions" -d 'Print a shell completion script'
+complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries remine alerts scale loadgen mine completions man generate help" -f -a "man" -d 'Print the man page, or write one page per subcommand into a directory'
+complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries remine alerts scale loadgen mine completions man generate help" -f -a "generate" -d 'Regenerate the committed completions/ and man/ directories'
+complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries remine alerts scale loadgen mine completions man generate help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c tayga -n "__fish_tayga_using_subcommand help; and __fish_seen_subcommand_from config" -f -a "show" -d 'Print every setting with its value and where it came from (default, file, env)'
 complete -c tayga -n "__fish_tayga_using_subcommand help; and __fish_seen_subcommand_from config" -f -a "check" -d 'Validate the configuration; exit 1 with one line per problem'
 complete -c tayga -n "__fish_tayga_using_subcommand help; and __fish_seen_subcommand_from topics" -f -a "create" -d 'Create the four topics (existing ones are reported and left as they are)'
 complete -c tayga -n "__fish_tayga_using_subcommand help; and __fish_seen_subcommand_from topics" -f -a "list" -d 'Show each topic\'s partitions, records, and each consumer group\'s committed offsets and lag'
 complete -c tayga -n "__fish_tayga_using_subcommand help; and __fish_seen_subcommand_from deliveries" -f -a "show" -d 'The (alert, target) delivery rows of one alert: status, attempts, last error'
+complete -c tayga -n "__fish_tayga_using_subcommand help; and __fish_seen_subcommand_from alerts" -f -a "list" -d 'The newest version of each alert, most recently active first'
+complete -c tayga -n "__fish_tayga_using_subcommand help; and __fish_seen_subcommand_from alerts" -f -a "republish" -d 'Publish alerts again to the alerts topic: every unmarked one of a window, or one by id'
+complete -c tayga -n "__fish_tayga_using_subcommand help; and __fish_seen_subcommand_from scale" -f -a "logminer" -d 'Set the number of logminer replicas (1 to the partitions of the logs topic, at most 12)'

@@ -44,6 +44,24 @@ pub enum Command {
     /// Show the delivery state of an alert to each webhook target
     #[command(subcommand)]
     Deliveries(DeliveriesCommand),
+    /// Re-mine the stored logs with the current masking rules, rebuilding templates and hits
+    #[command(
+        long_about = "Re-mine the stored logs with the current masking rules, rebuilding templates and hits.\n\n\
+If the masking rules changed since the stored templates were mined (a new masking version), every stored \
+log is re-mined and a new masking epoch begins; otherwise the logs since the start of the current epoch are \
+re-mined. The new-template watermarks are raised to the end of the re-mine, so no re-mined template is \
+announced as new.\n\n\
+Refuses to run while any logminer replica has written a heartbeat in the last \
+logminer.heartbeat_fresh_secs (3 minutes): stop every logminer first. Safe to run again after an \
+interruption; start the logminers only after a run that finished."
+    )]
+    Remine(RemineArgs),
+    /// List alerts, or republish them to the alerts topic
+    #[command(subcommand)]
+    Alerts(AlertsCommand),
+    /// Change how many replicas of a scalable daemon run (the logminer)
+    #[command(subcommand)]
+    Scale(ScaleCommand),
     /// Send synthetic OTLP traffic to an ingest, at a set rate, and report what it achieved
     Loadgen(LoadgenArgs),
     /// Mine log templates from a plain log file, offline, with the logminer's engine
@@ -134,9 +152,89 @@ pub enum DeliveriesCommand {
     /// The (alert, target) delivery rows of one alert: status, attempts, last error
     Show {
         /// The alert's id, as printed by `tayga alerts list` and sent in webhook payloads
-        #[arg(long, value_name = "ID")]
-        alert_id: String,
+        #[arg(long, value_name = "ID", value_parser = crate::alert::parse_id)]
+        alert_id: u64,
     },
+}
+
+#[derive(Debug, Args)]
+pub struct RemineArgs {
+    /// Check the heartbeat rule and print what would be re-mined; change nothing
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AlertsCommand {
+    /// The newest version of each alert, most recently active first
+    List(AlertsListArgs),
+    /// Publish alerts again to the alerts topic: every unmarked one of a window, or one by id
+    #[command(long_about = "Publish alerts again to the alerts topic.\n\n\
+Without --alert-id: every alert (of every service) updated within the window whose newest version has no \
+publication mark, oldest first, in chunks of logminer.republish_max_per_pass, stopping at the first failed \
+send. With --alert-id: that alert's newest version, even if it was already published. Each published \
+version is marked in log_alert_publications. Exits 1 when a send failed.")]
+    Republish(AlertsRepublishArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct AlertsListArgs {
+    /// Only alerts of this service
+    #[arg(long)]
+    pub service: Option<String>,
+    /// Only alerts of this kind
+    #[arg(long, value_name = "KIND", value_parser = alert_kind_parser())]
+    pub kind: Option<crate::alert::AlertKind>,
+    /// Only active alerts: refreshed (last_at) within the last 5 minutes
+    #[arg(long)]
+    pub active: bool,
+    /// At most this many alerts (0: no limit)
+    #[arg(long, value_name = "N", default_value_t = 100)]
+    pub limit: u64,
+}
+
+/// `new_template`, `spike` or `silence`, read by `AlertKind`'s `FromStr` (and offered as
+/// completions).
+fn alert_kind_parser() -> impl clap::builder::TypedValueParser<Value = crate::alert::AlertKind> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(crate::alert::AlertKind::ALL.map(crate::alert::AlertKind::as_str))
+        .try_map(|s| s.parse::<crate::alert::AlertKind>())
+}
+
+#[derive(Debug, Args)]
+pub struct AlertsRepublishArgs {
+    /// Republish this alert's newest version, even if it was already published
+    #[arg(long, value_name = "ID", value_parser = crate::alert::parse_id, conflicts_with = "since")]
+    pub alert_id: Option<u64>,
+    /// Republish unmarked alerts updated within this window, e.g. 30m, 24h, 7d
+    /// (default: logminer.republish_window_hours, 24h)
+    #[arg(long, value_name = "DURATION", value_parser = crate::cmd::time::parse_window)]
+    pub since: Option<std::time::Duration>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ScaleCommand {
+    /// Set the number of logminer replicas (1 to the partitions of the logs topic, at most 12)
+    #[command(long_about = "Set the number of logminer replicas.\n\n\
+N must be at least 1 and at most the partition count of the logs topic (a replica beyond the Nth \
+partition gets no partition and idles) and 12. First gives every partition of the logs topic its own \
+new-template watermark key (the value it resolves to now), so after a scale-down each survivor resumes \
+from the slowest partition it takes over. Then sets LOGMINER_REPLICAS=N in the Compose env file and runs \
+`docker compose up -d --scale logminer=N` when docker is on PATH (otherwise prints that command).")]
+    Logminer(ScaleLogminerArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ScaleLogminerArgs {
+    /// The number of replicas
+    #[arg(value_name = "N")]
+    pub replicas: u32,
+    /// Print the plan; change nothing
+    #[arg(long)]
+    pub dry_run: bool,
+    /// The Compose env file to set LOGMINER_REPLICAS in (created if absent)
+    #[arg(long, value_name = "PATH", default_value = ".env")]
+    pub env_file: PathBuf,
 }
 
 #[derive(Debug, Subcommand)]

@@ -14,9 +14,7 @@ use opentelemetry_proto::tonic::logs::v1::{LogRecord, ResourceLogs, ScopeLogs};
 use opentelemetry_proto::tonic::resource::v1::Resource;
 use opentelemetry_proto::tonic::trace::v1::{status, ResourceSpans, ScopeSpans, Span, Status};
 use prost::Message as _;
-use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::Message;
-use rdkafka::{Offset, TopicPartitionList};
 use tayga::bus::producer::{OutRecord, Publisher};
 use tayga::bus::record::{headers, SignalKind};
 use tayga::config::Config;
@@ -184,28 +182,15 @@ fn metric(text: &str, name: &str) -> Option<f64> {
         .find_map(|l| l.strip_prefix(name).and_then(|rest| rest.strip_prefix(' ')).and_then(|v| v.trim().parse().ok()))
 }
 
-/// Every record on the stories topic, read from the beginning, until `expected` are seen.
+/// Every record on the stories topic, read from the beginning: at least `expected`.
 fn read_stories_topic(config: &Config, expected: usize) -> Vec<(String, Story)> {
-    let topic = config.names().stories;
-    let consumer: BaseConsumer = tayga::bus::client_config(&config.kafka)
-        .set("group.id", format!("{topic}-reader"))
-        .set("enable.auto.commit", "false")
-        .create()
-        .unwrap();
-    let mut tpl = TopicPartitionList::new();
-    for p in 0..3 {
-        tpl.add_partition_offset(&topic, p, Offset::Beginning).unwrap();
-    }
-    consumer.assign(&tpl).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let mut out = Vec::new();
-    while out.len() < expected && Instant::now() < deadline {
-        if let Some(Ok(m)) = consumer.poll(Duration::from_millis(100)) {
-            let key = String::from_utf8_lossy(m.key().unwrap_or_default()).into_owned();
-            out.push((key, Story::from_json(m.payload().unwrap_or_default()).expect("a valid story document")));
-        }
-    }
-    out
+    common::read_topic(config, &config.names().stories, 3, expected)
+        .iter()
+        .map(|m| {
+            let story = Story::from_json(m.payload().unwrap_or_default()).expect("a valid story document");
+            (common::key_of(m), story)
+        })
+        .collect()
 }
 
 /// web GET / -> web auth, web GET / -> db query; `offset` shifts ids and timings.

@@ -12,9 +12,7 @@ use opentelemetry_proto::tonic::logs::v1::{LogRecord, ResourceLogs, ScopeLogs};
 use opentelemetry_proto::tonic::resource::v1::Resource;
 use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
 use prost::Message as _;
-use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::{Headers, Message};
-use rdkafka::{Offset, TopicPartitionList};
 use tayga::config::Config;
 use tayga::daemon::ingest::{start, Running};
 use tayga::daemon::Shutdown;
@@ -89,40 +87,20 @@ async fn post(running: &Running, path: &str, content_type: &str, body: Vec<u8>) 
         .expect("ingest answers")
 }
 
-/// Every record of `topic` as (key, kind header, value), read from the beginning: at least
-/// `expected` records (or until the deadline), then on until the topic stays quiet for a
-/// moment, so extra records are seen too. (Counting by consuming, not by watermarks: Tansu
-/// reports high watermarks that lag behind multi-record batches.)
+/// Every record of `topic` as (key, kind header, value), read from the beginning (see
+/// `common::read_topic`).
 fn read_topic(config: &Config, topic: &str, partitions: i32, expected: usize) -> Vec<(String, String, Vec<u8>)> {
-    let consumer: BaseConsumer = tayga::bus::client_config(&config.kafka)
-        .set("group.id", format!("{topic}-reader"))
-        .set("enable.auto.commit", "false")
-        .create()
-        .unwrap();
-    let mut assignment = TopicPartitionList::new();
-    for p in 0..partitions {
-        assignment.add_partition_offset(topic, p, Offset::Beginning).unwrap();
-    }
-    consumer.assign(&assignment).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let mut out = Vec::new();
-    let mut quiet_since = Instant::now();
-    while Instant::now() < deadline && (out.len() < expected || quiet_since.elapsed() < Duration::from_millis(750)) {
-        if let Some(Ok(m)) = consumer.poll(Duration::from_millis(100)) {
-            quiet_since = Instant::now();
+    common::read_topic(config, topic, partitions, expected)
+        .iter()
+        .map(|m| {
             let kind = m
                 .headers()
                 .and_then(|h| h.iter().find(|h| h.key == "tayga-kind").and_then(|h| h.value))
                 .map(|v| String::from_utf8_lossy(v).into_owned())
                 .unwrap_or_default();
-            out.push((
-                String::from_utf8_lossy(m.key().unwrap_or_default()).into_owned(),
-                kind,
-                m.payload().unwrap_or_default().to_vec(),
-            ));
-        }
-    }
-    out
+            (common::key_of(m), kind, m.payload().unwrap_or_default().to_vec())
+        })
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -183,12 +183,12 @@ async fn each_target_gets_the_alert_once_and_a_503_is_retried() {
     assert_eq!(json[1]["alert_id"], format_id(alert.alert_id));
     assert!(json[1]["created_ns"].as_u64().unwrap() <= json[1]["updated_ns"].as_u64().unwrap());
 
-    // An alert with no rows is an answer, not an error; a malformed id is an error.
+    // An alert with no rows is an answer, not an error; a malformed id is a usage error.
     let (out, stdout, _) = tayga(&env, &["deliveries", "show", "--alert-id", "00000000000000ab"]).await;
     assert!(out.status.success());
     assert!(stdout.starts_with("no deliveries for alert 00000000000000ab"), "{stdout}");
     let (out, _, stderr) = tayga(&env, &["deliveries", "show", "--alert-id", "nope"]).await;
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2), "a malformed id is a usage error");
     assert!(stderr.contains("`nope` is not an id"), "{stderr}");
 }
 

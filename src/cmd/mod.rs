@@ -2,13 +2,17 @@
 //! the binary, a buffer in tests) and return errors; only `src/bin/tayga.rs` decides exit
 //! codes.
 
+pub mod alerts;
 pub mod config;
 pub mod deliveries;
 pub mod generate;
 pub mod loadgen;
 pub mod migrate;
 pub mod mine;
+pub mod remine;
+pub mod scale;
 pub mod serve;
+pub mod time;
 pub mod topics;
 
 use std::io::Write;
@@ -30,6 +34,9 @@ pub async fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<()> {
         Command::Topics(sub) => topics::run(&load()?.config, sub, cli.json, out).await,
         Command::Serve(args) => serve::run(load()?, args.service).await,
         Command::Deliveries(sub) => deliveries::run(&load()?.config, sub, cli.json, out).await,
+        Command::Remine(args) => remine::run(&load()?.config, args, cli.json, out).await,
+        Command::Alerts(sub) => alerts::run(&load()?.config, sub, cli.json, out).await,
+        Command::Scale(sub) => scale::run(&load()?.config, sub, cli.json, out).await,
         Command::Loadgen(args) => loadgen::run(args, cli.json, out).await,
         Command::Mine(args) => mine::run(args, cli.json),
         Command::Completions(args) => generate::completions(args.shell, out),

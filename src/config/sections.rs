@@ -184,6 +184,10 @@ impl Default for AssemblerConfig {
     }
 }
 
+/// The most logminer replicas a deployment may run (DESIGN.md §7: 1 to 12, the partitions of
+/// the logs topic by default).
+pub const MAX_LOGMINER_REPLICAS: u32 = 12;
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct LogminerConfig {
@@ -372,8 +376,11 @@ impl Config {
         check(self.writer.batch_max_rows >= 1, "writer.batch_max_rows must be at least 1".into());
         check(self.assembler.idle_close_secs >= 1, "assembler.idle_close_secs must be at least 1".into());
         check(
-            (1..=12).contains(&self.logminer.replicas),
-            format!("logminer.replicas (LOGMINER_REPLICAS) must be 1 to 12, is {}", self.logminer.replicas),
+            (1..=MAX_LOGMINER_REPLICAS).contains(&self.logminer.replicas),
+            format!(
+                "logminer.replicas (LOGMINER_REPLICAS) must be 1 to {MAX_LOGMINER_REPLICAS}, is {}",
+                self.logminer.replicas
+            ),
         );
         check(self.logminer.tick_secs >= 1, "logminer.tick_secs must be at least 1".into());
         check(self.logminer.ownership_window_min >= 1, "logminer.ownership_window_min must be at least 1".into());

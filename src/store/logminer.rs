@@ -89,6 +89,15 @@ impl State {
         (0..partitions).filter(|p| self.get_ns(&watermark_key(*p)).is_none()).collect()
     }
 
+    /// The partitions that have a watermark key of their own, with its value (what `remine`
+    /// raises).
+    pub fn partition_watermarks(&self) -> BTreeMap<i32, u64> {
+        self.entries
+            .iter()
+            .filter_map(|(k, v)| Some((k.strip_prefix(WATERMARK_PREFIX)?.parse().ok()?, v.trim().parse().ok()?)))
+            .collect()
+    }
+
     /// Every replica's heartbeat, newest first.
     pub fn heartbeats(&self) -> Vec<Heartbeat> {
         let mut beats: Vec<Heartbeat> = self
@@ -357,6 +366,7 @@ mod tests {
         assert_eq!(s.watermark(&[0, 1, 2]), 100, "partition 2 has no key: the global one seeds it");
         assert_eq!(State::default().watermark(&[0, 1]), 0);
         assert_eq!(s.partitions_without_watermark(3), vec![2]);
+        assert_eq!(s.partition_watermarks(), BTreeMap::from([(0, 500), (1, 400)]));
     }
 
     #[test]

@@ -12,6 +12,9 @@ use std::time::Duration;
 
 use rdkafka::admin::{AdminClient, AdminOptions};
 use rdkafka::client::DefaultClientContext;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::message::{Message, OwnedMessage};
+use rdkafka::{Offset, TopicPartitionList};
 use tayga::config::Config;
 use tayga::store::Store;
 
@@ -116,6 +119,40 @@ where
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// Every record of `topic` (with `partitions` partitions), read from the beginning: at least
+/// `expected` records (or until a 20 s deadline), then on until the topic stays quiet for a
+/// moment, so extra records are seen too. (Counting by consuming, not by watermarks: Tansu
+/// reports high watermarks that lag behind multi-record batches.) Blocking.
+pub fn read_topic(config: &Config, topic: &str, partitions: i32, expected: usize) -> Vec<OwnedMessage> {
+    let consumer: BaseConsumer = tayga::bus::client_config(&config.kafka)
+        .set("group.id", format!("{topic}-reader"))
+        .set("enable.auto.commit", "false")
+        .create()
+        .unwrap();
+    let mut assignment = TopicPartitionList::new();
+    for p in 0..partitions {
+        assignment.add_partition_offset(topic, p, Offset::Beginning).unwrap();
+    }
+    consumer.assign(&assignment).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let mut out = Vec::new();
+    let mut quiet_since = std::time::Instant::now();
+    while std::time::Instant::now() < deadline
+        && (out.len() < expected || quiet_since.elapsed() < Duration::from_millis(750))
+    {
+        if let Some(Ok(m)) = consumer.poll(Duration::from_millis(100)) {
+            quiet_since = std::time::Instant::now();
+            out.push(m.detach());
+        }
+    }
+    out
+}
+
+/// A record's key as text.
+pub fn key_of(m: &OwnedMessage) -> String {
+    String::from_utf8_lossy(m.key().unwrap_or_default()).into_owned()
 }
 
 /// A port nobody listens on right now (bound, then released).

@@ -1,0 +1,149 @@
+//! Time in operator commands: the clock, and times and durations as an operator reads and
+//! writes them.
+//!
+//! [`Clock`] is what commands that apply time rules read (`remine`'s heartbeat rule, what
+//! `alerts list --active` and `alerts republish --since` count from). Tests start it at a
+//! chosen time with `TAYGA_NOW_NS` instead of waiting minutes; from there it advances with
+//! the real clock, so "after the re-mine" is still later than "before". It is an environment
+//! variable, not a hidden option, because clap_complete lists hidden options in completions.
+
+use std::time::{Duration, Instant};
+
+use crate::store::now_ns;
+
+/// The variable that starts the clock of a command at a chosen time (for tests).
+pub const NOW_VAR: &str = "TAYGA_NOW_NS";
+
+#[derive(Debug, thiserror::Error)]
+#[error("${NOW_VAR} must be nanoseconds since the Unix epoch, is `{text}`")]
+pub struct ClockError {
+    text: String,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Clock {
+    start: Option<(u64, Instant)>,
+}
+
+impl Clock {
+    /// The system clock.
+    pub fn system() -> Clock {
+        Clock { start: None }
+    }
+
+    /// A clock that reads `ns` now and advances in real time.
+    pub fn starting_at(ns: u64) -> Clock {
+        Clock { start: Some((ns, Instant::now())) }
+    }
+
+    /// Starts at `TAYGA_NOW_NS` (nanoseconds since the epoch) when it is set, else the
+    /// system clock.
+    pub fn from_env() -> Result<Clock, ClockError> {
+        match std::env::var(NOW_VAR) {
+            Err(_) => Ok(Clock::system()),
+            Ok(text) => text.trim().parse().map(Clock::starting_at).map_err(|_| ClockError { text }),
+        }
+    }
+
+    /// Nanoseconds since the Unix epoch.
+    pub fn now_ns(&self) -> u64 {
+        match self.start {
+            None => now_ns(),
+            Some((ns, at)) => ns.saturating_add(at.elapsed().as_nanos() as u64),
+        }
+    }
+}
+
+/// Nanoseconds since the epoch as RFC 3339 UTC with milliseconds: `2026-11-29T10:00:00.123Z`.
+pub fn format_time(ns: u64) -> String {
+    let secs = ns / 1_000_000_000;
+    let millis = (ns % 1_000_000_000) / 1_000_000;
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    let (y, m, d) = civil_from_days(days);
+    format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{millis:03}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+/// Howard Hinnant's days-to-civil algorithm (proleptic Gregorian).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+/// A window on the command line: a whole number and a unit, `s`, `m`, `h` or `d`
+/// (`30m`, `24h`, `7d`).
+pub fn parse_window(text: &str) -> Result<Duration, String> {
+    let bad = || format!("`{text}` is not a duration: expected a number and a unit (s, m, h, d), as in 30m, 24h or 7d");
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;
+    let (digits, unit) = t.split_at(split);
+    let n: u64 = digits.parse().map_err(|_| bad())?;
+    let secs = match unit {
+        "s" => Some(n),
+        "m" => n.checked_mul(60),
+        "h" => n.checked_mul(3600),
+        "d" => n.checked_mul(86_400),
+        _ => None,
+    };
+    secs.map(Duration::from_secs).ok_or_else(bad)
+}
+
+/// A short age for one-line messages: `45s`, `2m 5s`, `3h 0m`, `2d 4h`.
+pub fn format_age(age: Duration) -> String {
+    let s = age.as_secs();
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 => format!("{}m {}s", s / 60, s % 60),
+        3600..86_400 => format!("{}h {}m", s / 3600, s % 3600 / 60),
+        _ => format!("{}d {}h", s / 86_400, s % 86_400 / 3600),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_are_rfc3339_utc() {
+        assert_eq!(format_time(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(format_time(1_445_412_480_123_456_789), "2015-10-21T07:28:00.123Z");
+        assert_eq!(format_time(951_782_400_000_000_000), "2000-02-29T00:00:00.000Z");
+        assert_eq!(format_time(4_102_444_799_000_000_000), "2099-12-31T23:59:59.000Z");
+    }
+
+    #[test]
+    fn windows_read_with_a_unit() {
+        assert_eq!(parse_window("30m"), Ok(Duration::from_secs(1800)));
+        assert_eq!(parse_window("24h"), Ok(Duration::from_secs(86_400)));
+        assert_eq!(parse_window("7d"), Ok(Duration::from_secs(604_800)));
+        assert_eq!(parse_window("90s"), Ok(Duration::from_secs(90)));
+        for bad in ["", "h", "24", "1.5h", "-1h", "2w", "1h30m", "99999999999999999999d"] {
+            assert!(parse_window(bad).is_err(), "{bad:?} was accepted");
+        }
+    }
+
+    #[test]
+    fn ages_are_short() {
+        assert_eq!(format_age(Duration::from_secs(45)), "45s");
+        assert_eq!(format_age(Duration::from_secs(125)), "2m 5s");
+        assert_eq!(format_age(Duration::from_secs(3 * 3600 + 59)), "3h 0m");
+        assert_eq!(format_age(Duration::from_secs(2 * 86_400 + 4 * 3600)), "2d 4h");
+    }
+
+    #[test]
+    fn an_injected_clock_starts_where_told_and_moves_forward() {
+        let clock = Clock::starting_at(1_000);
+        let a = clock.now_ns();
+        let b = clock.now_ns();
+        assert!(a >= 1_000 && b >= a && a < 60_000_000_000);
+        assert!(Clock::system().now_ns() > 1_700_000_000_000_000_000);
+    }
+}
