@@ -15,9 +15,8 @@ use opentelemetry_proto::tonic::logs::v1::{LogRecord, ResourceLogs, ScopeLogs};
 use opentelemetry_proto::tonic::resource::v1::Resource;
 use prost::Message as _;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
-use rdkafka::message::Message;
 use rdkafka::{Offset, TopicPartitionList};
-use tayga::alert::{format_id, Alert, AlertKind};
+use tayga::alert::{format_id, AlertKind};
 use tayga::bus::producer::{OutRecord, Publisher};
 use tayga::bus::record::{headers, SignalKind};
 use tayga::config::Config;
@@ -161,14 +160,6 @@ async fn count(store: &Store, sql: &str) -> u64 {
     store.client().query(sql).fetch_one::<u64>().await.unwrap()
 }
 
-/// Every record on the alerts topic, read from the beginning: (key, alert).
-fn read_alert_records(config: &Config, expected: usize) -> Vec<(String, Alert)> {
-    common::read_topic(config, &config.names().alerts, tayga::bus::SMALL_TOPIC_PARTITIONS, expected)
-        .iter()
-        .map(|m| (common::key_of(m), Alert::from_json(m.payload().unwrap_or_default()).expect("a valid alert")))
-        .collect()
-}
-
 fn reset_group(config: &Config) {
     let names = config.names();
     let consumer: BaseConsumer = tayga::bus::client_config(&config.kafka)
@@ -208,7 +199,7 @@ async fn a_new_line_shape_raises_one_alert_and_a_full_reread_adds_nothing() {
     assert_eq!(alert.kind, "new_template");
     assert_eq!(alert.template_id, template[0].template_id);
     assert_eq!(alert.alert_id, alert_id(AlertKind::NewTemplate, template[0].template_id, 0));
-    let records = read_alert_records(&env.config, 1);
+    let records = common::read_alerts(&env.config, 1);
     assert_eq!(records.len(), 1, "published once: {records:?}");
     assert_eq!(records[0].0, format_id(template[0].template_id), "keyed by template id");
     assert_eq!(records[0].1.alert_id, alert.alert_id);
@@ -239,7 +230,7 @@ async fn a_new_line_shape_raises_one_alert_and_a_full_reread_adds_nothing() {
     assert_eq!(count(&store, "SELECT count() FROM log_hits FINAL").await, hits_before);
     assert_eq!(count(&store, "SELECT uniqExact(log_id) FROM log_hits").await, hits_before);
     assert_eq!(alerts(&store).await.len(), 1, "no alert from the re-read");
-    assert_eq!(read_alert_records(&env.config, 1).len(), 1);
+    assert_eq!(common::read_alerts(&env.config, 1).len(), 1);
     assert!(templates(&store, "checkout").await[0].count >= 6, "only the count may grow");
 }
 
@@ -458,7 +449,7 @@ async fn an_alert_stored_while_the_broker_is_down_is_republished_when_it_returns
         }
     })
     .await;
-    let records = read_alert_records(&env.config, 1);
+    let records = common::read_alerts(&env.config, 1);
     assert!(records.iter().any(|(_, a)| a.alert_id == alert.alert_id), "the alert reached the topic");
     drop(replica);
 }

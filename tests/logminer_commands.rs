@@ -9,7 +9,6 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use common::{run, TestEnv};
-use rdkafka::Message;
 use serde_json::Value;
 use tayga::alert::{format_id, Alert, AlertKind};
 use tayga::config::Config;
@@ -237,15 +236,6 @@ async fn stored_logs_are_read_in_time_order_a_page_at_a_time_each_once() {
 }
 
 /// `?` placeholders filled in order, `?fields` with the row's columns, as the client does.
-fn fill(sql: &str, columns: &[&str], values: &[&str]) -> String {
-    let fields = columns.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(",");
-    let mut out = sql.replace("?fields", &fields);
-    for v in values {
-        out = out.replacen('?', v, 1);
-    }
-    assert!(!out.contains('?'), "unfilled placeholder in {out}");
-    out
-}
 
 #[test]
 fn the_remine_sql_runs_on_current_clickhouse() {
@@ -260,15 +250,17 @@ fn the_remine_sql_runs_on_current_clickhouse() {
     let s = remine_sql::statements();
     assert_eq!(s.len(), 6, "a new statement needs a line here");
     let cols = LogRow::COLUMN_NAMES;
-    items.push(serde_json::json!({"sql": fill(&s[0], &[], &["0"]), "expect": format!("\"checkout\",1,{T0},{T0}")}));
-    items.push(serde_json::json!({"sql": fill(&s[1], &[], &["0"]), "expect": format!("{},1", T0 / MIN)}));
+    items.push(serde_json::json!({"sql": common::fill_placeholders(&s[0], &[], &["0"]), "expect": format!("\"checkout\",1,{T0},{T0}")}));
+    items.push(
+        serde_json::json!({"sql": common::fill_placeholders(&s[1], &[], &["0"]), "expect": format!("{},1", T0 / MIN)}),
+    );
     let t1 = (T0 + 1).to_string();
-    let first = fill(&s[2], cols, &["0", &t1]);
+    let first = common::fill_placeholders(&s[2], cols, &["0", &t1]);
     items.push(serde_json::json!({"sql": format!("SELECT count() FROM ({first})"), "expect": "1"}));
-    let next = fill(&s[3], cols, &["0", &t1, "0", "0", "'a'", "'a'", "0"]);
+    let next = common::fill_placeholders(&s[3], cols, &["0", &t1, "0", "0", "'a'", "'a'", "0"]);
     items.push(serde_json::json!({"sql": format!("SELECT count() FROM ({next})"), "expect": "1"}));
-    items.push(Value::String(fill(&s[4], &[], &["'v1'"])));
-    items.push(Value::String(fill(&s[5], &[], &["currentDatabase()"])));
+    items.push(Value::String(common::fill_placeholders(&s[4], &[], &["'v1'"])));
+    items.push(Value::String(common::fill_placeholders(&s[5], &[], &["currentDatabase()"])));
     common::run_in_chdb("the remine SQL", &items);
 }
 
@@ -290,17 +282,6 @@ fn alert(id: u64, kind: AlertKind, service: &str, last_at: u64, updated_ns: u64)
         stored_ns: updated_ns,
         updated_ns,
     }
-}
-
-/// Every record on the alerts topic, from the beginning, as (key, alert): at least
-/// `expected`, and any more that follow them.
-fn read_alerts_topic(config: &Config, expected: usize) -> Vec<(String, Alert)> {
-    common::read_topic(config, &config.names().alerts, 3, expected)
-        .iter()
-        .map(|m| {
-            (common::key_of(m), Alert::from_json(m.payload().unwrap_or_default()).expect("a valid alert document"))
-        })
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -360,7 +341,7 @@ async fn alerts_are_listed_and_unmarked_ones_republished_once_oldest_first() {
     };
     let topic = env.config.names().alerts;
     assert_eq!(republish(&[]), format!("published 2 alerts to {topic}\n"));
-    let sent = read_alerts_topic(&env.config, 2);
+    let sent = common::read_alerts(&env.config, 2);
     assert_eq!(sent.len(), 2);
     let mut got: Vec<(String, u64, u64)> = sent.iter().map(|(k, a)| (k.clone(), a.alert_id, a.last_at)).collect();
     got.sort();
@@ -371,10 +352,10 @@ async fn alerts_are_listed_and_unmarked_ones_republished_once_oldest_first() {
     assert!(marks.contains(&(1, T0 - HOUR)) && marks.contains(&(2, T0 - 2 * HOUR)));
 
     assert_eq!(republish(&[]), format!("published 0 alerts to {topic}\n"), "marked: nothing is sent again");
-    assert_eq!(read_alerts_topic(&env.config, 2).len(), 2);
+    assert_eq!(common::read_alerts(&env.config, 2).len(), 2);
     assert_eq!(republish(&["--since", "2d"]), format!("published 1 alert to {topic}\n"), "a wider window finds 3");
     assert_eq!(republish(&["--alert-id", &format_id(4)]), format!("published 1 alert to {topic}\n"));
-    let last = read_alerts_topic(&env.config, 4);
+    let last = common::read_alerts(&env.config, 4);
     assert_eq!(last.len(), 4, "--alert-id sends even a published alert");
     assert!(last.iter().any(|(k, a)| a.alert_id == 4 && *k == format_id(4 << 8)));
 

@@ -100,3 +100,31 @@ async fn the_logminer_queries_run_on_the_real_server() {
     let marks = published_versions(&store, &all).await.unwrap();
     assert!(marks.contains(&(2, 12 * MIN)) && !marks.contains(&(1, 13 * MIN)));
 }
+
+/// The same queries run on a current ClickHouse engine (chdb-core), with answers checked
+/// where a wrong answer is plausible (tuple NOT IN, has() over a bound array).
+#[test]
+fn the_logminer_queries_run_on_current_clickhouse() {
+    use serde_json::{json, Value};
+    let fill = common::fill_placeholders;
+    let mut items: Vec<Value> =
+        tayga::store::migrate::all_statements().into_iter().map(|s| Value::String(s.into())).collect();
+    items
+        .push(Value::String("INSERT INTO log_hits VALUES ('a', 1, 7, 600000000000), ('a', 1, 7, 600000000000)".into()));
+    items.push(Value::String(
+        "INSERT INTO log_alerts VALUES (5, 'spike', 'a', 7, 't', 1, 2, 3, 0, 0, 9, 9), (6, 'spike', 'a', 7, 't', 1, 2, 3, 0, 0, 9, 9)"
+            .into(),
+    ));
+    items.push(Value::String("INSERT INTO log_alert_publications VALUES (5, 9, 10)".into()));
+    let s = statements();
+    assert_eq!(s.len(), 8, "a new statement needs a line here");
+    items.push(Value::String(fill(&s[0], &[], &["0"])));
+    items.push(Value::String(fill(&s[1], &[], &["'v1'"])));
+    items.push(Value::String(fill(&s[2], &[], &["['a']", "'v1'", "0", "1"])));
+    items.push(json!({"sql": fill(&s[3], &[], &["['a','b']", "0"]), "expect": "\"a\",7,10,1"}));
+    items.push(json!({"sql": fill(&s[4], &[], &["[5,8]"]), "expect": "5"}));
+    items.push(json!({"sql": format!("SELECT alert_id FROM ({})", fill(&s[5], &[], &["0", "['a']"])), "expect": "6"}));
+    items.push(Value::String(fill(&s[6], &[], &["[5]"])));
+    items.push(Value::String(fill(&s[7], &[], &["0", "[5]", "'a'", "'spike'", "0"])));
+    common::run_in_chdb("the logminer SQL", &items);
+}

@@ -19,6 +19,24 @@ pub const MASKING_EPOCH_START: &str = "masking_epoch_start_ns";
 const WATERMARK_PREFIX: &str = "new_template_watermark_ns:p";
 const HEARTBEAT_PREFIX: &str = "logminer_heartbeat_ns:";
 
+// The module's SQL, each bound in the order of its `?`s ("rest" = what follows `FROM table`).
+/// Binds: cutoff (ns).
+const DELETE_HEARTBEATS_SQL: &str =
+    "ALTER TABLE logminer_state DELETE WHERE key LIKE 'logminer_heartbeat_ns:%' AND updated_ns < ?";
+/// Binds: masking version.
+const LOAD_TEMPLATES_REST: &str = "FINAL WHERE masking_version = ? ORDER BY last_seen_ns, template_id";
+/// Binds: services, masking version, after (ns), up to (ns).
+const CANDIDATES_REST: &str = "FINAL WHERE has(?, service) AND masking_version = ? AND first_seen_ns > ? \
+AND first_seen_ns <= ? ORDER BY first_seen_ns, template_id";
+/// Binds: services, since (ns).
+const MINUTE_COUNTS_SQL: &str = "SELECT service, template_id, intDiv(time_ns, 60000000000) AS minute, \
+uniqExact(log_id) AS count FROM log_hits WHERE has(?, service) AND time_ns >= ? \
+GROUP BY service, template_id, minute ORDER BY service, template_id, minute";
+/// Binds: ids.
+const EXISTING_ALERT_IDS_SQL: &str = "SELECT DISTINCT alert_id FROM log_alerts WHERE has(?, alert_id)";
+/// Binds: ids.
+const PUBLISHED_REST: &str = "WHERE has(?, alert_id)";
+
 /// `new_template_watermark_ns:p<N>`: the new-template watermark of partition N.
 pub fn watermark_key(partition: i32) -> String {
     format!("{WATERMARK_PREFIX}{partition}")
@@ -131,16 +149,20 @@ pub async fn write_state(store: &Store, entries: &[(String, String)], now_ns: u6
 /// keys older than a day). Asynchronous on the server (a mutation), which is fine: a stale
 /// key only matters to `remine`, and it is a day old.
 pub async fn delete_heartbeats_before(store: &Store, cutoff_ns: u64) -> Result<(), StoreError> {
-    let sql =
-        format!("ALTER TABLE logminer_state DELETE WHERE key LIKE '{HEARTBEAT_PREFIX}%' AND updated_ns < {cutoff_ns}");
-    store.execute("deleting old logminer heartbeats", &sql).await
+    store
+        .client()
+        .query(DELETE_HEARTBEATS_SQL)
+        .bind(cutoff_ns)
+        .execute()
+        .await
+        .map_err(|e| store.query_error("deleting old logminer heartbeats", e))
 }
 
 /// The stored templates of one masking version, least recently seen first: the order
 /// [`crate::mine::Miner::restore`] expects, so eviction resumes where it was.
 pub async fn load_templates(store: &Store, masking_version: &str) -> Result<Vec<TemplateRow>, StoreError> {
     store
-        .select::<TemplateRow>("FINAL WHERE masking_version = ? ORDER BY last_seen_ns, template_id")
+        .select::<TemplateRow>(LOAD_TEMPLATES_REST)
         .bind(masking_version)
         .fetch_all::<TemplateRow>()
         .await
@@ -167,10 +189,7 @@ pub async fn new_template_candidates(
         return Ok(Vec::new());
     }
     store
-        .select::<TemplateRow>(
-            "FINAL WHERE has(?, service) AND masking_version = ? AND first_seen_ns > ? AND first_seen_ns <= ? \
-             ORDER BY first_seen_ns, template_id",
-        )
+        .select::<TemplateRow>(CANDIDATES_REST)
         .bind(services)
         .bind(masking_version)
         .bind(after_ns)
@@ -198,11 +217,7 @@ pub async fn minute_counts(store: &Store, services: &[String], since_ns: u64) ->
     }
     store
         .client()
-        .query(
-            "SELECT service, template_id, intDiv(time_ns, 60000000000) AS minute, uniqExact(log_id) AS count \
-             FROM log_hits WHERE has(?, service) AND time_ns >= ? \
-             GROUP BY service, template_id, minute ORDER BY service, template_id, minute",
-        )
+        .query(MINUTE_COUNTS_SQL)
         .bind(services)
         .bind(since_ns)
         .fetch_all::<MinuteCount>()
@@ -222,7 +237,7 @@ pub async fn existing_alert_ids(store: &Store, ids: &[u64]) -> Result<HashSet<u6
     }
     let found = store
         .client()
-        .query("SELECT DISTINCT alert_id FROM log_alerts WHERE has(?, alert_id)")
+        .query(EXISTING_ALERT_IDS_SQL)
         .bind(ids)
         .fetch_all::<u64>()
         .await
@@ -254,12 +269,7 @@ pub async fn unmarked_alerts(
     if services.is_some_and(|s| s.is_empty()) {
         return Ok(Vec::new());
     }
-    let service_filter = if services.is_some() { "AND has(?, service)" } else { "" };
-    let sql = format!(
-        "FINAL WHERE updated_ns >= ? {service_filter} \
-         AND (alert_id, updated_ns) NOT IN (SELECT alert_id, alert_updated_ns FROM log_alert_publications) \
-         ORDER BY updated_ns, alert_id LIMIT {limit}"
-    );
+    let sql = unmarked_rest(services.is_some(), limit);
     let mut q = store.select::<AlertRow>(&sql).bind(since_ns);
     if let Some(services) = services {
         q = q.bind(services);
@@ -274,7 +284,7 @@ pub async fn published_versions(store: &Store, alerts: &[AlertRow]) -> Result<Ha
     }
     let ids: Vec<u64> = alerts.iter().map(|a| a.alert_id).collect();
     let rows = store
-        .select::<AlertPublicationRow>("WHERE has(?, alert_id)")
+        .select::<AlertPublicationRow>(PUBLISHED_REST)
         .bind(ids)
         .fetch_all::<AlertPublicationRow>()
         .await
@@ -296,26 +306,68 @@ pub struct AlertQuery {
     pub limit: Option<u64>,
 }
 
-/// The newest version of each alert matching `q`, most recently active first.
-pub async fn alerts(store: &Store, q: &AlertQuery) -> Result<Vec<AlertRow>, StoreError> {
-    let mut conditions = vec!["1".to_string()];
+/// After `FROM log_alerts`: the filters `q` sets, in the order [`alerts`] binds them.
+fn alerts_rest(q: &AlertQuery) -> String {
+    let mut conditions = vec!["1"];
     if q.alert_id.is_some() {
-        conditions.push("alert_id = ?".into());
+        conditions.push("alert_id = ?");
     }
     if q.ids.is_some() {
-        conditions.push("has(?, alert_id)".into());
+        conditions.push("has(?, alert_id)");
     }
     if q.service.is_some() {
-        conditions.push("service = ?".into());
+        conditions.push("service = ?");
     }
     if q.kind.is_some() {
-        conditions.push("kind = ?".into());
+        conditions.push("kind = ?");
     }
     if q.last_at_since_ns.is_some() {
-        conditions.push("last_at >= ?".into());
+        conditions.push("last_at >= ?");
     }
     let limit = q.limit.map(|n| format!(" LIMIT {n}")).unwrap_or_default();
-    let sql = format!("FINAL WHERE {} ORDER BY last_at DESC, alert_id{limit}", conditions.join(" AND "));
+    format!("FINAL WHERE {} ORDER BY last_at DESC, alert_id{limit}", conditions.join(" AND "))
+}
+
+/// After `FROM log_alerts`: the newest unmarked alert versions, optionally of some services.
+/// Binds: since (ns), then the services when `by_service`.
+fn unmarked_rest(by_service: bool, limit: u64) -> String {
+    let service_filter = if by_service { "AND has(?, service)" } else { "" };
+    format!(
+        "FINAL WHERE updated_ns >= ? {service_filter} \
+         AND (alert_id, updated_ns) NOT IN (SELECT alert_id, alert_updated_ns FROM log_alert_publications) \
+         ORDER BY updated_ns, alert_id LIMIT {limit}"
+    )
+}
+
+/// Every query of this module with its placeholders as written (the widest variant of the
+/// dynamic ones), for the portability check on current ClickHouse.
+pub fn statements() -> Vec<String> {
+    use clickhouse::Row as _;
+    let select =
+        |table: &str, columns: &[&str], rest: &str| format!("SELECT {} FROM {table} {rest}", columns.join(", "));
+    let every_filter = AlertQuery {
+        alert_id: Some(0),
+        ids: Some(Vec::new()),
+        service: Some(String::new()),
+        kind: Some(crate::alert::AlertKind::Spike),
+        last_at_since_ns: Some(0),
+        limit: Some(10),
+    };
+    vec![
+        DELETE_HEARTBEATS_SQL.to_string(),
+        select("log_templates", TemplateRow::COLUMN_NAMES, LOAD_TEMPLATES_REST),
+        select("log_templates", TemplateRow::COLUMN_NAMES, CANDIDATES_REST),
+        MINUTE_COUNTS_SQL.to_string(),
+        EXISTING_ALERT_IDS_SQL.to_string(),
+        select("log_alerts", AlertRow::COLUMN_NAMES, &unmarked_rest(true, 10)),
+        select("log_alert_publications", AlertPublicationRow::COLUMN_NAMES, PUBLISHED_REST),
+        select("log_alerts", AlertRow::COLUMN_NAMES, &alerts_rest(&every_filter)),
+    ]
+}
+
+/// The newest version of each alert matching `q`, most recently active first.
+pub async fn alerts(store: &Store, q: &AlertQuery) -> Result<Vec<AlertRow>, StoreError> {
+    let sql = alerts_rest(q);
     let mut query = store.select::<AlertRow>(&sql);
     if let Some(id) = q.alert_id {
         query = query.bind(id);

@@ -150,6 +150,31 @@ pub fn read_topic(config: &Config, topic: &str, partitions: i32, expected: usize
     out
 }
 
+/// Every record on the alerts topic, from the beginning, as (key, alert): at least
+/// `expected`, and any more that follow them.
+pub fn read_alerts(config: &Config, expected: usize) -> Vec<(String, tayga::alert::Alert)> {
+    read_topic(config, &config.names().alerts, tayga::bus::SMALL_TOPIC_PARTITIONS, expected)
+        .iter()
+        .map(|m| {
+            let alert =
+                tayga::alert::Alert::from_json(m.payload().unwrap_or_default()).expect("a valid alert document");
+            (key_of(m), alert)
+        })
+        .collect()
+}
+
+/// `sql` with `?fields` replaced by `columns` and each `?` by the next of `values`: a
+/// statement written for `.bind()`, made runnable where there is no client (chdb).
+pub fn fill_placeholders(sql: &str, columns: &[&str], values: &[&str]) -> String {
+    let fields = columns.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(",");
+    let mut out = sql.replace("?fields", &fields);
+    for v in values {
+        out = out.replacen('?', v, 1);
+    }
+    assert!(!out.contains('?'), "unfilled placeholder in {out}");
+    out
+}
+
 /// A record's key as text.
 pub fn key_of(m: &OwnedMessage) -> String {
     String::from_utf8_lossy(m.key().unwrap_or_default()).into_owned()
