@@ -10,7 +10,7 @@ use std::path::Path;
 
 use common::{run, TestEnv};
 use serde_json::Value;
-use tayga::alert::{format_id, Alert, AlertKind};
+use tayga::alert::{format_id, AlertKind};
 use tayga::config::Config;
 use tayga::mine::book::Book;
 use tayga::store::logminer::*;
