@@ -325,6 +325,10 @@ async fn two_replicas_split_the_partitions_and_a_survivor_takes_over_under_the_s
     let burst = |from: u64| -> Vec<(u64, String)> {
         (0..40).map(|i| (from + i, format!("queue overflow on shard {i}"))).collect()
     };
+    // A history of one line a minute (a spike needs a baseline), then the burst.
+    let history: Vec<(u64, String)> =
+        (1..=10).map(|m| (now_ns() - m * MIN, format!("queue overflow on shard {m}"))).collect();
+    produce(&env.config, &hot, &history).await;
     produce(&env.config, &hot, &burst(now_ns())).await;
     let spike = wait_for("a spike raised by replica a", WAIT, || {
         let store = store.clone();

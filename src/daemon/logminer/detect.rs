@@ -8,7 +8,8 @@
 //! - **Spike**: a template's distinct-log count in the current or the previous minute
 //!   reaches `spike_factor` × its baseline and at least `spike_min_count`; the baseline is
 //!   the mean count over the `spike_baseline_min` minutes before that minute (absent
-//!   minutes count 0). A spike starts at its first hot minute and lasts while a minute is
+//!   minutes count 0). A template not seen in that window has no baseline and does not
+//!   spike: its first burst is announced as a new template. A spike starts at its first hot minute and lasts while a minute is
 //!   hot; its id is [`alert_id`]`(spike, template, start)`. An ongoing spike is carried in
 //!   [`Spikes`] (restored from `log_alerts` when a replica takes a service over), so it
 //!   keeps its id across passes, restarts and hand-overs.
@@ -153,6 +154,11 @@ fn spike(
     let judge = |m: u64| {
         let first = m.saturating_sub(rules.spike_baseline_min);
         let sum: u64 = minutes.range(first..m).map(|(_, c)| c).sum();
+        if sum == 0 {
+            // No history, no baseline: a template's first burst is news (new_template),
+            // not a spike; otherwise every template of a new service would spike at once.
+            return None;
+        }
         let baseline = sum as f64 / rules.spike_baseline_min as f64;
         let threshold = (rules.spike_factor * baseline).max(rules.spike_min_count as f64);
         (count_at(m) as f64 >= threshold && count_at(m) > 0).then_some((m, count_at(m), baseline, threshold))
@@ -261,9 +267,11 @@ mod tests {
         let mut c = counts(7, (NOW - 30..NOW).map(|m| (m, 4)));
         c.extend(counts(7, [(NOW, 19)]));
         assert!(detect(&rules(), &c, at(NOW, 10), &mut Spikes::new()).is_empty());
-        // A template with no history needs spike_min_count (20) lines in a minute.
-        assert!(detect(&rules(), &counts(8, [(NOW, 19)]), at(NOW, 10), &mut Spikes::new()).is_empty());
-        assert_eq!(detect(&rules(), &counts(8, [(NOW, 20)]), at(NOW, 10), &mut Spikes::new()).len(), 1);
+        // A template with no history has no baseline: no spike however many lines.
+        assert!(detect(&rules(), &counts(8, [(NOW, 500)]), at(NOW, 10), &mut Spikes::new()).is_empty());
+        // A quiet template (1 line in 30 minutes) needs spike_min_count (20) lines in a minute.
+        assert!(detect(&rules(), &counts(8, [(NOW - 20, 1), (NOW, 19)]), at(NOW, 10), &mut Spikes::new()).is_empty());
+        assert_eq!(detect(&rules(), &counts(8, [(NOW - 20, 1), (NOW, 20)]), at(NOW, 10), &mut Spikes::new()).len(), 1);
     }
 
     #[test]
@@ -272,7 +280,7 @@ mod tests {
         let restored =
             Spike { alert_id: 42, first_at: (NOW - 5) * MINUTE_NS, count: 90, baseline: 1.0, threshold: 20.0 };
         spikes.insert(7, restored.clone());
-        let r = detect(&rules(), &counts(7, [(NOW, 30)]), at(NOW, 1), &mut spikes);
+        let r = detect(&rules(), &counts(7, [(NOW - 3, 1), (NOW, 30)]), at(NOW, 1), &mut spikes);
         assert_eq!((r[0].alert_id, r[0].first_at, r[0].count), (42, restored.first_at, 90));
     }
 
