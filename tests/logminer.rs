@@ -457,3 +457,62 @@ async fn an_alert_stored_while_the_broker_is_down_is_republished_when_it_returns
     assert!(records.iter().any(|(_, a)| a.alert_id == alert.alert_id), "the alert reached the topic");
     drop(replica);
 }
+
+async fn wait_for_template(store: &Store, service: &str) -> TemplateRow {
+    wait_for("the template row", WAIT, || {
+        let store = store.clone();
+        let service = service.to_string();
+        async move { templates(&store, &service).await.into_iter().next() }
+    })
+    .await
+}
+
+async fn new_template_alert_of(store: &Store, template_id: u64) -> Option<AlertRow> {
+    alerts(store).await.into_iter().find(|a| a.kind == "new_template" && a.template_id == template_id)
+}
+
+/// Seed 000: a template mined just before a revoke or a clean stop is still announced, by
+/// the bounded new-template pass each of them runs. Detection ticks are 10 minutes apart
+/// here, so only those passes can announce it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_template_mined_just_before_a_revoke_or_a_clean_stop_is_still_announced() {
+    let env = TestEnv::new("logminer_passes");
+    let store = prepare(&env).await;
+    let a = Replica::start(&env, "a", 600);
+    wait_for("a's assignment", WAIT, || {
+        let a = &a;
+        async move { (a.ownership().await?.0.len() == 12).then_some(()) }
+    })
+    .await;
+    produce(&env.config, "before-revoke", &[(now_ns(), "export job finished in 5 s".into())]).await;
+    let t = wait_for_template(&store, "before-revoke").await;
+    assert!(new_template_alert_of(&store, t.template_id).await.is_none(), "no detection pass has run yet");
+
+    // b joins: a's partitions are revoked, and a's revoke pass announces the template.
+    let b = Replica::start(&env, "b", 600);
+    let announced = wait_for("the revoke pass to announce the template", WAIT, || {
+        let store = store.clone();
+        async move { new_template_alert_of(&store, t.template_id).await }
+    })
+    .await;
+    assert_eq!(announced.service, "before-revoke");
+    wait_for("a's revoke pass to be counted", WAIT, || {
+        let a = &a;
+        async move { (a.metric("tayga_logminer_pass_duration_seconds_count{pass=\"revoke\"}").await? >= 1.0).then_some(()) }
+    })
+    .await;
+    wait_for("a 6/6 split", WAIT, || {
+        let (a, b) = (&a, &b);
+        async move { (a.ownership().await?.0.len() == 6 && b.ownership().await?.0.len() == 6).then_some(()) }
+    })
+    .await;
+
+    // A template mined just before a clean stop: announced by the shutdown pass.
+    produce(&env.config, "before-stop", &[(now_ns(), "nightly report mailed to 3 people".into())]).await;
+    let t = wait_for_template(&store, "before-stop").await;
+    let (owner, other) = if a.ownership().await.unwrap().1.contains("before-stop") { (a, b) } else { (b, a) };
+    assert!(owner.stop().await.success());
+    let announced = new_template_alert_of(&store, t.template_id).await;
+    assert!(announced.is_some(), "the shutdown pass announced the template before the process exited");
+    drop(other);
+}
