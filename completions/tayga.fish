@@ -146,7 +146,7 @@ complete -c tayga -n "__fish_tayga_using_subcommand mine" -l service -d 'Service
 complete -c tayga -n "__fish_tayga_using_subcommand mine" -l format -d 'Output format: csv (header `line,template_id,template`), json (one object per line) or table' -r -f -a "csv\t''
 json\t''
 table\t''"
-complete -c tayga -n "__fish_tayga_using_subcommand mine" -l mining-config -d 'TOML file with `[drain]` and `[masking]` tables (the keys of `[logminer.drain]` and `[logminer.masking]` in tayga.toml); defaults otherwise' -r -F
+complete -c tayga -n "__fish_tayga_using_subcommand mine" -l mining-config -d 'TOML file with `[drain]` and `[masking]` tables (the keys of `[logminer.drain]` and `[logminer.masking]` in tayga.toml). Without it, the logminer\'s own settings (tayga.toml and environment) are used, so offline ids match the logminer\'s' -r -F
 complete -c tayga -n "__fish_tayga_using_subcommand mine" -l config -d 'Configuration file (default: ./tayga.toml when it exists)' -r -F
 complete -c tayga -n "__fish_tayga_using_subcommand mine" -l templates -d 'Print the templates with their counts, most frequent first, instead of one row per line'
 complete -c tayga -n "__fish_tayga_using_subcommand mine" -l stats -d 'Print lines, templates, lines/s and peak memory to stderr'

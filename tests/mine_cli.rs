@@ -59,3 +59,19 @@ fn a_missing_file_names_the_file() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("/nonexistent/x.log"));
 }
+
+#[test]
+fn without_a_mining_config_the_logminer_settings_apply() {
+    let mut file = tempfile::NamedTempFile::new().unwrap();
+    file.write_all(LINES.as_bytes()).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_tayga"))
+        .args(["mine", file.path().to_str().unwrap(), "--templates", "--json"])
+        .env_remove("TAYGA_CONFIG")
+        .env("TAYGA_LOGMINER_MASKING_ENABLED", "false")
+        .current_dir(std::env::temp_dir())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(!text.contains("<IP>"), "masking is off as [logminer.masking] says: {text}");
+}

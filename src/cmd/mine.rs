@@ -45,7 +45,8 @@ pub struct MineArgs {
     #[arg(long, conflicts_with = "templates")]
     pub online: bool,
     /// TOML file with `[drain]` and `[masking]` tables (the keys of `[logminer.drain]`
-    /// and `[logminer.masking]` in tayga.toml); defaults otherwise.
+    /// and `[logminer.masking]` in tayga.toml). Without it, the logminer's own settings
+    /// (tayga.toml and environment) are used, so offline ids match the logminer's.
     #[arg(long, value_name = "FILE")]
     pub mining_config: Option<PathBuf>,
 }
@@ -53,14 +54,14 @@ pub struct MineArgs {
 /// Progress is worth drawing only for inputs that take more than a moment.
 const PROGRESS_MIN_BYTES: u64 = 8 << 20;
 
-pub fn run(args: &MineArgs, json: bool) -> Result<()> {
+pub fn run(args: &MineArgs, logminer: &crate::config::LogminerConfig, json: bool) -> Result<()> {
     let format = if json { Format::Json } else { args.format };
     let config = match &args.mining_config {
         Some(path) => {
             let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
             toml::from_str::<MiningConfig>(&text).with_context(|| format!("parsing {}", path.display()))?
         }
-        None => MiningConfig::default(),
+        None => logminer.mining(),
     };
     let mut miner = Miner::new(config).context("masking configuration")?;
 

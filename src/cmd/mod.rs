@@ -38,7 +38,7 @@ pub async fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<()> {
         Command::Alerts(sub) => alerts::run(&load()?.config, sub, cli.json, out).await,
         Command::Scale(sub) => scale::run(&load()?.config, sub, cli.json, out).await,
         Command::Loadgen(args) => loadgen::run(args, cli.json, out).await,
-        Command::Mine(args) => mine::run(args, cli.json),
+        Command::Mine(args) => mine::run(args, &load()?.config.logminer, cli.json),
         Command::Completions(args) => generate::completions(args.shell, out),
         Command::Man(args) => generate::man(args.dir.as_deref(), out),
         Command::Generate(args) => generate::generate(&args.root, out),
