@@ -355,6 +355,27 @@ async fn a_broker_that_stops_under_load_loses_no_acknowledged_span() {
     }
     let lost: Vec<&String> = acknowledged.iter().filter(|id| !stored.contains(*id)).collect();
     assert!(lost.is_empty(), "acknowledged but stored nowhere: {lost:?}");
+
+    // Thawed, the broker carries traffic again. (Its idempotent producer was fenced by the
+    // broker after the frozen sends timed out; the publisher replaces it.)
+    let thawed = trace_id(251);
+    wait_for("a request published to the thawed broker", Duration::from_secs(60), || {
+        let (running, config, names) = (&running, &env.config, &names);
+        async move {
+            let body = traces("web", vec![span(thawed, 5000)]).encode_to_vec();
+            if post(running, "/v1/traces", "application/x-protobuf", body).await.status() != 200 {
+                return None;
+            }
+            let health: serde_json::Value =
+                reqwest::get(format!("http://{}/health", running.http_addr)).await.ok()?.json().await.ok()?;
+            if health["ingest"]["using"] != "redpanda" {
+                return None;
+            }
+            let records = read_topic(config, &names.signals, 12, 1);
+            records.iter().any(|(key, _, _)| key == &hex_id(&thawed)).then_some(())
+        }
+    })
+    .await;
     shutdown.trigger();
     running.wait().await.unwrap();
 }
