@@ -5,10 +5,10 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::process::{Child, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::{free_port, wait_for, TestEnv};
+use common::{free_port, wait_for, ChildGuard, TestEnv};
 use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
 use opentelemetry_proto::tonic::logs::v1::{LogRecord, ResourceLogs, ScopeLogs};
 use opentelemetry_proto::tonic::resource::v1::Resource;
@@ -173,8 +173,10 @@ fn start_in_process(
     (shutdown, task, port)
 }
 
+/// The daemon's /metrics text; `None` when it does not answer within 5 s.
 async fn metrics(port: u16) -> Option<String> {
-    reqwest::get(format!("http://127.0.0.1:{port}/metrics")).await.ok()?.text().await.ok()
+    let client = reqwest::Client::builder().timeout(Duration::from_secs(5)).build().ok()?;
+    client.get(format!("http://127.0.0.1:{port}/metrics")).send().await.ok()?.text().await.ok()
 }
 
 fn metric(text: &str, name: &str) -> Option<f64> {
@@ -292,6 +294,16 @@ async fn a_late_span_updates_its_story_without_a_second_row() {
         .await
         .unwrap();
     assert_eq!((rows, spans), (1, 3));
+    // A story is counted once it is stored and also published and acknowledged, so the
+    // counter can trail the row this test has just read: wait for it, then check it exactly.
+    wait_metric(
+        port,
+        "tayga_assembler_stories_emitted_total",
+        "the second story counted",
+        Duration::from_secs(10),
+        |v| v >= 2.0,
+    )
+    .await;
     let text = metrics(port).await.unwrap();
     assert_eq!(metric(&text, "tayga_assembler_late_spans_total"), Some(1.0), "{text}");
     assert_eq!(metric(&text, "tayga_assembler_stories_emitted_total"), Some(2.0), "{text}");
@@ -299,17 +311,9 @@ async fn a_late_span_updates_its_story_without_a_second_row() {
     tokio::time::timeout(Duration::from_secs(20), task).await.unwrap().unwrap().unwrap();
 }
 
-/// The real binary, killed with SIGKILL when dropped.
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn spawn_binary(env: &TestEnv, port: u16, vars: &[(&str, String)], log: &str) -> Proc {
+/// The real binary (`tayga serve assembler`), killed when the guard is dropped, also when
+/// the test fails or the test binary dies.
+fn spawn_binary(env: &TestEnv, port: u16, vars: &[(&str, String)], log: &str) -> ChildGuard {
     let mut cmd = env.tayga();
     cmd.args(["serve", "assembler"])
         .env("TAYGA_ASSEMBLER_METRICS_ADDR", format!("127.0.0.1:{port}"))
@@ -320,7 +324,7 @@ fn spawn_binary(env: &TestEnv, port: u16, vars: &[(&str, String)], log: &str) ->
     for (k, v) in vars {
         cmd.env(k, v);
     }
-    Proc(cmd.spawn().expect("the tayga binary starts"))
+    ChildGuard::spawn(&mut cmd, "tayga serve assembler")
 }
 
 async fn wait_metric(port: u16, name: &str, what: &str, timeout: Duration, ok: impl Fn(f64) -> bool) -> f64 {
@@ -345,8 +349,7 @@ async fn kill_9_with_open_traces_then_restart_every_trace_is_one_story() {
     wait_metric(port, "tayga_assembler_open_traces", "10 open traces", Duration::from_secs(20), |v| v == 10.0).await;
     // Let a commit happen (the frontier stays at the oldest open trace's first record).
     tokio::time::sleep(Duration::from_millis(1200)).await;
-    first.0.kill().unwrap(); // SIGKILL
-    first.0.wait().unwrap();
+    first.kill(); // SIGKILL
     assert_eq!(stories(&store).await.len(), 1, "open traces had no story yet");
 
     // The rest of each trace arrives while the assembler is down.
@@ -390,7 +393,7 @@ async fn many_concurrent_traces_stay_under_the_open_trace_cap() {
         ("TAYGA_ASSEMBLER_MAX_BUFFERED_SPANS", "50000".to_string()),
     ];
     let proc = spawn_binary(&env, port, &vars, &format!("{}.log", env.name));
-    let pid = proc.0.id();
+    let pid = proc.id();
     wait_metric(port, "tayga_assembler_open_traces", "the assembler to serve metrics", Duration::from_secs(30), |_| {
         true
     })
@@ -494,8 +497,7 @@ async fn a_restart_never_replaces_a_stored_story_with_a_partial_rebuild() {
     assert_eq!(stored_a.span_count, 4);
     // Let a commit happen at B's first record, then kill.
     tokio::time::sleep(Duration::from_millis(1200)).await;
-    first.0.kill().unwrap();
-    first.0.wait().unwrap();
+    first.kill(); // SIGKILL
     assert!(!stories(&store).await.contains_key(&idb));
 
     let _second = spawn_binary(&env, port, &vars, &format!("{}-2.log", env.name));

@@ -1,14 +1,15 @@
 //! The integration-test harness. Each test gets its own ClickHouse database and topic
 //! prefix, so tests running in parallel (and several checkouts on one machine) never see
-//! each other's data; both are removed when the environment is dropped. Tests wait for
-//! conditions with deadlines and never sleep a fixed time.
+//! each other's data; both are removed when the environment is dropped, unless the test
+//! failed (see [`TestEnv`]'s `Drop`). Tests wait for conditions with deadlines and never
+//! sleep a fixed time; child processes are [`ChildGuard`]s, gone when the test is.
 #![allow(dead_code)]
 
 use std::future::Future;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::{Child, Command, ExitStatus, Output};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rdkafka::admin::{AdminClient, AdminOptions};
 use rdkafka::client::DefaultClientContext;
@@ -73,13 +74,29 @@ impl TestEnv {
 
 impl Drop for TestEnv {
     fn drop(&mut self) {
+        if std::thread::panicking() {
+            // A failing test unwinds with its daemons possibly still consuming: an in-process
+            // daemon is only cancelled when the runtime drops, after this. Deleting a topic
+            // under a consumer crashes the whole test binary: Tansu answers the Fetch of a
+            // deleted topic with a zero topic id and a current leader, and librdkafka 2.12
+            // dereferences a NULL topic name handling that (SIGSEGV in
+            // rd_kafka_metadata_update_op), so the failure itself is never reported. Keep the
+            // database and the topics: they are this test's alone, and they show what it saw.
+            eprintln!(
+                "test failed: keeping database {} and topics {}.* for inspection",
+                self.config.clickhouse.database, self.config.kafka.topic_prefix
+            );
+            return;
+        }
         let config = self.config.clone();
         // Drop may run inside a test's runtime, which cannot block: clean up on a thread
-        // with a runtime of its own.
+        // with a runtime of its own. Every step is bounded, so a service that stopped
+        // answering cannot hang the test binary.
         let _ = std::thread::spawn(move || {
             let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
             rt.block_on(async {
-                let _ = Store::new(&config.clickhouse).drop_database().await;
+                let store = Store::new(&config.clickhouse);
+                let _ = tokio::time::timeout(Duration::from_secs(10), store.drop_database()).await;
                 let names = config.names();
                 let topics = [names.signals, names.logs, names.stories, names.alerts];
                 if let Ok(admin) =
@@ -103,7 +120,9 @@ pub fn run(cmd: &mut Command) -> (Output, String, String) {
     (output, stdout, stderr)
 }
 
-/// Polls `check` until it returns `Some`, or panics naming `what` after `timeout`.
+/// Polls `check` until it returns `Some`, or panics naming `what` after `timeout`. The
+/// deadline also bounds each check: one that never returns (a request to a daemon that
+/// accepts and never answers, a stuck query) fails the wait at the deadline.
 pub async fn wait_for<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> T
 where
     F: FnMut() -> Fut,
@@ -111,8 +130,10 @@ where
 {
     let deadline = tokio::time::Instant::now() + timeout;
     loop {
-        if let Some(value) = check().await {
-            return value;
+        match tokio::time::timeout_at(deadline, check()).await {
+            Ok(Some(value)) => return value,
+            Ok(None) => {}
+            Err(_) => panic!("timed out after {timeout:?} waiting for {what} (the last check never returned)"),
         }
         if tokio::time::Instant::now() >= deadline {
             panic!("timed out after {timeout:?} waiting for {what}");
@@ -180,16 +201,110 @@ pub fn key_of(m: &OwnedMessage) -> String {
     String::from_utf8_lossy(m.key().unwrap_or_default()).into_owned()
 }
 
+/// A child process of a test (a daemon, a broker). Killed with SIGKILL and reaped when the
+/// guard is dropped, so also when the test fails and unwinds; and, on Linux, killed by the
+/// kernel when the thread that spawned it ends, so a test binary that crashes, aborts or
+/// is killed (a CI timeout) leaves no process behind either. Spawn it from the test's own
+/// thread (the test body, not `spawn_blocking`): that thread lives as long as the test.
+pub struct ChildGuard {
+    child: Child,
+    what: String,
+}
+
+impl ChildGuard {
+    pub fn spawn(cmd: &mut Command, what: &str) -> ChildGuard {
+        die_with_parent(cmd);
+        let child = cmd.spawn().unwrap_or_else(|e| panic!("{what} did not start: {e}"));
+        ChildGuard { child, what: what.to_string() }
+    }
+
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The exit status if the process has exited, without waiting.
+    pub fn try_wait(&mut self) -> Option<ExitStatus> {
+        self.child.try_wait().unwrap_or_else(|e| panic!("waiting for {}: {e}", self.what))
+    }
+
+    /// Waits for the process to exit, at most `limit`; panics (and the drop kills it) if it
+    /// does not. Blocks the calling thread meanwhile: meant for short waits.
+    pub fn wait_within(&mut self, limit: Duration) -> ExitStatus {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(status) = self.try_wait() {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "{} did not exit within {limit:?}", self.what);
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// SIGKILL, then waits (at most 10 s) for the process to be gone.
+    pub fn kill(&mut self) -> ExitStatus {
+        if self.try_wait().is_none() {
+            let _ = self.child.kill();
+        }
+        self.wait_within(Duration::from_secs(10))
+    }
+}
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            // A SIGKILLed process is reaped in milliseconds; never wait for it unbounded.
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while matches!(self.child.try_wait(), Ok(None)) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        }
+    }
+}
+
+/// Asks the kernel to SIGKILL the child when the thread that spawns it ends
+/// (`PR_SET_PDEATHSIG`): the child of a test binary that dies without unwinding.
+#[cfg(target_os = "linux")]
+fn die_with_parent(cmd: &mut Command) {
+    use std::os::raw::{c_int, c_ulong};
+    use std::os::unix::process::CommandExt;
+    extern "C" {
+        fn prctl(option: c_int, ...) -> c_int;
+        fn getppid() -> c_int;
+    }
+    const PR_SET_PDEATHSIG: c_int = 1;
+    const SIGKILL: c_ulong = 9;
+    let parent = std::process::id() as c_int;
+    // SAFETY: the closure runs in the forked child before exec and only makes two
+    // async-signal-safe system calls; it allocates nothing and touches no shared state.
+    unsafe {
+        cmd.pre_exec(move || {
+            if prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The test binary died between fork and prctl: nobody would ever kill us.
+            if getppid() != parent {
+                return Err(std::io::Error::other("the test process is gone"));
+            }
+            Ok(())
+        });
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn die_with_parent(_cmd: &mut Command) {}
+
 /// A port nobody listens on right now (bound, then released).
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 /// A broker of the test's own, for tests that stop, freeze or start one: the shared broker
-/// is never touched. Memory storage, like the shared one; killed when dropped.
+/// is never touched. Memory storage, like the shared one; killed when dropped (a
+/// [`ChildGuard`]).
 pub struct OwnBroker {
     pub port: u16,
-    child: std::process::Child,
+    child: ChildGuard,
 }
 
 impl OwnBroker {
@@ -205,20 +320,21 @@ impl OwnBroker {
         let bin = String::from_utf8(bin.stdout).unwrap().trim().to_string();
         assert!(Path::new(&bin).exists(), "the Tansu broker is not installed (scripts/services.sh install)");
         let url = format!("tcp://127.0.0.1:{port}");
-        let child = Command::new(bin)
-            .args([
-                "broker",
-                "--listener-url",
-                &url,
-                "--advertised-listener-url",
-                &url,
-                "--storage-engine",
-                "memory://tansu/",
-            ])
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("the broker starts");
+        let child = ChildGuard::spawn(
+            Command::new(bin)
+                .args([
+                    "broker",
+                    "--listener-url",
+                    &url,
+                    "--advertised-listener-url",
+                    &url,
+                    "--storage-engine",
+                    "memory://tansu/",
+                ])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null()),
+            "the test's broker",
+        );
         let deadline = std::time::Instant::now() + Duration::from_secs(20);
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
             assert!(std::time::Instant::now() < deadline, "the test's broker on port {port} did not start");
@@ -239,13 +355,6 @@ impl OwnBroker {
     pub fn signal(&self, signal: &str) {
         let status = Command::new("kill").arg(format!("-{signal}")).arg(self.pid().to_string()).status().unwrap();
         assert!(status.success(), "kill -{signal} failed");
-    }
-}
-
-impl Drop for OwnBroker {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
