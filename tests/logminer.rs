@@ -6,10 +6,10 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::process::{Child, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
-use common::{free_port, wait_for, OwnBroker, TestEnv};
+use common::{free_port, wait_for, ChildGuard, OwnBroker, TestEnv};
 use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
 use opentelemetry_proto::tonic::logs::v1::{LogRecord, ResourceLogs, ScopeLogs};
 use opentelemetry_proto::tonic::resource::v1::Resource;
@@ -29,23 +29,23 @@ const MIN: u64 = 60_000_000_000;
 
 /// A `tayga serve logminer` process, killed when dropped (a failing test leaves nothing).
 struct Replica {
-    child: Child,
+    child: ChildGuard,
     metrics_addr: String,
 }
 
 impl Replica {
     fn start(env: &TestEnv, id: &str, tick_secs: u64) -> Replica {
         let metrics_addr = format!("127.0.0.1:{}", free_port());
-        let child = env
-            .tayga()
-            .args(["serve", "logminer"])
-            .env("TAYGA_LOGMINER_METRICS_ADDR", &metrics_addr)
-            .env("TAYGA_LOGMINER_REPLICA_ID", id)
-            .env("TAYGA_LOGMINER_TICK_SECS", tick_secs.to_string())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("tayga serve logminer starts");
+        let child = ChildGuard::spawn(
+            env.tayga()
+                .args(["serve", "logminer"])
+                .env("TAYGA_LOGMINER_METRICS_ADDR", &metrics_addr)
+                .env("TAYGA_LOGMINER_REPLICA_ID", id)
+                .env("TAYGA_LOGMINER_TICK_SECS", tick_secs.to_string())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null()),
+            "tayga serve logminer",
+        );
         Replica { child, metrics_addr }
     }
 
@@ -83,19 +83,12 @@ impl Replica {
         self.signal("TERM");
         let deadline = std::time::Instant::now() + Duration::from_secs(40);
         loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
+            if let Some(status) = self.child.try_wait() {
                 return status;
             }
             assert!(std::time::Instant::now() < deadline, "the logminer did not stop within 40 s");
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-    }
-}
-
-impl Drop for Replica {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -379,19 +372,8 @@ async fn an_alert_stored_while_the_broker_is_down_is_republished_when_it_returns
     let mut env = TestEnv::new("logminer_republish");
     env.config.kafka.brokers = broker.address();
     let store = prepare(&env).await;
-    let mut cmd_env = env.tayga();
-    let metrics_addr = format!("127.0.0.1:{}", free_port());
-    let child = cmd_env
-        .args(["serve", "logminer"])
-        .env("TAYGA_KAFKA_BROKERS", broker.address())
-        .env("TAYGA_LOGMINER_METRICS_ADDR", &metrics_addr)
-        .env("TAYGA_LOGMINER_REPLICA_ID", "r1")
-        .env("TAYGA_LOGMINER_TICK_SECS", "4")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let replica = Replica { child, metrics_addr };
+    // The test's config names its own broker, and Replica::start passes it on.
+    let replica = Replica::start(&env, "r1", 4);
     wait_for("the assignment", WAIT, || {
         let r = &replica;
         async move { (r.ownership().await?.0.len() == 12).then_some(()) }
