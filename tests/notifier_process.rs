@@ -8,16 +8,16 @@ mod notifier_support;
 
 use std::net::TcpListener;
 use std::path::PathBuf;
-use std::process::{Child, ExitStatus, Stdio};
+use std::process::{ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{wait_for, TestEnv};
+use common::{wait_for, ChildGuard, TestEnv};
 use notifier_support::*;
 use tayga::alert::AlertKind;
 
 /// A running `tayga serve notifier`, logging into a file.
 struct Daemon {
-    child: Child,
+    child: ChildGuard,
     log: PathBuf,
     metrics: String,
     _dir: tempfile::TempDir,
@@ -40,7 +40,7 @@ impl Daemon {
         for (key, value) in settings {
             cmd.env(key, value);
         }
-        let child = cmd.spawn().expect("the tayga binary starts");
+        let child = ChildGuard::spawn(&mut cmd, "tayga serve notifier");
         Daemon { child, log, metrics, _dir: dir }
     }
 
@@ -58,11 +58,10 @@ impl Daemon {
         let child = &mut self.child;
         let deadline = Instant::now() + limit;
         loop {
-            if let Some(status) = child.try_wait().unwrap() {
+            if let Some(status) = child.try_wait() {
                 return status;
             }
             if Instant::now() >= deadline {
-                let _ = child.kill();
                 panic!(
                     "the notifier did not exit within {limit:?}; log:\n{}",
                     std::fs::read_to_string(&self.log).unwrap_or_default()
@@ -70,13 +69,6 @@ impl Daemon {
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -102,8 +94,7 @@ async fn a_hard_killed_notifier_resumes_the_pending_attempt_count() {
     })
     .await;
     assert_eq!(pending.status, "pending", "{}", first.log());
-    first.child.kill().unwrap();
-    first.child.wait().unwrap();
+    first.child.kill();
     let at_kill = row(&store, alert.alert_id, "hook").await.unwrap();
     assert_eq!(at_kill.status, "pending");
     let sent_before = hook.count();

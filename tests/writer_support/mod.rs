@@ -6,7 +6,7 @@
 
 use std::net::TcpListener;
 use std::path::PathBuf;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
@@ -292,7 +292,7 @@ impl InProcess {
 
 /// The real `tayga serve writer` process, logging into a file.
 pub struct Daemon {
-    pub child: Child,
+    pub child: crate::common::ChildGuard,
     pub log: PathBuf,
     pub metrics_addr: String,
     _dir: tempfile::TempDir,
@@ -313,7 +313,7 @@ impl Daemon {
         for (key, value) in settings {
             cmd.env(key, value);
         }
-        let child = cmd.spawn().expect("the tayga binary starts");
+        let child = crate::common::ChildGuard::spawn(&mut cmd, "tayga serve writer");
         Daemon { child, log, metrics_addr, _dir: dir }
     }
 
@@ -334,7 +334,7 @@ impl Daemon {
     pub async fn exit_within(&mut self, limit: Duration) -> ExitStatus {
         let deadline = Instant::now() + limit;
         loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
+            if let Some(status) = self.child.try_wait() {
                 return status;
             }
             assert!(Instant::now() < deadline, "the writer did not exit within {limit:?}\n{}", self.log());
@@ -353,8 +353,7 @@ impl Drop for Daemon {
                 eprintln!("{line}");
             }
         }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        // The child is killed and reaped by its ChildGuard, dropped next.
     }
 }
 
