@@ -192,6 +192,13 @@ async fn a_new_line_shape_raises_one_alert_and_a_full_reread_adds_nothing() {
     assert_eq!(alert.kind, "new_template");
     assert_eq!(alert.template_id, template[0].template_id);
     assert_eq!(alert.alert_id, alert_id(AlertKind::NewTemplate, template[0].template_id, 0));
+    // logminer_state as seed 000 has it: the replica's heartbeat, a watermark per partition,
+    // the masking epoch.
+    let state = tayga::store::logminer::State::load(&store).await.unwrap();
+    assert!(state.heartbeats().iter().any(|h| h.replica == "r1" && h.at_ns >= now), "{state:?}");
+    assert_eq!(state.partitions_without_watermark(12), Vec::<i32>::new(), "{state:?}");
+    assert!(state.watermark(&(0..12).collect::<Vec<_>>()) >= now);
+    assert_eq!(state.masking_epoch().map(|(v, _)| v).as_deref(), Some(tayga::mine::MASKING_VERSION));
     let records = common::read_alerts(&env.config, 1);
     assert_eq!(records.len(), 1, "published once: {records:?}");
     assert_eq!(records[0].0, format_id(template[0].template_id), "keyed by template id");

@@ -555,13 +555,18 @@ impl Logminer {
             self.restore_taken_over().await?;
             self.spikes_and_silences().await?;
             self.republish().await;
-            let now = now_ns();
-            lm::write_state(&self.store, &[(lm::heartbeat_key(&self.replica), now.to_string())], now).await?;
             anyhow::Ok(())
         }
         .await;
         if let Err(e) = result {
             tracing::warn!(error = %format!("{e:#}"), "the detection pass failed; the next tick retries");
+        }
+        // The heartbeat says "a replica is running" (remine refuses while one is), so it is
+        // written after a failed pass too.
+        let now = now_ns();
+        if let Err(e) = lm::write_state(&self.store, &[(lm::heartbeat_key(&self.replica), now.to_string())], now).await
+        {
+            tracing::warn!(error = %e, "writing the heartbeat failed");
         }
         self.observe("detection", started);
         self.gauges();
