@@ -61,10 +61,14 @@ clickhouse_server_bin() {
 ch_answers() { curl -sf "http://127.0.0.1:$CH_HTTP_PORT/ping" >/dev/null 2>&1; }
 broker_answers() { (exec 3<>"/dev/tcp/127.0.0.1/$BROKER_PORT") 2>/dev/null; }
 
-wait_for() { # name check-function seconds
+wait_for() { # name check-function seconds [log file to show on failure]
   local name=$1 check=$2 deadline=$((SECONDS + $3))
   until $check; do
-    [ $SECONDS -lt "$deadline" ] || die "$name did not answer within $3 s (logs under $TAYGA_HOME)"
+    if [ $SECONDS -ge "$deadline" ]; then
+      # Say why where it is known: the last lines the service logged.
+      [ -n "${4:-}" ] && [ -f "$4" ] && tail -n 15 "$4" | sed 's/^/  | /' >&2
+      die "$name did not answer within $3 s (logs under $TAYGA_HOME)"
+    fi
     sleep 0.2
   done
   log "$name is up"
@@ -124,7 +128,7 @@ start_clickhouse() {
   # exec, so that the recorded PID is the server's and no shell holds our stdout open.
   (cd "$CH_DIR" && exec nohup "$bin" --config-file="$CH_DIR/config.xml" >"$CH_DIR/log/stdout.log" 2>&1) &
   echo $! >"$CH_DIR/pid"
-  wait_for clickhouse ch_answers 60
+  wait_for clickhouse ch_answers 60 "$CH_DIR/log/error.log"
 }
 
 start_broker() {

@@ -365,10 +365,29 @@ pub struct PrivateClickHouse {
     pub tcp_port: u16,
 }
 
+/// Ports for a private server: HTTP, TCP, and the interserver port services.sh derives
+/// (TCP + 9), all free now. They are taken below Linux's ephemeral range (32768 and up):
+/// an OS-assigned port can be reused at once as the local port of some outgoing connection
+/// (the suite makes hundreds), and the derived one was never checked at all, so the server
+/// sometimes could not bind and never answered.
+fn clickhouse_ports() -> (u16, u16) {
+    let free = |port: u16| TcpListener::bind(("127.0.0.1", port)).is_ok();
+    let seed = std::process::id() as u64
+        ^ std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64;
+    for attempt in 0..500u64 {
+        let http = 20_000 + ((seed.wrapping_mul(6364136223846793005).wrapping_add(attempt * 7919)) % 12_000) as u16;
+        let tcp = http + 1;
+        if free(http) && free(tcp) && free(tcp + 9) {
+            return (http, tcp);
+        }
+    }
+    panic!("no free ports for a private ClickHouse between 20000 and 32010");
+}
+
 impl PrivateClickHouse {
     pub fn start() -> PrivateClickHouse {
-        let free = || TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let ch = PrivateClickHouse { home: tempfile::tempdir().unwrap(), http_port: free(), tcp_port: free() };
+        let (http_port, tcp_port) = clickhouse_ports();
+        let ch = PrivateClickHouse { home: tempfile::tempdir().unwrap(), http_port, tcp_port };
         ch.up();
         ch
     }
