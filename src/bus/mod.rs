@@ -3,6 +3,7 @@
 //! [`topics::ensure_topics`], so whichever starts first decides the partition counts.
 
 pub mod alerts;
+pub mod consume;
 pub mod producer;
 pub mod record;
 pub mod topics;

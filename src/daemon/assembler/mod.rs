@@ -24,19 +24,19 @@ pub mod metrics;
 pub mod trace;
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use prometheus_client::registry::Registry;
-use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance, StreamConsumer};
+use rdkafka::consumer::Consumer;
 use rdkafka::message::{Message, OwnedHeaders};
-use rdkafka::{ClientContext, Offset, TopicPartitionList};
 use serde_json::json;
 
 use self::buffer::{Buffer, Item, Limits, Outcome, PendingStory};
 use self::metrics::AssemblerMetrics;
 use self::trace::SpanInfo;
+use crate::bus::consume::{commit_moved, lag, LoggedConsumer, RebalanceLog, Rebalanced};
 use crate::bus::producer::{OutRecord, Publisher};
 use crate::bus::record::{self, SignalPayload};
 use crate::bus::Names;
@@ -97,37 +97,6 @@ pub fn consumer_config(kafka: &KafkaConfig, names: &Names) -> rdkafka::ClientCon
     )
 }
 
-#[derive(Debug)]
-enum Change {
-    Assigned(Vec<i32>),
-    Revoked(Vec<i32>),
-}
-
-/// Records rebalances for the loop, which applies them before the next record.
-struct AssemblerContext {
-    changes: Mutex<Vec<Change>>,
-}
-
-impl ClientContext for AssemblerContext {}
-
-impl ConsumerContext for AssemblerContext {
-    fn pre_rebalance(&self, _consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
-        if let Rebalance::Revoke(tpl) = rebalance {
-            let partitions: Vec<i32> = tpl.elements().iter().map(|e| e.partition()).collect();
-            self.changes.lock().unwrap().push(Change::Revoked(partitions));
-        }
-    }
-
-    fn post_rebalance(&self, _consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
-        if let Rebalance::Assign(tpl) = rebalance {
-            let partitions: Vec<i32> = tpl.elements().iter().map(|e| e.partition()).collect();
-            self.changes.lock().unwrap().push(Change::Assigned(partitions));
-        }
-    }
-}
-
-type Assembler = StreamConsumer<AssemblerContext>;
-
 /// What a record carries for the assembler: its spans and logs with a valid trace id.
 pub fn items_of(
     headers: Option<&rdkafka::message::BorrowedHeaders>,
@@ -154,7 +123,7 @@ pub fn items_of(
 
 struct Daemon {
     buffer: Buffer,
-    consumer: Arc<Assembler>,
+    consumer: Arc<LoggedConsumer>,
     publisher: Publisher,
     store: Store,
     names: Names,
@@ -166,9 +135,9 @@ struct Daemon {
 /// Consumes until `shutdown`.
 pub async fn run(config: &Config, metrics: AssemblerMetrics, shutdown: Shutdown) -> anyhow::Result<()> {
     let names = config.names();
-    let consumer: Arc<Assembler> = Arc::new(
+    let consumer: Arc<LoggedConsumer> = Arc::new(
         consumer_config(&config.kafka, &names)
-            .create_with_context(AssemblerContext { changes: Mutex::new(Vec::new()) })
+            .create_with_context(RebalanceLog::default())
             .context("creating the Kafka consumer")?,
     );
     consumer.subscribe(&[&names.signals]).with_context(|| format!("subscribing to {}", names.signals))?;
@@ -278,10 +247,10 @@ impl Daemon {
     }
 
     fn apply_changes(&mut self) {
-        let changes: Vec<Change> = std::mem::take(&mut *self.consumer.context().changes.lock().unwrap());
+        let changes = self.consumer.context().take();
         for change in changes {
             match change {
-                Change::Revoked(partitions) => {
+                Rebalanced::Revoked(partitions) => {
                     let mut dropped = 0;
                     for p in &partitions {
                         dropped += self.buffer.revoke(*p);
@@ -290,7 +259,7 @@ impl Daemon {
                     self.metrics.revoked_traces.inc_by(dropped as u64);
                     tracing::info!(?partitions, dropped, "partitions revoked: their open traces are dropped");
                 }
-                Change::Assigned(partitions) => {
+                Rebalanced::Assigned(partitions) => {
                     for p in &partitions {
                         self.buffer.revoke(*p);
                         self.buffer.assign(*p);
@@ -411,52 +380,15 @@ impl Daemon {
 
     /// Commits the frontier of every assigned partition that moved.
     async fn commit(&mut self) {
-        let mut tpl = TopicPartitionList::new();
-        let mut moved = Vec::new();
-        for p in self.buffer.partitions() {
-            let Some(f) = self.buffer.frontier(p) else {
-                continue;
-            };
-            if self.committed.get(&p) == Some(&f) {
-                continue;
-            }
-            if tpl.add_partition_offset(&self.names.signals, p, Offset::Offset(f)).is_ok() {
-                moved.push((p, f));
-            }
-        }
-        if moved.is_empty() {
-            return;
-        }
-        let consumer = self.consumer.clone();
-        match tokio::task::spawn_blocking(move || consumer.commit(&tpl, CommitMode::Sync)).await {
-            Ok(Ok(())) => {
-                for (p, f) in moved {
-                    self.committed.insert(p, f);
-                }
-            }
-            Ok(Err(e)) => {
-                tracing::warn!(error = %e, "committing offsets failed; the next commit covers them")
-            }
-            Err(e) => tracing::error!(error = %e, "the commit task failed"),
-        }
+        let frontiers: Vec<(i32, i64)> =
+            self.buffer.partitions().into_iter().filter_map(|p| Some((p, self.buffer.frontier(p)?))).collect();
+        commit_moved(&self.consumer, &self.names.signals, frontiers, &mut self.committed).await;
     }
 
     /// Lag: over the assigned partitions, high watermark − commit frontier.
     async fn refresh_lag(&self) {
-        let parts: Vec<(i32, Option<i64>)> =
-            self.buffer.partitions().into_iter().map(|p| (p, self.buffer.frontier(p))).collect();
-        let consumer = self.consumer.clone();
-        let topic = self.names.signals.clone();
-        let lag = tokio::task::spawn_blocking(move || {
-            let mut lag = 0i64;
-            for (p, frontier) in parts {
-                let (low, high) = consumer.fetch_watermarks(&topic, p, Duration::from_secs(1)).ok()?;
-                lag += (high - frontier.unwrap_or(low).max(low)).max(0);
-            }
-            Some(lag)
-        })
-        .await;
-        if let Ok(Some(lag)) = lag {
+        let parts = self.buffer.partitions().into_iter().map(|p| (p, self.buffer.frontier(p))).collect();
+        if let Some(lag) = lag(&self.consumer, &self.names.signals, parts).await {
             self.metrics.lag.set(lag);
         }
     }

@@ -31,15 +31,15 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use prometheus_client::registry::Registry;
-use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance, StreamConsumer};
+use rdkafka::consumer::Consumer;
 use rdkafka::message::Message;
-use rdkafka::{ClientContext, Offset, TopicPartitionList};
 use serde_json::json;
 
 use self::detect::{Rules, Spikes, MINUTE_NS};
 use self::metrics::{KindLabel, LogminerMetrics, PassLabel};
 use crate::alert::AlertKind;
 use crate::bus::alerts::publish_and_mark;
+use crate::bus::consume::{commit_moved, lag, LoggedConsumer, RebalanceLog, Rebalanced};
 use crate::bus::producer::Publisher;
 use crate::bus::record::{self, SignalPayload};
 use crate::bus::Names;
@@ -84,35 +84,6 @@ pub fn replica_id(configured: &str) -> String {
         .map(|h| h.trim().to_string())
         .filter(|h| !h.is_empty())
         .unwrap_or_else(|| "logminer".to_string())
-}
-
-#[derive(Debug)]
-enum Change {
-    Assigned(Vec<i32>),
-    Revoked(Vec<i32>),
-}
-
-/// Records rebalances for the loop, which applies them before the next record.
-struct LogminerContext {
-    changes: Mutex<Vec<Change>>,
-}
-
-impl ClientContext for LogminerContext {}
-
-impl ConsumerContext for LogminerContext {
-    fn pre_rebalance(&self, _consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
-        if let Rebalance::Revoke(tpl) = rebalance {
-            let partitions = tpl.elements().iter().map(|e| e.partition()).collect();
-            self.changes.lock().unwrap().push(Change::Revoked(partitions));
-        }
-    }
-
-    fn post_rebalance(&self, _consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
-        if let Rebalance::Assign(tpl) = rebalance {
-            let partitions = tpl.elements().iter().map(|e| e.partition()).collect();
-            self.changes.lock().unwrap().push(Change::Assigned(partitions));
-        }
-    }
 }
 
 /// What `/health` shows: which partitions and services this replica has.
@@ -164,7 +135,7 @@ struct Logminer {
     replica: String,
     store: Store,
     publisher: Publisher,
-    consumer: Arc<StreamConsumer<LogminerContext>>,
+    consumer: Arc<LoggedConsumer>,
     book: Book,
     rules: Rules,
     metrics: LogminerMetrics,
@@ -198,9 +169,9 @@ async fn run(
     let store = Store::new(&config.clickhouse);
     let book = Book::new(config.logminer.mining()).context("the [logminer.masking] settings are not usable")?;
     start_up(&store, &config.logminer, book.masking_version()).await?;
-    let consumer: Arc<StreamConsumer<LogminerContext>> = Arc::new(
+    let consumer: Arc<LoggedConsumer> = Arc::new(
         consumer_config(&config.kafka, &names)
-            .create_with_context(LogminerContext { changes: Mutex::new(Vec::new()) })
+            .create_with_context(RebalanceLog::default())
             .context("creating the Kafka consumer")?,
     );
     consumer.subscribe(&[&names.logs]).with_context(|| format!("subscribing to {}", names.logs))?;
@@ -371,34 +342,17 @@ impl Logminer {
     /// Commits, for every partition mined, the offset after its last stored record. A
     /// commit after a revoke may be refused: the records are then read again (harmless).
     async fn commit(&mut self) {
-        let mut tpl = TopicPartitionList::new();
-        let mut moved = Vec::new();
-        for (&p, &offset) in &self.mined_up_to {
-            if self.committed.get(&p) == Some(&offset) {
-                continue;
-            }
-            if tpl.add_partition_offset(&self.names.logs, p, Offset::Offset(offset)).is_ok() {
-                moved.push((p, offset));
-            }
-        }
-        if moved.is_empty() {
-            return;
-        }
-        let consumer = self.consumer.clone();
-        match tokio::task::spawn_blocking(move || consumer.commit(&tpl, CommitMode::Sync)).await {
-            Ok(Ok(())) => self.committed.extend(moved),
-            Ok(Err(e)) => tracing::warn!(error = %e, "committing offsets failed; the records will be read again"),
-            Err(e) => tracing::error!(error = %e, "the commit task failed"),
-        }
+        let offsets: Vec<(i32, i64)> = self.mined_up_to.iter().map(|(p, o)| (*p, *o)).collect();
+        commit_moved(&self.consumer, &self.names.logs, offsets, &mut self.committed).await;
     }
 
     /// Applies the rebalances the consumer reported, in order.
     async fn apply_changes(&mut self) {
-        let changes: Vec<Change> = std::mem::take(&mut *self.consumer.context().changes.lock().unwrap());
+        let changes = self.consumer.context().take();
         for change in changes {
             match change {
-                Change::Revoked(partitions) => self.revoked(partitions).await,
-                Change::Assigned(partitions) => self.assigned(partitions).await,
+                Rebalanced::Revoked(partitions) => self.revoked(partitions).await,
+                Rebalanced::Assigned(partitions) => self.assigned(partitions).await,
             }
         }
     }
@@ -695,20 +649,8 @@ impl Logminer {
 
     /// Lag: over the assigned partitions, high watermark − committed offset.
     async fn refresh_lag(&self) {
-        let parts: Vec<(i32, Option<i64>)> =
-            self.assigned.iter().map(|p| (*p, self.committed.get(p).copied())).collect();
-        let consumer = self.consumer.clone();
-        let topic = self.names.logs.clone();
-        let lag = tokio::task::spawn_blocking(move || {
-            let mut lag = 0i64;
-            for (p, committed) in parts {
-                let (low, high) = consumer.fetch_watermarks(&topic, p, Duration::from_secs(1)).ok()?;
-                lag += (high - committed.unwrap_or(low).max(low)).max(0);
-            }
-            Some(lag)
-        })
-        .await;
-        if let Ok(Some(lag)) = lag {
+        let parts = self.assigned.iter().map(|p| (*p, self.committed.get(p).copied())).collect();
+        if let Some(lag) = lag(&self.consumer, &self.names.logs, parts).await {
             self.metrics.lag.set(lag);
         }
     }
