@@ -91,6 +91,10 @@ async fn the_logminer_queries_run_on_the_real_server() {
             .await
             .unwrap();
     assert_eq!(spikes.len(), 1);
+    let of_a = alerts(&store, &AlertQuery { services: Some(vec!["a".into(), "zzz".into()]), ..Default::default() })
+        .await
+        .unwrap();
+    assert_eq!(of_a.iter().map(|a| a.alert_id).collect::<Vec<_>>(), vec![1]);
     let unmarked = unmarked_alerts(&store, None, 0, 10).await.unwrap();
     assert_eq!(unmarked.iter().map(|a| a.alert_id).collect::<Vec<_>>(), vec![2, 1]);
     mark_published(&store, &[(2, 12 * MIN)], 1).await.unwrap();
@@ -125,6 +129,6 @@ fn the_logminer_queries_run_on_current_clickhouse() {
     items.push(json!({"sql": fill(&s[4], &[], &["[5,8]"]), "expect": "5"}));
     items.push(json!({"sql": format!("SELECT alert_id FROM ({})", fill(&s[5], &[], &["0", "['a']"])), "expect": "6"}));
     items.push(Value::String(fill(&s[6], &[], &["[5]"])));
-    items.push(Value::String(fill(&s[7], &[], &["0", "[5]", "'a'", "'spike'", "0"])));
+    items.push(Value::String(fill(&s[7], &[], &["0", "[5]", "'a'", "['a']", "'spike'", "0"])));
     common::run_in_chdb("the logminer SQL", &items);
 }

@@ -299,6 +299,8 @@ pub struct AlertQuery {
     /// Any of these ids.
     pub ids: Option<Vec<u64>>,
     pub service: Option<String>,
+    /// Any of these services.
+    pub services: Option<Vec<String>>,
     pub kind: Option<crate::alert::AlertKind>,
     /// Only alerts whose `last_at` is at or after this (the active ones, see
     /// [`active_cutoff_ns`]).
@@ -317,6 +319,9 @@ fn alerts_rest(q: &AlertQuery) -> String {
     }
     if q.service.is_some() {
         conditions.push("service = ?");
+    }
+    if q.services.is_some() {
+        conditions.push("has(?, service)");
     }
     if q.kind.is_some() {
         conditions.push("kind = ?");
@@ -349,6 +354,7 @@ pub fn statements() -> Vec<String> {
         alert_id: Some(0),
         ids: Some(Vec::new()),
         service: Some(String::new()),
+        services: Some(Vec::new()),
         kind: Some(crate::alert::AlertKind::Spike),
         last_at_since_ns: Some(0),
         limit: Some(10),
@@ -377,6 +383,9 @@ pub async fn alerts(store: &Store, q: &AlertQuery) -> Result<Vec<AlertRow>, Stor
     }
     if let Some(service) = &q.service {
         query = query.bind(service.as_str());
+    }
+    if let Some(services) = &q.services {
+        query = query.bind(services);
     }
     if let Some(kind) = q.kind {
         query = query.bind(kind.as_str());

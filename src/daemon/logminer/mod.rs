@@ -542,23 +542,26 @@ impl Logminer {
     async fn restore_taken_over(&mut self) -> anyhow::Result<()> {
         let cutoff = lm::active_cutoff_ns(now_ns());
         let fresh: Vec<String> = self.owned.iter().filter(|(_, o)| !o.restored).map(|(s, _)| s.clone()).collect();
-        for service in fresh {
-            let query = AlertQuery {
-                service: Some(service.clone()),
-                kind: Some(AlertKind::Spike),
-                last_at_since_ns: Some(cutoff),
-                ..Default::default()
-            };
-            let active = lm::alerts(&self.store, &query).await?;
-            let spikes = self.spikes.entry(service.clone()).or_default();
-            for row in &active {
-                spikes.entry(row.template_id).or_insert_with(|| detect::spike_from_row(row));
-                self.raised.insert(row.alert_id);
-            }
-            if !active.is_empty() {
-                tracing::info!(service = %service, spikes = active.len(), "restored the active spikes of a service taken over");
-            }
-            if let Some(o) = self.owned.get_mut(&service) {
+        if fresh.is_empty() {
+            return Ok(());
+        }
+        // One query for every service taken over since the last pass.
+        let query = AlertQuery {
+            services: Some(fresh.clone()),
+            kind: Some(AlertKind::Spike),
+            last_at_since_ns: Some(cutoff),
+            ..Default::default()
+        };
+        let active = lm::alerts(&self.store, &query).await?;
+        for row in &active {
+            let spikes = self.spikes.entry(row.service.clone()).or_default();
+            spikes.entry(row.template_id).or_insert_with(|| detect::spike_from_row(row));
+            self.raised.insert(row.alert_id);
+            tracing::info!(service = %row.service, alert_id = %crate::alert::format_id(row.alert_id),
+                "restored an active spike of a service taken over");
+        }
+        for service in &fresh {
+            if let Some(o) = self.owned.get_mut(service) {
                 o.restored = true;
             }
         }
