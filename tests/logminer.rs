@@ -62,14 +62,7 @@ impl Replica {
     }
 
     async fn metric(&self, name: &str) -> Option<f64> {
-        let text = reqwest::get(format!("http://{}/metrics", self.metrics_addr)).await.ok()?.text().await.ok()?;
-        Some(
-            text.lines()
-                .filter(|l| !l.starts_with('#'))
-                .filter(|l| l.strip_prefix(name).is_some_and(|r| r.starts_with(' ') || r.starts_with('{')))
-                .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-                .sum(),
-        )
+        common::scrape(&self.metrics_addr).await.map(|text| common::metric(&text, name))
     }
 
     fn signal(&self, signal: &str) {

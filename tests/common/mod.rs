@@ -196,6 +196,22 @@ pub fn fill_placeholders(sql: &str, columns: &[&str], values: &[&str]) -> String
     out
 }
 
+/// Sums the samples of metric `name` (all label sets) in a Prometheus text body; a name
+/// may carry its labels (`x_count{pass="revoke"}`) to pick one set.
+pub fn metric(text: &str, name: &str) -> f64 {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter(|l| l.strip_prefix(name).is_some_and(|rest| rest.starts_with(' ') || rest.starts_with('{')))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+/// A daemon's `/metrics` text at `addr`; `None` when it does not answer within 5 s.
+pub async fn scrape(addr: &str) -> Option<String> {
+    let client = reqwest::Client::builder().timeout(Duration::from_secs(5)).build().ok()?;
+    client.get(format!("http://{addr}/metrics")).send().await.ok()?.text().await.ok()
+}
+
 /// A record's key as text.
 pub fn key_of(m: &OwnedMessage) -> String {
     String::from_utf8_lossy(m.key().unwrap_or_default()).into_owned()

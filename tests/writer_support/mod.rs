@@ -243,18 +243,7 @@ pub fn free_addr() -> String {
     format!("127.0.0.1:{port}")
 }
 
-/// Sums the samples of metric `name` (all label sets) in a Prometheus text body.
-pub fn metric(text: &str, name: &str) -> f64 {
-    text.lines()
-        .filter(|l| !l.starts_with('#'))
-        .filter(|l| l.strip_prefix(name).is_some_and(|rest| rest.starts_with(' ') || rest.starts_with('{')))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum()
-}
-
-pub async fn scrape(addr: &str) -> Option<String> {
-    reqwest::get(format!("http://{addr}/metrics")).await.ok()?.text().await.ok()
-}
+pub use crate::common::{metric, scrape};
 
 /// The writer running in this process (`tayga::daemon::writer::run`).
 pub struct InProcess {
