@@ -3,7 +3,7 @@
 //! test in its own database and topic prefix. The commands' clock is started at a chosen
 //! time with `TAYGA_NOW_NS` instead of waiting minutes.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::Path;
