@@ -6,7 +6,10 @@ pub mod assembler;
 pub mod ingest;
 pub mod logminer;
 pub mod notifier;
+pub mod runtime;
 pub mod writer;
+
+pub use self::runtime::{run, Spec};
 
 use std::future::Future;
 use std::io::IsTerminal;
