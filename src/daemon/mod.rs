@@ -1,6 +1,8 @@
 //! What every daemon shares (DESIGN.md §10): logging set up for containers, a shutdown
-//! signal raised by SIGTERM/SIGINT, and the small HTTP server for `/health` and `/metrics`.
-//! Each daemon lives in a submodule and is started by `tayga serve <service>`.
+//! signal raised by SIGTERM/SIGINT, the small HTTP server for `/health` and `/metrics`, and
+//! the start-up retries. Each daemon lives in a submodule and is started by
+//! `tayga serve <service>`; the consuming ones go through [`run`] ([`runtime`]), ingest
+//! uses the server, the shutdown and the topic creation without a consumer.
 
 pub mod assembler;
 pub mod ingest;
