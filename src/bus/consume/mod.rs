@@ -5,6 +5,7 @@
 //! - [`rebalance`]: the context that records rebalances for the loop to apply;
 //! - [`commit`]: the explicit commit of offsets that moved;
 //! - [`lag`]: one lag computation, for the daemons, the writer and `tayga topics list`;
+//! - [`poll`]: the wait for the next record, tick or stop at the top of a consumer loop;
 //! - [`metrics`]: the metrics and log lines every consumer reports, one event each;
 //! - [`leave`]: the leave-group step at the end.
 //!
@@ -14,6 +15,7 @@
 pub mod commit;
 pub mod lag;
 pub mod metrics;
+pub mod poll;
 pub mod rebalance;
 
 use std::sync::Arc;

@@ -37,6 +37,7 @@ use serde_json::json;
 use self::buffer::{Buffer, Item, Limits, Outcome, PendingStory};
 use self::metrics::AssemblerMetrics;
 use self::trace::SpanInfo;
+use crate::bus::consume::poll::{Polled, Poller};
 use crate::bus::consume::{self, commit_moved, lag, Group, LoggedConsumer, Rebalanced};
 use crate::bus::producer::{OutRecord, Publisher};
 use crate::bus::record::{self, SignalPayload};
@@ -50,8 +51,6 @@ use crate::store::{now_ns, SpanRow, Store, StoryRow};
 pub const LATE_WINDOW: Duration = Duration::from_secs(300);
 /// How often offsets are committed (when a frontier moved).
 const COMMIT_EVERY: Duration = Duration::from_secs(1);
-/// How often the lag gauge is refreshed from the broker.
-const LAG_EVERY: Duration = Duration::from_secs(5);
 
 /// `tayga serve assembler`: the shared daemon start-up ([`crate::daemon::run`]) on
 /// `assembler.metrics_addr`, then the consumer loop until `shutdown`.
@@ -136,15 +135,12 @@ pub async fn run(config: &Config, metrics: AssemblerMetrics, shutdown: Shutdown)
         committed: BTreeMap::new(),
     };
     let tick_every = Duration::from_millis((limits.idle_close_ms / 4).clamp(50, 1000));
-    let mut tick = tokio::time::interval(tick_every);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut poller = Poller::new(&d.consumer, &d.names.signals, tick_every);
     let mut last_commit = Instant::now();
-    let mut last_lag = Instant::now() - LAG_EVERY;
     loop {
-        let message = tokio::select! {
-            biased;
-            _ = shutdown.triggered() => break,
-            _ = tick.tick() => {
+        let message = match poller.next(shutdown.triggered()).await {
+            Polled::Stopped => break,
+            Polled::Tick => {
                 d.apply_changes();
                 let now = d.now_ms();
                 d.buffer.close_due(now);
@@ -153,22 +149,13 @@ pub async fn run(config: &Config, metrics: AssemblerMetrics, shutdown: Shutdown)
                     d.commit().await;
                     last_commit = Instant::now();
                 }
-                if last_lag.elapsed() >= LAG_EVERY {
+                if poller.lag_due() {
                     d.refresh_lag().await;
-                    last_lag = Instant::now();
                 }
                 d.gauges();
                 continue;
             }
-            message = d.consumer.recv() => message.map(|m| m.detach()),
-        };
-        let message = match message {
-            Ok(m) => m,
-            Err(e) => {
-                d.metrics.consumer.consume_error(&d.names.signals, &e);
-                shutdown.sleep(Duration::from_millis(500)).await;
-                continue;
-            }
+            Polled::Record(message) => message,
         };
         d.apply_changes();
         if !d.buffer.is_assigned(message.partition()) {

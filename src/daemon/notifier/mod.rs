@@ -29,14 +29,12 @@ use tokio::task::JoinSet;
 use self::deliver::{Ctx, Settings, Target, TargetEnd};
 use self::metrics::{DeliveryResult, NotifierMetrics};
 use crate::alert::{format_id, Alert};
+use crate::bus::consume::poll::{Polled, Poller};
 use crate::bus::consume::{self, commit_moved, lag, Group, Rebalanced};
 use crate::bus::Names;
 use crate::config::{Config, KafkaConfig};
 use crate::daemon::{HealthFn, Shutdown, Spec};
 use crate::store::{now_ns, Store};
-
-/// How often the lag gauge is refreshed from the broker.
-const LAG_EVERY: Duration = Duration::from_secs(5);
 
 /// `tayga serve notifier`: the shared daemon start-up ([`crate::daemon::run`]) on
 /// `notifier.metrics_addr`, then the consumer loop until `shutdown`.
@@ -108,36 +106,25 @@ impl Notifier {
             "notifier started"
         );
         let shutdown = self.ctx.shutdown.clone();
-        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        let mut poller = Poller::new(&consumer, &self.names.alerts, Duration::from_secs(1));
         let mut assigned = BTreeSet::new();
         let mut committed = BTreeMap::new();
-        let mut last_lag = Instant::now() - LAG_EVERY;
         loop {
-            let message = tokio::select! {
-                biased;
-                _ = shutdown.triggered() => break,
-                _ = tick.tick() => {
+            let message = match poller.next(shutdown.triggered()).await {
+                Polled::Stopped => break,
+                Polled::Tick => {
                     // An elapsed cooldown closes a breaker without any event: show it.
                     for t in self.targets.iter() {
                         self.ctx.metrics.set_breaker(&t.name, t.breaker_open());
                     }
                     apply_changes(&consumer.context().take(), &mut assigned, &mut committed);
-                    if last_lag.elapsed() >= LAG_EVERY {
+                    if poller.lag_due() {
                         let points = assigned.iter().map(|p| (*p, committed.get(p).copied())).collect();
                         lag(&consumer, &self.names.alerts, points).await;
-                        last_lag = Instant::now();
                     }
                     continue;
                 }
-                message = consumer.recv() => message,
-            };
-            let message = match message {
-                Ok(m) => m.detach(),
-                Err(e) => {
-                    self.ctx.metrics.consumer.consume_error(&self.names.alerts, &e);
-                    shutdown.sleep(Duration::from_millis(500)).await;
-                    continue;
-                }
+                Polled::Record(message) => message,
             };
             apply_changes(&consumer.context().take(), &mut assigned, &mut committed);
             self.ctx.metrics.consumer.consumed();
