@@ -196,7 +196,8 @@ fn group_lag(kafka: &KafkaConfig, group: &str, topic: &str, watermarks: &[(i64, 
     let committed = committed_offsets(&consumer, topic, 0..watermarks.len() as i32, super::ADMIN_TIMEOUT)
         .map_err(|source| TopicError::Read { what: format!("committed offsets of group {group}"), source })?;
     let total_committed = committed.iter().filter_map(|(_, o)| *o).reduce(|a, b| a + b);
-    let lag = committed.iter().zip(watermarks).map(|((_, point), (low, high))| partition_lag(*low, *high, *point)).sum();
+    let lag =
+        committed.iter().zip(watermarks).map(|((_, point), (low, high))| partition_lag(*low, *high, *point)).sum();
     Ok(GroupLag { group: group.to_string(), committed: total_committed, lag })
 }
 

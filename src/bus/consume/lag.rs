@@ -94,9 +94,7 @@ pub async fn lag(consumer: &Arc<LoggedConsumer>, topic: &str, partitions: Vec<(i
         };
         let points: Vec<(i32, Option<i64>)> = partitions
             .into_iter()
-            .map(|(p, point)| {
-                (p, point.or_else(|| group_points.iter().find(|(q, _)| *q == p).and_then(|(_, o)| *o)))
-            })
+            .map(|(p, point)| (p, point.or_else(|| group_points.iter().find(|(q, _)| *q == p).and_then(|(_, o)| *o))))
             .collect();
         let lag = lag_of(consumer.as_ref(), &topic, &points, timeout).ok()?;
         consumer.context().metrics().lag(lag);

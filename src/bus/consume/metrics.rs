@@ -52,7 +52,11 @@ impl ConsumerMetrics {
             "Records not yet processed and committed (high watermark − commit point)",
             m.lag.clone(),
         );
-        r.register("assigned_partitions", "Partitions of the topic assigned to this member", m.assigned_partitions.clone());
+        r.register(
+            "assigned_partitions",
+            "Partitions of the topic assigned to this member",
+            m.assigned_partitions.clone(),
+        );
         m
     }
 

@@ -52,11 +52,7 @@ impl AssemblerMetrics {
         );
         r.register("truncated_traces", "Traces closed at the span limit", m.truncated.clone());
         r.register("dropped_spans", "Spans not added because their trace was truncated", m.dropped_spans.clone());
-        r.register(
-            "store_errors",
-            "Failed attempts to store and publish stories (retried)",
-            m.store_errors.clone(),
-        );
+        r.register("store_errors", "Failed attempts to store and publish stories (retried)", m.store_errors.clone());
         r.register(
             "revoked_traces",
             "Open or pending traces dropped with a revoked partition",
