@@ -308,6 +308,10 @@ async fn with_no_targets_and_unreadable_records_offsets_still_advance() {
     let text = notifier.metrics_text();
     assert!(text.contains("tayga_notifier_consumed_records_total 4"), "{text}");
     assert!(text.contains("tayga_notifier_undecodable_records_total 2"), "{text}");
+    // One accepted commit per record, through the consumer kit; the one member holds the
+    // alerts topic's 3 partitions.
+    assert!(text.contains("tayga_notifier_commits_total 4"), "{text}");
+    assert!(text.contains("tayga_notifier_assigned_partitions 3"), "{text}");
     assert!(rows(&env.store(), a.alert_id).await.is_empty());
     notifier.stop().await;
 }
