@@ -8,6 +8,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 
+use super::statements::Statement;
 use super::{AlertPublicationRow, AlertRow, HitRow, StateRow, Store, StoreError, TemplateRow};
 
 /// The global new-template watermark. It seeds a partition without its own key; only
@@ -344,9 +345,9 @@ fn unmarked_rest(by_service: bool, limit: u64) -> String {
     )
 }
 
-/// Every query of this module with its placeholders as written (the widest variant of the
-/// dynamic ones), for the portability check on current ClickHouse.
-pub fn statements() -> Vec<String> {
+/// Every query of this module with sample binds (the widest variant of the dynamic ones),
+/// for the registry (and, in this order, for `tests/it/logminer_store.rs`).
+pub fn statements() -> Vec<Statement> {
     use clickhouse::Row as _;
     let select =
         |table: &str, columns: &[&str], rest: &str| format!("SELECT {} FROM {table} {rest}", columns.join(", "));
@@ -360,14 +361,31 @@ pub fn statements() -> Vec<String> {
         limit: Some(10),
     };
     vec![
-        DELETE_HEARTBEATS_SQL.to_string(),
-        select("log_templates", TemplateRow::COLUMN_NAMES, LOAD_TEMPLATES_REST),
-        select("log_templates", TemplateRow::COLUMN_NAMES, CANDIDATES_REST),
-        MINUTE_COUNTS_SQL.to_string(),
-        EXISTING_ALERT_IDS_SQL.to_string(),
-        select("log_alerts", AlertRow::COLUMN_NAMES, &unmarked_rest(true, 10)),
-        select("log_alert_publications", AlertPublicationRow::COLUMN_NAMES, PUBLISHED_REST),
-        select("log_alerts", AlertRow::COLUMN_NAMES, &alerts_rest(&every_filter)),
+        Statement::new("logminer.delete_heartbeats", DELETE_HEARTBEATS_SQL).binds(["0"]),
+        Statement::new(
+            "logminer.load_templates",
+            select("log_templates", TemplateRow::COLUMN_NAMES, LOAD_TEMPLATES_REST),
+        )
+        .binds(["'v1'"]),
+        Statement::new(
+            "logminer.new_template_candidates",
+            select("log_templates", TemplateRow::COLUMN_NAMES, CANDIDATES_REST),
+        )
+        .binds(["['a']", "'v1'", "0", "1"]),
+        Statement::new("logminer.minute_counts", MINUTE_COUNTS_SQL).binds(["['a','b']", "0"]),
+        Statement::new("logminer.existing_alert_ids", EXISTING_ALERT_IDS_SQL).binds(["[5,8]"]),
+        Statement::new(
+            "logminer.unmarked_alerts",
+            select("log_alerts", AlertRow::COLUMN_NAMES, &unmarked_rest(true, 10)),
+        )
+        .binds(["0", "['a']"]),
+        Statement::new(
+            "logminer.published_versions",
+            select("log_alert_publications", AlertPublicationRow::COLUMN_NAMES, PUBLISHED_REST),
+        )
+        .binds(["[5]"]),
+        Statement::new("logminer.alerts", select("log_alerts", AlertRow::COLUMN_NAMES, &alerts_rest(&every_filter)))
+            .binds(["0", "[5]", "'a'", "['a']", "'spike'", "0"]),
     ]
 }
 

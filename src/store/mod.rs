@@ -1,6 +1,15 @@
 //! The ClickHouse side of Tayga: a client set up for both 18.16 and current servers, the
-//! schema and its migrations, the row structs, and retention.
+//! schema and its migrations, the row structs, retention, and every query the daemons and
+//! commands run.
+//!
+//! This is the only module that talks SQL (ARCHITECTURE.md): the client is private to it,
+//! every statement is a named function of one of its files, and every statement is listed
+//! in [`statements::all`], which `tests/it/store.rs` runs on 18.16 and on current
+//! ClickHouse. Tests read what they assert on through [`Store::query_for_tests`], which no
+//! code under `src/` outside this module may call (a unit test below checks).
 
+pub mod deliveries;
+pub mod insert;
 pub mod logminer;
 pub mod migrate;
 pub mod read;
@@ -8,6 +17,8 @@ pub mod remine;
 pub mod retention;
 pub mod rows;
 pub mod schema;
+pub mod statements;
+pub mod stories;
 
 use clickhouse::Client;
 
@@ -58,9 +69,23 @@ impl Store {
         }
     }
 
-    /// The client, bound to this store's database.
-    pub fn client(&self) -> &Client {
+    /// The client, bound to this store's database. Private to `store/`: code elsewhere calls
+    /// the named functions of this module, so every statement is in the registry.
+    pub(in crate::store) fn client(&self) -> &Client {
         &self.client
+    }
+
+    /// Any SQL, for tests that read what they assert on (and tests only: `src/` outside
+    /// `store/` never calls it). Not in the registry; `?` placeholders take `.bind()`.
+    #[doc(hidden)]
+    pub fn query_for_tests(&self, sql: &str) -> clickhouse::query::Query {
+        self.client.query(sql)
+    }
+
+    /// `SELECT ?fields FROM <T's table> <rest>`, for tests, as [`Store::query_for_tests`].
+    #[doc(hidden)]
+    pub fn select_for_tests<T: TableRow>(&self, rest: &str) -> clickhouse::query::Query {
+        self.select::<T>(rest)
     }
 
     pub fn database(&self) -> &str {
@@ -75,37 +100,30 @@ impl Store {
     /// The server's version string, e.g. `18.16.1`.
     pub async fn server_version(&self) -> Result<String, StoreError> {
         self.server_client()
-            .query("SELECT version()")
+            .query(SERVER_VERSION_SQL)
             .fetch_one::<String>()
             .await
             .map_err(|source| StoreError::Unreachable { url: self.url.clone(), source })
     }
 
     /// Runs one statement that returns nothing.
-    pub async fn execute(&self, what: &str, sql: &str) -> Result<(), StoreError> {
+    pub(in crate::store) async fn execute(&self, what: &str, sql: &str) -> Result<(), StoreError> {
         self.client.query(sql).execute().await.map_err(|source| self.query_error(what, source))
     }
 
-    /// Inserts rows in one INSERT.
+    /// Inserts rows through the one insert path ([`insert`]): bounded in time, and split so
+    /// that no INSERT covers more day partitions than current servers accept.
     pub async fn insert<T: TableRow>(&self, rows: &[T]) -> Result<(), StoreError> {
-        if rows.is_empty() {
-            return Ok(());
-        }
-        let what = || format!("inserting {} rows into {}", rows.len(), T::TABLE);
-        let mut insert = self.client.insert::<T>(T::TABLE).await.map_err(|source| self.query_error(&what(), source))?;
-        for row in rows {
-            insert.write(row).await.map_err(|source| self.query_error(&what(), source))?;
-        }
-        insert.end().await.map_err(|source| self.query_error(&what(), source))
+        insert::insert_rows(self, rows.iter(), None).await
     }
 
     /// Reads rows of `T`'s table; `rest` follows `FROM table` (`FINAL`, `WHERE …`, `ORDER BY …`)
     /// and may hold `?` placeholders filled by `bind`.
-    pub fn select<T: TableRow>(&self, rest: &str) -> clickhouse::query::Query {
+    pub(in crate::store) fn select<T: TableRow>(&self, rest: &str) -> clickhouse::query::Query {
         self.client.query(&format!("SELECT ?fields FROM {} {rest}", T::TABLE))
     }
 
-    pub(crate) fn query_error(&self, what: &str, source: clickhouse::error::Error) -> StoreError {
+    pub(in crate::store) fn query_error(&self, what: &str, source: clickhouse::error::Error) -> StoreError {
         if matches!(source, clickhouse::error::Error::Network(_)) {
             StoreError::Unreachable { url: self.url.clone(), source }
         } else {
@@ -115,7 +133,7 @@ impl Store {
 
     /// Drops this store's database and everything in it. Tests use it to clean up.
     pub async fn drop_database(&self) -> Result<(), StoreError> {
-        let sql = format!("DROP DATABASE IF EXISTS {}", self.database);
+        let sql = schema::drop_database_sql(&self.database);
         self.server_client()
             .query(&sql)
             .execute()
@@ -124,7 +142,84 @@ impl Store {
     }
 }
 
+/// The server's version. Sent with the server's default database, so it answers before ours
+/// exists.
+pub const SERVER_VERSION_SQL: &str = "SELECT version()";
+
 /// Nanoseconds since the Unix epoch, the unit of every timestamp column.
 pub fn now_ns() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+
+    fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                rust_files(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+
+    /// What, in `text`, is SQL or a way around `store/`: the client crate, the tests' raw
+    /// queries, or a statement (a keyword that starts one, or `SELECT … FROM`).
+    fn sql_in(text: &str) -> Vec<String> {
+        let mut found = Vec::new();
+        for marker in ["clickhouse::", "query_for_tests", "select_for_tests"] {
+            if text.contains(marker) {
+                found.push(marker.to_string());
+            }
+        }
+        for keyword in [
+            "INSERT INTO",
+            "ALTER TABLE",
+            "CREATE TABLE",
+            "CREATE DATABASE",
+            "DROP TABLE",
+            "DROP DATABASE",
+            "OPTIMIZE TABLE",
+            "TRUNCATE TABLE",
+        ] {
+            if text.contains(keyword) {
+                found.push(keyword.to_string());
+            }
+        }
+        for (at, _) in text.match_indices("SELECT ") {
+            let window: String = text[at..].chars().take(400).collect();
+            if window.contains(" FROM ") || window.contains("\nFROM ") {
+                found.push(window.lines().next().unwrap_or_default().to_string());
+            }
+        }
+        found
+    }
+
+    #[test]
+    fn the_guard_finds_sql_and_lets_operation_names_pass() {
+        assert!(!sql_in(r#"&["GET /cart", "SELECT orders", "charge card"]"#).iter().any(|f| f.contains("SELECT")));
+        assert_eq!(sql_in("\"SELECT a\nFROM t\"").len(), 1);
+        assert_eq!(sql_in("store.client().query(\"ALTER TABLE t DELETE WHERE 1\")"), vec!["ALTER TABLE"]);
+    }
+
+    /// ARCHITECTURE.md: `store/` is the only module that talks SQL.
+    #[test]
+    fn no_file_outside_store_holds_sql_or_reaches_the_client() {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut files = Vec::new();
+        rust_files(&src, &mut files);
+        let store = src.join("store");
+        let offenders: Vec<String> = files
+            .iter()
+            .filter(|f| !f.starts_with(&store))
+            .filter_map(|f| {
+                let found = sql_in(&std::fs::read_to_string(f).unwrap());
+                (!found.is_empty()).then(|| format!("{}: {found:?}", f.strip_prefix(&src).unwrap().display()))
+            })
+            .collect();
+        assert!(offenders.is_empty(), "SQL outside src/store/:\n{}", offenders.join("\n"));
+    }
 }

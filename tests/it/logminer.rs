@@ -130,12 +130,12 @@ async fn prepare(env: &TestEnv) -> Store {
 }
 
 async fn alerts(store: &Store) -> Vec<AlertRow> {
-    store.select::<AlertRow>("FINAL ORDER BY first_at, alert_id").fetch_all::<AlertRow>().await.unwrap()
+    store.select_for_tests::<AlertRow>("FINAL ORDER BY first_at, alert_id").fetch_all::<AlertRow>().await.unwrap()
 }
 
 async fn templates(store: &Store, service: &str) -> Vec<TemplateRow> {
     store
-        .select::<TemplateRow>("FINAL WHERE service = ? ORDER BY first_seen_ns")
+        .select_for_tests::<TemplateRow>("FINAL WHERE service = ? ORDER BY first_seen_ns")
         .bind(service)
         .fetch_all::<TemplateRow>()
         .await
@@ -143,7 +143,7 @@ async fn templates(store: &Store, service: &str) -> Vec<TemplateRow> {
 }
 
 async fn count(store: &Store, sql: &str) -> u64 {
-    store.client().query(sql).fetch_one::<u64>().await.unwrap()
+    store.query_for_tests(sql).fetch_one::<u64>().await.unwrap()
 }
 
 fn reset_group(config: &Config) {

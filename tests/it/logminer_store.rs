@@ -120,7 +120,7 @@ fn the_logminer_queries_run_on_current_clickhouse() {
             .into(),
     ));
     items.push(Value::String("INSERT INTO log_alert_publications VALUES (5, 9, 10)".into()));
-    let s = statements();
+    let s: Vec<String> = statements().into_iter().map(|s| s.sql).collect();
     assert_eq!(s.len(), 8, "a new statement needs a line here");
     items.push(Value::String(fill(&s[0], &[], &["0"])));
     items.push(Value::String(fill(&s[1], &[], &["'v1'"])));
