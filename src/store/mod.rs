@@ -75,8 +75,8 @@ impl Store {
         &self.client
     }
 
-    /// Any SQL, for tests that read what they assert on (and tests only: `src/` outside
-    /// `store/` never calls it). Not in the registry; `?` placeholders take `.bind()`.
+    /// Any SQL, for tests and the examples' benchmarks to read what they check (`src/`
+    /// outside `store/` never calls it). Not in the registry; `?` placeholders take `.bind()`.
     #[doc(hidden)]
     pub fn query_for_tests(&self, sql: &str) -> clickhouse::query::Query {
         self.client.query(sql)
