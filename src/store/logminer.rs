@@ -24,6 +24,8 @@ const HEARTBEAT_PREFIX: &str = "logminer_heartbeat_ns:";
 /// Binds: cutoff (ns).
 const DELETE_HEARTBEATS_SQL: &str =
     "ALTER TABLE logminer_state DELETE WHERE key LIKE 'logminer_heartbeat_ns:%' AND updated_ns < ?";
+/// Every key's newest version.
+const LOAD_STATE_REST: &str = "FINAL";
 /// Binds: masking version.
 const LOAD_TEMPLATES_REST: &str = "FINAL WHERE masking_version = ? ORDER BY last_seen_ns, template_id";
 /// Binds: services, masking version, after (ns), up to (ns).
@@ -64,7 +66,7 @@ pub struct State {
 impl State {
     pub async fn load(store: &Store) -> Result<State, StoreError> {
         let rows = store
-            .select::<StateRow>("FINAL")
+            .select::<StateRow>(LOAD_STATE_REST)
             .fetch_all::<StateRow>()
             .await
             .map_err(|e| store.query_error("reading logminer_state", e))?;
@@ -386,6 +388,7 @@ pub fn statements() -> Vec<Statement> {
         .binds(["[5]"]),
         Statement::new("logminer.alerts", select("log_alerts", AlertRow::COLUMN_NAMES, &alerts_rest(&every_filter)))
             .binds(["0", "[5]", "'a'", "['a']", "'spike'", "0"]),
+        Statement::new("logminer.load_state", select("logminer_state", StateRow::COLUMN_NAMES, LOAD_STATE_REST)),
     ]
 }
 
