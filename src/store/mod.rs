@@ -6,13 +6,14 @@
 //! every statement is a named function of one of its files, and every statement is listed
 //! in [`statements::all`], which `tests/it/store.rs` runs on 18.16 and on current
 //! ClickHouse. Tests read what they assert on through [`Store::query_for_tests`], which no
-//! code under `src/` outside this module may call (a unit test below checks).
+//! code under `src/` outside this module may call (`tests/it/tidy.rs` checks, with the SQL).
 
 pub mod deliveries;
 pub mod insert;
 pub mod logminer;
 pub mod migrate;
 pub mod read;
+mod records;
 pub mod remine;
 pub mod retention;
 pub mod rows;
@@ -149,77 +150,4 @@ pub const SERVER_VERSION_SQL: &str = "SELECT version()";
 /// Nanoseconds since the Unix epoch, the unit of every timestamp column.
 pub fn now_ns() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
-}
-
-#[cfg(test)]
-mod tests {
-    use std::path::{Path, PathBuf};
-
-    fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                rust_files(&path, out);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                out.push(path);
-            }
-        }
-    }
-
-    /// What, in `text`, is SQL or a way around `store/`: the client crate, the tests' raw
-    /// queries, or a statement (a keyword that starts one, or `SELECT … FROM`).
-    fn sql_in(text: &str) -> Vec<String> {
-        let mut found = Vec::new();
-        for marker in ["clickhouse::", "query_for_tests", "select_for_tests"] {
-            if text.contains(marker) {
-                found.push(marker.to_string());
-            }
-        }
-        for keyword in [
-            "INSERT INTO",
-            "ALTER TABLE",
-            "CREATE TABLE",
-            "CREATE DATABASE",
-            "DROP TABLE",
-            "DROP DATABASE",
-            "OPTIMIZE TABLE",
-            "TRUNCATE TABLE",
-        ] {
-            if text.contains(keyword) {
-                found.push(keyword.to_string());
-            }
-        }
-        for (at, _) in text.match_indices("SELECT ") {
-            let window: String = text[at..].chars().take(400).collect();
-            if window.contains(" FROM ") || window.contains("\nFROM ") {
-                found.push(window.lines().next().unwrap_or_default().to_string());
-            }
-        }
-        found
-    }
-
-    #[test]
-    fn the_guard_finds_sql_and_lets_operation_names_pass() {
-        assert!(!sql_in(r#"&["GET /cart", "SELECT orders", "charge card"]"#).iter().any(|f| f.contains("SELECT")));
-        assert_eq!(sql_in("\"SELECT a\nFROM t\"").len(), 1);
-        assert_eq!(sql_in("store.client().query(\"ALTER TABLE t DELETE WHERE 1\")"), vec!["ALTER TABLE"]);
-    }
-
-    /// ARCHITECTURE.md: `store/` is the only module that talks SQL.
-    #[test]
-    fn no_file_outside_store_holds_sql_or_reaches_the_client() {
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-        let mut files = Vec::new();
-        rust_files(&src, &mut files);
-        let store = src.join("store");
-        let offenders: Vec<String> = files
-            .iter()
-            .filter(|f| !f.starts_with(&store))
-            .filter_map(|f| {
-                let found = sql_in(&std::fs::read_to_string(f).unwrap());
-                (!found.is_empty()).then(|| format!("{}: {found:?}", f.strip_prefix(&src).unwrap().display()))
-            })
-            .collect();
-        assert!(offenders.is_empty(), "SQL outside src/store/:\n{}", offenders.join("\n"));
-    }
 }

@@ -69,7 +69,7 @@ fn log(service: &str, body: &str, time_ns: u64) -> LogRow {
         ingest_ns: time_ns + SEC,
         ..Default::default()
     };
-    row.log_id = tayga::identity::log_id(&row);
+    row.log_id = tayga::identity::log_id(&row.content());
     row
 }
 

@@ -19,6 +19,7 @@ mod mine_props;
 mod notifier;
 mod notifier_process;
 mod store;
+mod tidy;
 mod writer;
 mod writer_chdb;
 mod writer_outage;
