@@ -54,10 +54,21 @@ use crate::store::{now_ns, AlertRow, Store};
 /// Longest gap between polls: a pass is bounded (30 s at most), so this is never reached
 /// by a healthy replica.
 pub const MAX_POLL_INTERVAL_MS: u64 = 300_000;
-/// Hits and templates are stored at least this often, so offsets follow closely.
-const FLUSH_EVERY: Duration = Duration::from_secs(1);
-/// … or as soon as this many hits wait.
-const FLUSH_HITS: usize = 20_000;
+/// How often the loop stores the hits and templates it mined, and commits their offsets.
+/// The daemon runs the default; tests stretch it to hold mined rows pending.
+#[derive(Debug, Clone, Copy)]
+pub struct Cadence {
+    /// Stored at least this often, so offsets follow closely …
+    pub flush_every: Duration,
+    /// … or as soon as this many hits wait.
+    pub flush_hits: usize,
+}
+
+impl Default for Cadence {
+    fn default() -> Cadence {
+        Cadence { flush_every: Duration::from_secs(1), flush_hits: 20_000 }
+    }
+}
 /// Reading pauses while this many hits wait (ClickHouse down): memory stays bounded.
 const MAX_PENDING_HITS: usize = 200_000;
 const LAG_EVERY: Duration = Duration::from_secs(5);
@@ -96,6 +107,11 @@ struct Status {
 /// `tayga serve logminer`: prepares topics and schema, serves `/health` and `/metrics` on
 /// `logminer.metrics_addr`, and runs until `shutdown`.
 pub async fn serve(config: &Config, shutdown: Shutdown) -> anyhow::Result<()> {
+    serve_with(config, Cadence::default(), shutdown).await
+}
+
+/// [`serve`] at another flush cadence.
+pub async fn serve_with(config: &Config, cadence: Cadence, shutdown: Shutdown) -> anyhow::Result<()> {
     let mut registry = Registry::default();
     let metrics = LogminerMetrics::new(&mut registry);
     let status = Arc::new(Mutex::new(Status::default()));
@@ -112,7 +128,7 @@ pub async fn serve(config: &Config, shutdown: Shutdown) -> anyhow::Result<()> {
     let (_, http) = serve_http(&config.logminer.metrics_addr, Arc::new(registry), health, shutdown.clone()).await?;
     let result = async {
         crate::daemon::prepare(config, &shutdown).await?;
-        run(config, replica, metrics, status, shutdown.clone()).await
+        run(config, cadence, replica, metrics, status, shutdown.clone()).await
     }
     .await;
     shutdown.trigger();
@@ -160,6 +176,7 @@ struct Logminer {
 /// Consumes until `shutdown`.
 async fn run(
     config: &Config,
+    cadence: Cadence,
     replica: String,
     metrics: LogminerMetrics,
     status: Arc<Mutex<Status>>,
@@ -200,7 +217,7 @@ async fn run(
         raised: HashSet::new(),
         newest_ingest_ns: 0,
     };
-    let mut flush_tick = tokio::time::interval(FLUSH_EVERY);
+    let mut flush_tick = tokio::time::interval(cadence.flush_every);
     flush_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut pass_tick = tokio::time::interval(Duration::from_secs(config.logminer.tick_secs.max(1)));
     pass_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -241,7 +258,7 @@ async fn run(
             continue;
         }
         m.mine_record(&message);
-        if m.book.pending_hits() >= FLUSH_HITS {
+        if m.book.pending_hits() >= cadence.flush_hits {
             m.flush().await;
         }
     }
