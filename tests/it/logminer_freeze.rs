@@ -183,8 +183,11 @@ async fn produce_round(config: &Config, round: &str) -> Vec<Sent> {
             .partition(p)
             .payload(&value)
             .headers(headers(SignalKind::Logs, ingest_ns));
-        let delivery =
-            producer.send(record, Duration::from_secs(10)).await.map_err(|(e, _)| e).expect("the record is acknowledged");
+        let delivery = producer
+            .send(record, Duration::from_secs(10))
+            .await
+            .map_err(|(e, _)| e)
+            .expect("the record is acknowledged");
         sent.push(Sent { partition: delivery.partition, offset: delivery.offset, log_ids });
     }
     sent
@@ -228,7 +231,10 @@ async fn stored(store: &Store, sent: &Sent) -> bool {
 
 async fn assert_none_stored(store: &Store, sent: &[Sent]) {
     for s in sent {
-        assert!(!stored(store, s).await, "record {s:?} was stored before ClickHouse was frozen: the test proves nothing");
+        assert!(
+            !stored(store, s).await,
+            "record {s:?} was stored before ClickHouse was frozen: the test proves nothing"
+        );
     }
 }
 
@@ -332,8 +338,10 @@ async fn a_revoke_while_clickhouse_is_frozen_commits_no_offset_past_an_unstored_
     ch.signal("STOP");
     let intruder = Intruder::join(config);
     // The revoke flush and the revoke pass both run into their bounds.
-    wait_for("the revoke pass to have run", WAIT, || async { (miner.metric(REVOKE_PASSES).await? >= 1.0).then_some(()) })
-        .await;
+    wait_for("the revoke pass to have run", WAIT, || async {
+        (miner.metric(REVOKE_PASSES).await? >= 1.0).then_some(())
+    })
+    .await;
     assert_not_committed(config, &sent, "after a revoke with ClickHouse frozen").await;
 
     ch.signal("CONT");

@@ -73,7 +73,13 @@ pub struct Receipt {
 
 impl Book {
     pub fn new(config: MiningConfig) -> Result<Book, MaskingError> {
-        Ok(Book { miner: Miner::new(config)?, seen: HashMap::new(), dirty: BTreeMap::new(), minings: 0, hits: Vec::new() })
+        Ok(Book {
+            miner: Miner::new(config)?,
+            seen: HashMap::new(),
+            dirty: BTreeMap::new(),
+            minings: 0,
+            hits: Vec::new(),
+        })
     }
 
     /// `masking_version` of the rows this book writes.
