@@ -3,7 +3,8 @@
 //!
 //! - **Layers**: the table under "Layers" in ARCHITECTURE.md is read from the document
 //!   itself; a module may name (`crate::x`) only modules of lower layers.
-//! - **SQL lives in `store/`**: no string literal outside `src/store/` holds a statement.
+//! - **SQL lives in `store/`**: no string literal outside `src/store/` holds a statement, and
+//!   no code outside it names the client (`clickhouse::`, the tests' raw queries).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -287,6 +288,10 @@ fn is_sql(literal: &str) -> Option<&'static str> {
     SQL_PHRASES.iter().find(|p| literal.contains(*p)).map(|p| p.trim())
 }
 
+/// What only `store/` may name in code: the client crate, and `Store`'s raw queries for
+/// tests (the client itself is private to `store/`).
+const CLIENT_MARKERS: &[&str] = &["clickhouse::", "query_for_tests", "select_for_tests"];
+
 fn sql_outside_store(files: &[(PathBuf, String)]) -> Vec<String> {
     let store = root().join("src/store");
     let mut problems = Vec::new();
@@ -295,9 +300,15 @@ fn sql_outside_store(files: &[(PathBuf, String)]) -> Vec<String> {
             continue;
         }
         let rel = path.strip_prefix(root()).unwrap().display().to_string();
-        for (line, literal) in lex(text).strings {
+        let lexed = lex(text);
+        for (line, literal) in lexed.strings {
             if let Some(phrase) = is_sql(&literal) {
                 problems.push(format!("{rel}:{line}: a SQL statement (`{phrase}`) outside src/store/"));
+            }
+        }
+        for (n, code) in lexed.code.lines().enumerate() {
+            for marker in CLIENT_MARKERS.iter().filter(|m| code.contains(*m)) {
+                problems.push(format!("{rel}:{}: `{marker}` outside src/store/", n + 1));
             }
         }
     }
@@ -330,13 +341,21 @@ fn the_checks_see_what_they_look_for() {
         file("src/daemon/x.rs", "// crate::nothing in a comment\nuse crate::store::{Store, read};\nconst Q: &str = \"SELECT count() FROM t\";\nconst OP: &str = \"SELECT orders\";\n"),
         file("src/store/q.rs", "const Q: &str = r#\"SELECT x FROM t FINAL\"#;"),
         file("src/store/ok.rs", "fn f<'a>(c: char) -> bool { c == '\"' || c == '\\'' }\nconst S: &str = \"a \\\" b\";"),
+        file("src/daemon/y.rs", "// clickhouse:: in a comment\nfn f(s: &Store) { s.query_for_tests(Q); }\n"),
+        file("src/store/z.rs", "fn f(s: &Store) { s.client().query(Q); let _: clickhouse::Client; }"),
     ];
     let layer_problems = layer_violations(&files, &layers);
     assert_eq!(layer_problems.len(), 2, "{layer_problems:#?}");
     assert!(layer_problems[0].contains("src/identity.rs:1: `identity` (layer 1) imports `store`"), "{layer_problems:#?}");
     assert!(layer_problems[1].contains("src/identity.rs:2: `identity` (layer 1) imports `daemon`"), "{layer_problems:#?}");
     let sql_problems = sql_outside_store(&files);
-    assert_eq!(sql_problems, vec!["src/daemon/x.rs:3: a SQL statement (`SELECT`) outside src/store/".to_string()]);
+    assert_eq!(
+        sql_problems,
+        vec![
+            "src/daemon/x.rs:3: a SQL statement (`SELECT`) outside src/store/".to_string(),
+            "src/daemon/y.rs:2: `query_for_tests` outside src/store/".to_string(),
+        ]
+    );
     let lexed = lex("let s = r##\"a \"# b\"##; // crate::x\nlet c = 'x'; let l: &'static str = \"y\";");
     assert_eq!(lexed.strings, vec![(1, "a \"# b".to_string()), (2, "y".to_string())]);
     assert!(!lexed.code.contains("crate::x"));
