@@ -14,6 +14,7 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
 use crate::bus::consume::{ConsumerMetrics, Group};
+use crate::store::AlertRow;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct KindLabel {
@@ -33,11 +34,6 @@ fn pass_histogram() -> Histogram {
 #[derive(Clone)]
 pub struct LogminerMetrics {
     pub consumer: ConsumerMetrics,
-    /// The consumer's counters under the names the consumer loop uses (the same metrics).
-    pub records: Counter,
-    pub invalid_records: Counter,
-    pub assigned_partitions: Gauge,
-    pub lag: Gauge,
     pub logs_mined: Counter,
     pub templates: Gauge,
     pub owned_services: Gauge,
@@ -52,13 +48,8 @@ pub struct LogminerMetrics {
 
 impl LogminerMetrics {
     pub fn new(registry: &mut Registry) -> LogminerMetrics {
-        let consumer = ConsumerMetrics::register(registry, Group::Logminer);
         let m = LogminerMetrics {
-            records: consumer.consumed.clone(),
-            invalid_records: consumer.undecodable.clone(),
-            assigned_partitions: consumer.assigned_partitions.clone(),
-            lag: consumer.lag.clone(),
-            consumer,
+            consumer: ConsumerMetrics::register(registry, Group::Logminer),
             logs_mined: Counter::default(),
             templates: Gauge::default(),
             owned_services: Gauge::default(),
@@ -101,38 +92,50 @@ impl LogminerMetrics {
         self.logs_mined.inc();
     }
 
-    pub fn alert_raised(&self, kind: &str) {
-        self.alerts.get_or_create(&KindLabel { kind: kind.to_string() }).inc();
+    /// An alert this process had not raised before (a refresh is not counted).
+    pub fn alert_raised(&self, row: &AlertRow) {
+        self.alerts.get_or_create(&KindLabel { kind: row.kind.clone() }).inc();
+        tracing::info!(alert_id = %crate::alert::format_id(row.alert_id), kind = %row.kind, service = %row.service,
+            template = %row.template, "alert raised");
     }
 
-    pub fn republished(&self, alerts: usize) {
-        self.alerts_republished.inc_by(alerts as u64);
+    /// Stored alerts could not all be published; they stay unmarked for republication.
+    pub fn publish_failed(&self, error: &dyn Display, published: usize, unpublished: usize) {
+        self.publish_failures.inc();
+        tracing::warn!(error = %error, published, unpublished,
+            "publishing alerts failed; they are republished after a later pass");
     }
 
-    /// A write to ClickHouse failed; what it carried is kept and written again.
+    /// Unmarked alerts were republished; `stopped` is the failed send that ended it, with
+    /// how many are left for the next pass.
+    pub fn republished(&self, published: usize, stopped: Option<(&dyn Display, usize)>) {
+        self.alerts_republished.inc_by(published as u64);
+        match stopped {
+            None => tracing::info!(republished = published, "unpublished alerts republished"),
+            Some((error, left)) => {
+                self.publish_failures.inc();
+                tracing::warn!(error = %error, republished = published, left,
+                    "republishing stopped at a failed send; the next pass goes on");
+            }
+        }
+    }
+
+    /// A write to ClickHouse (`what`) failed; what it carried is kept and written again.
     pub fn store_failed(&self, what: &str, error: &dyn Display) {
         self.store_failures.inc();
-        tracing::warn!(error = %error, what, "storing failed; retrying");
-    }
-
-    /// An alert could not be published; it stays unmarked, so republication sends it.
-    pub fn publish_failed(&self, error: &dyn Display) {
-        self.publish_failures.inc();
-        tracing::warn!(error = %error, "publishing an alert failed; it stays unmarked and is republished");
+        tracing::warn!(error = %error, "{what} failed; retrying");
     }
 
     pub fn pass_finished(&self, pass: &str, took: Duration) {
         self.pass_duration.get_or_create(&PassLabel { pass: pass.into() }).observe(took.as_secs_f64());
     }
 
-    /// What this replica holds now.
-    pub fn holds(&self, templates: usize, owned_services: usize, assigned_partitions: usize) {
+    /// What this replica holds now, and how far behind ingest its newest mined record is.
+    pub fn holds(&self, templates: usize, owned_services: usize, data_lag: Option<Duration>) {
         self.templates.set(templates as i64);
         self.owned_services.set(owned_services as i64);
-        self.assigned_partitions.set(assigned_partitions as i64);
-    }
-
-    pub fn data_lag(&self, behind: Duration) {
-        self.data_lag_seconds.set(behind.as_secs() as i64);
+        if let Some(behind) = data_lag {
+            self.data_lag_seconds.set(behind.as_secs() as i64);
+        }
     }
 }
