@@ -60,13 +60,14 @@ impl Poller {
         }
     }
 
-    /// Whether the lag is due for a refresh (at the first call, then every [`LAG_EVERY`]);
-    /// a `true` counts as the refresh.
-    pub fn lag_due(&mut self) -> bool {
-        let due = self.last_lag.is_none_or(|at| at.elapsed() >= LAG_EVERY);
-        if due {
-            self.last_lag = Some(Instant::now());
+    /// Runs `refresh` (the lag's) at the first call, then once [`LAG_EVERY`] has passed
+    /// since the last refresh *ended*: a refresh that waits on a slow broker must not be
+    /// followed at once by the next, or the loop would do little else.
+    pub async fn refresh_lag_when_due(&mut self, refresh: impl Future<Output = ()>) {
+        if self.last_lag.is_some_and(|ended| ended.elapsed() < LAG_EVERY) {
+            return;
         }
-        due
+        refresh.await;
+        self.last_lag = Some(Instant::now());
     }
 }

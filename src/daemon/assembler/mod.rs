@@ -149,9 +149,7 @@ pub async fn run(config: &Config, metrics: AssemblerMetrics, shutdown: Shutdown)
                     d.commit().await;
                     last_commit = Instant::now();
                 }
-                if poller.lag_due() {
-                    d.refresh_lag().await;
-                }
+                poller.refresh_lag_when_due(d.refresh_lag()).await;
                 d.gauges();
                 continue;
             }

@@ -118,10 +118,12 @@ impl Notifier {
                         self.ctx.metrics.set_breaker(&t.name, t.breaker_open());
                     }
                     apply_changes(&consumer.context().take(), &mut assigned, &mut committed);
-                    if poller.lag_due() {
-                        let points = assigned.iter().map(|p| (*p, committed.get(p).copied())).collect();
-                        lag(&consumer, &self.names.alerts, points).await;
-                    }
+                    let points = assigned.iter().map(|p| (*p, committed.get(p).copied())).collect();
+                    poller
+                        .refresh_lag_when_due(async {
+                            lag(&consumer, &self.names.alerts, points).await;
+                        })
+                        .await;
                     continue;
                 }
                 Polled::Record(message) => message,
