@@ -208,18 +208,26 @@ mod tests {
     }
 
     /// The registry's own check: a statement constant (`…_SQL`, `…_REST`, `…_DDL`) or builder
-    /// (`fn …_sql`, `fn …_rest`) of any `store/` file is used where the registry is built (a
-    /// file's `statements()`, `migrate::all_statements`, or this file).
+    /// (`fn …_sql`, `fn …_rest`) of any file under `store/` (sub-folders included) is used
+    /// where the registry is built (a file's `statements()`, `migrate::all_statements`, or
+    /// this file).
     #[test]
     fn every_statement_of_store_is_registered() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/store");
+        fn rust_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    rust_files(&path, out);
+                } else if path.extension().is_some_and(|e| e == "rs") {
+                    out.push(path);
+                }
+            }
+        }
+        let mut files = Vec::new();
+        rust_files(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/store"), &mut files);
         let mut registering = String::new();
         let mut declared = Vec::new();
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.extension().is_none_or(|e| e != "rs") {
-                continue;
-            }
+        for path in files {
             let text = std::fs::read_to_string(&path).unwrap();
             if path.ends_with("statements.rs") {
                 registering.push_str(&text);
