@@ -12,7 +12,7 @@ use common::{run, TestEnv};
 use serde_json::Value;
 use tayga::alert::{format_id, AlertKind};
 use tayga::config::Config;
-use tayga::mine::book::Book;
+use tayga::daemon::logminer::book::Book;
 use tayga::store::logminer::*;
 use tayga::store::{now_ns, remine as remine_sql, AlertRow, HitRow, LogRow, Store, TemplateRow};
 
@@ -105,8 +105,9 @@ fn mined_offline(config: &Config, logs: &[LogRow]) -> (Vec<TemplateRow>, BTreeMa
     for l in &sorted {
         book.mine(&l.service, l.log_id, l.time_ns, &l.body, l.time_ns);
     }
-    let (templates, hits) = book.take_pending(0);
-    (comparable(templates), hits.into_iter().map(|h| ((h.service, h.log_id), h.template_id)).collect())
+    let pending = book.pending(0);
+    let hits = pending.hits.iter().map(|h| ((h.service.clone(), h.log_id), h.template_id)).collect();
+    (comparable(pending.templates), hits)
 }
 
 fn comparable(mut templates: Vec<TemplateRow>) -> Vec<TemplateRow> {

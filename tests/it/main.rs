@@ -12,6 +12,7 @@ mod cli;
 mod ingest;
 mod logminer;
 mod logminer_commands;
+mod logminer_freeze;
 mod logminer_store;
 mod mine_cli;
 mod mine_loghub;
