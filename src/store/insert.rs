@@ -72,12 +72,22 @@ pub async fn insert_rows<'a, T: TableRow + 'a>(
     }
     let days: Vec<u64> = rows.iter().map(|r| r.partition_ns().map_or(0, |ns| ns / DAY_NS)).collect();
     let groups = partition_groups(&days, MAX_UTC_DAYS_PER_INSERT);
-    let several = groups.len() > 1;
     for (g, group) in groups.iter().enumerate() {
-        let token = dedup_token.map(|t| if several { format!("{t}-g{g}") } else { t.to_string() });
+        let token = dedup_token.map(|t| group_token(t, g, groups.len()));
         insert_block(store, group.iter().map(|&i| rows[i]), group.len(), token.as_deref()).await?;
     }
     Ok(())
+}
+
+/// The token of group `group` of `groups`: the record's own when it is one insert, else
+/// suffixed, so that no two inserts of a record share a token (the server would discard
+/// the second as a replay of the first).
+fn group_token(token: &str, group: usize, groups: usize) -> String {
+    if groups == 1 {
+        token.to_string()
+    } else {
+        format!("{token}-g{group}")
+    }
 }
 
 /// One INSERT.
@@ -143,6 +153,13 @@ mod tests {
         let groups = partition_groups(&keys, MAX_UTC_DAYS_PER_INSERT);
         assert_eq!(groups.len(), 4);
         assert!(groups.iter().all(|g| g.len() == 50));
+    }
+
+    #[test]
+    fn a_record_in_one_insert_keeps_its_token_and_a_cut_one_gets_one_per_insert() {
+        assert_eq!(group_token("t.signals-3-17", 0, 1), "t.signals-3-17");
+        let cut: Vec<String> = (0..3).map(|g| group_token("t.signals-3-17", g, 3)).collect();
+        assert_eq!(cut, ["t.signals-3-17-g0", "t.signals-3-17-g1", "t.signals-3-17-g2"]);
     }
 
     proptest! {

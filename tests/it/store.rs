@@ -282,3 +282,52 @@ async fn rows_over_many_days_are_each_stored_once() {
         .unwrap();
     assert_eq!(partitions, MANY_DAYS);
 }
+
+fn delivery(status: &str, attempts: u32, created_ns: u64, updated_ns: u64) -> DeliveryRow {
+    DeliveryRow {
+        alert_id: 11,
+        target: "ops".into(),
+        status: status.into(),
+        attempts,
+        last_error: format!("try {attempts}"),
+        created_ns,
+        updated_ns,
+    }
+}
+
+fn story(trace_id: &str, span_count: u32, version_ns: u64) -> StoryRow {
+    StoryRow { trace_id: trace_id.into(), span_count, start_ns: 1, version_ns, ..Default::default() }
+}
+
+/// The notifier's and the assembler's reads give the same answers on both engines: the
+/// newest version of each delivery (argMax, no alias shadowing a column) and of each story.
+#[tokio::test]
+async fn the_deliveries_and_stories_reads_answer_alike_on_18_16_and_in_chdb() {
+    let deliveries_rows = [delivery("pending", 1, 100, 100), delivery("delivered", 2, 100, 300)];
+    let story_rows = [story("t1", 3, 10), story("t1", 5, 20), story("t2", 1, 10)];
+    let spans = [SpanRow { trace_id: "t1".into(), span_id: "a".into(), ..Default::default() }];
+
+    let env = TestEnv::new("reads_alike");
+    let store = env.migrated_store().await;
+    store.insert(&deliveries_rows).await.unwrap();
+    store.insert(&story_rows).await.unwrap();
+    store.insert(&spans).await.unwrap();
+    let latest = deliveries::latest_for_alert(&store, 11).await.unwrap();
+    assert_eq!(latest, vec![DeliveryRow { created_ns: 100, ..deliveries_rows[1].clone() }]);
+    let counts = stories::stored_span_counts(&store, &["t1", "t2", "t3"]).await.unwrap();
+    assert_eq!(counts, std::collections::HashMap::from([("t1".to_string(), 5), ("t2".to_string(), 1)]));
+    assert_eq!(stories::spans_of_traces(&store, &["t1", "t2"]).await.unwrap(), spans.to_vec());
+
+    let mut items: Vec<serde_json::Value> =
+        migrate::all_statements().into_iter().map(serde_json::Value::from).collect();
+    items.push(statements::Statement::insert("d", &deliveries_rows, None).bound().into());
+    items.push(statements::Statement::insert("s", &story_rows, None).bound().into());
+    let latest = statements::Statement::new("l", deliveries::LATEST_BY_ALERT_SQL).binds(["11"]);
+    items.push(serde_json::json!({"sql": latest.bound(), "expect": "11,\"ops\",\"delivered\",2,\"try 2\",100,300"}));
+    let counts = statements::Statement::new("c", stories::span_counts_sql(3)).binds(["'t1'", "'t2'", "'t3'"]);
+    items.push(serde_json::json!({
+        "sql": format!("SELECT * FROM ({}) ORDER BY trace_id", counts.bound()),
+        "expect": "\"t1\",5\n\"t2\",1",
+    }));
+    common::run_in_chdb("the deliveries and stories reads", &items);
+}
