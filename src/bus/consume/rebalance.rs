@@ -37,10 +37,6 @@ impl RebalanceLog {
     pub fn metrics(&self) -> &ConsumerMetrics {
         &self.metrics
     }
-
-    fn push(&self, change: Rebalanced) {
-        self.changes.lock().unwrap_or_else(|e| e.into_inner()).push(change);
-    }
 }
 
 /// The partition numbers of a rebalance's list.
@@ -48,26 +44,52 @@ pub fn partitions(tpl: &TopicPartitionList) -> Vec<i32> {
     tpl.elements().iter().map(|e| e.partition()).collect()
 }
 
+/// When librdkafka calls a rebalance hook.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hook {
+    Pre,
+    Post,
+}
+
+/// Reports a rebalance to `metrics` and says what changed: partitions are revoked in the
+/// `Pre` hook (before they go) and assigned in the `Post` hook. Every consumer context calls
+/// it from both hooks, so rebalances are logged and counted one way.
+pub fn report(metrics: &ConsumerMetrics, hook: Hook, rebalance: &Rebalance<'_>) -> Option<Rebalanced> {
+    match (hook, rebalance) {
+        (Hook::Pre, Rebalance::Revoke(tpl)) => {
+            let revoked = partitions(tpl);
+            metrics.revoked(&revoked);
+            Some(Rebalanced::Revoked(revoked))
+        }
+        (Hook::Post, Rebalance::Assign(tpl)) => {
+            let assigned = partitions(tpl);
+            metrics.assigned(&assigned);
+            Some(Rebalanced::Assigned(assigned))
+        }
+        (Hook::Pre, Rebalance::Error(e)) => {
+            metrics.rebalance_error(e);
+            None
+        }
+        _ => None,
+    }
+}
+
 impl ClientContext for RebalanceLog {}
 
 impl ConsumerContext for RebalanceLog {
     fn pre_rebalance(&self, _consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
-        match rebalance {
-            Rebalance::Revoke(tpl) => {
-                let revoked = partitions(tpl);
-                self.metrics.revoked(&revoked);
-                self.push(Rebalanced::Revoked(revoked));
-            }
-            Rebalance::Assign(_) => {}
-            Rebalance::Error(e) => self.metrics.rebalance_error(e),
-        }
+        self.push_reported(Hook::Pre, rebalance);
     }
 
     fn post_rebalance(&self, _consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
-        if let Rebalance::Assign(tpl) = rebalance {
-            let assigned = partitions(tpl);
-            self.metrics.assigned(&assigned);
-            self.push(Rebalanced::Assigned(assigned));
+        self.push_reported(Hook::Post, rebalance);
+    }
+}
+
+impl RebalanceLog {
+    fn push_reported(&self, hook: Hook, rebalance: &Rebalance<'_>) {
+        if let Some(change) = report(&self.metrics, hook, rebalance) {
+            self.changes.lock().unwrap_or_else(|e| e.into_inner()).push(change);
         }
     }
 }

@@ -29,7 +29,8 @@ use rdkafka::ClientContext;
 use super::batch::{backoff, Batch, Rows};
 use super::metrics::{AfterFailure, WriterMetrics};
 use super::sink::Sink;
-use crate::bus::consume::{self, commit_sync, partitions, Group};
+use crate::bus::consume::rebalance::{report, Hook};
+use crate::bus::consume::{self, commit_sync, Group, Rebalanced};
 use crate::bus::record::{self, SignalPayload};
 use crate::bus::Names;
 use crate::config::{KafkaConfig, WriterConfig};
@@ -78,21 +79,13 @@ impl ClientContext for WriterContext {}
 
 impl ConsumerContext for WriterContext {
     fn pre_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
-        match rebalance {
-            Rebalance::Revoke(tpl) => {
-                let revoked = partitions(tpl);
-                self.inner.metrics.consumer.revoked(&revoked);
-                self.inner.on_revoke(consumer, &revoked);
-            }
-            Rebalance::Assign(_) => {}
-            Rebalance::Error(e) => self.inner.metrics.consumer.rebalance_error(e),
+        if let Some(Rebalanced::Revoked(revoked)) = report(&self.inner.metrics.consumer, Hook::Pre, rebalance) {
+            self.inner.on_revoke(consumer, &revoked);
         }
     }
 
     fn post_rebalance(&self, _consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
-        if let Rebalance::Assign(tpl) = rebalance {
-            self.inner.metrics.consumer.assigned(&partitions(tpl));
-        }
+        report(&self.inner.metrics.consumer, Hook::Post, rebalance);
     }
 }
 
