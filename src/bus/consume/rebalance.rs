@@ -18,7 +18,6 @@ pub enum Rebalanced {
 
 /// Records rebalances; the consumer loop takes and applies them in order. librdkafka calls
 /// the hooks on its own thread, where the loop's state cannot be reached.
-#[derive(Default)]
 pub struct RebalanceLog {
     changes: Mutex<Vec<Rebalanced>>,
     metrics: ConsumerMetrics,
