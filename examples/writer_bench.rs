@@ -218,10 +218,10 @@ async fn main() -> anyhow::Result<()> {
         let writer_secs = loop {
             anyhow::ensure!(Instant::now() < deadline, "the writer did not store every row in time");
             if let Some(text) = scrape().await {
-                if first.is_none() && metric(&text, "tayga_writer_records_consumed_total") > 0.0 {
+                if first.is_none() && metric(&text, "tayga_writer_consumed_records_total") > 0.0 {
                     first = Some(Instant::now());
                 }
-                if metric(&text, "tayga_writer_rows_written_total") >= total_rows {
+                if metric(&text, "tayga_writer_written_rows_total") >= total_rows {
                     break first.map_or(0.0, |f| f.elapsed().as_secs_f64());
                 }
             }

@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 
 use super::consumer::Logminer;
 use super::detect::{self, MINUTE_NS};
-use super::metrics::PassLabel;
 use crate::alert::AlertKind;
 use crate::identity::alert_id;
 use crate::store::logminer::{self as lm, AlertQuery, MinuteCount};
@@ -29,10 +28,7 @@ impl Logminer {
     }
 
     fn observe(&self, pass: &str, started: Instant) {
-        self.metrics
-            .pass_duration
-            .get_or_create(&PassLabel { pass: pass.into() })
-            .observe(started.elapsed().as_secs_f64());
+        self.metrics.pass_finished(pass, started.elapsed());
     }
 
     /// Announces the owned services' templates first seen after the watermark, then moves
