@@ -203,12 +203,40 @@ PARTITION BY ",
 ORDER BY (service, metric, ts_ns)"
         ),
     ],
+},
+Migration {
+    version: 2,
+    name: "trace_logs: the logs of a trace by primary key",
+    statements: &[
+        // `logs` is ordered by (service, log_id), so "the logs of trace T" would scan every
+        // log. This lookup is ordered by trace id; the API reads a trace's log keys here and
+        // then the logs themselves by their primary key. Partitioned like `logs`, with the
+        // same retention.
+        concat!(
+            "CREATE TABLE IF NOT EXISTS trace_logs (
+    trace_id String,
+    service String,
+    log_id UInt64,
+    time_ns UInt64
+) ENGINE = ReplacingMergeTree()
+PARTITION BY ",
+            day_of!("time_ns"),
+            "
+ORDER BY (trace_id, service, log_id)"
+        ),
+        // Filled on every insert into `logs`, whoever inserts (writer or ingest's direct path).
+        "CREATE MATERIALIZED VIEW IF NOT EXISTS trace_logs_mv TO trace_logs AS
+SELECT trace_id, service, log_id, time_ns FROM logs WHERE trace_id != ''",
+        // Logs stored before this migration.
+        "INSERT INTO trace_logs SELECT trace_id, service, log_id, time_ns FROM logs WHERE trace_id != ''",
+    ],
 }];
 
 /// Tables whose partitions are days, with the retention key that governs each.
 pub const DAY_PARTITIONED: &[(&str, RetentionKey)] = &[
     ("spans", RetentionKey::Spans),
     ("logs", RetentionKey::Logs),
+    ("trace_logs", RetentionKey::Logs),
     ("log_hits", RetentionKey::LogHits),
     ("stories", RetentionKey::Stories),
     ("log_alerts", RetentionKey::LogAlerts),
@@ -241,12 +269,14 @@ impl RetentionKey {
     }
 }
 
-/// Every table the schema creates, in creation order (for checks and tests).
+/// Every table (and materialized view) the schema creates, in creation order (for checks and tests).
 pub fn table_names() -> Vec<String> {
     MIGRATIONS
         .iter()
         .flat_map(|m| m.statements.iter())
-        .filter_map(|s| s.strip_prefix("CREATE TABLE IF NOT EXISTS "))
+        .filter_map(|s| {
+            s.strip_prefix("CREATE TABLE IF NOT EXISTS ").or_else(|| s.strip_prefix("CREATE MATERIALIZED VIEW IF NOT EXISTS "))
+        })
         .map(|rest| rest.split_whitespace().next().unwrap_or_default().to_string())
         .collect()
 }
@@ -269,7 +299,7 @@ mod tests {
             assert!(tables.iter().any(|t| t == table), "{table} is not created by any migration");
         }
         assert!(tables.contains(&"notifier_deliveries".to_string()));
-        assert_eq!(tables.len(), 10);
+        assert_eq!(tables.len(), 12);
     }
 
     #[test]

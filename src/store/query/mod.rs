@@ -1,0 +1,56 @@
+//! The API's reads (and the metric recorder's insert), one file per area. Every statement is
+//! a `const …_SQL` text with `?` placeholders filled by `.bind()`, plus the function that runs
+//! it, so the statement registry can list them and `tests/it/api.rs` runs each one on 18.16
+//! and in chdb-core. Where a filter is optional the SQL is built from fixed fragments only
+//! (never from a value), and `statements()` lists the widest variant.
+//!
+//! Every scan of a big table (spans, logs, hits, stories, metrics) is bounded by a time
+//! [`Window`] and a row limit; a lookup by id uses the table's primary key.
+
+pub mod alerts;
+pub mod deliveries;
+pub mod logs;
+pub mod pipeline;
+pub mod services;
+pub mod stories;
+pub mod templates;
+pub mod traces;
+
+/// A half-open time range `[from_ns, to_ns)` in Unix nanoseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    pub from_ns: u64,
+    pub to_ns: u64,
+}
+
+/// The most rows one page may hold; the API refuses a larger `limit`.
+pub const MAX_LIMIT: u64 = 1000;
+
+/// Joins the fixed condition fragments of a dynamic statement.
+fn and_all(conditions: &[&str]) -> String {
+    if conditions.is_empty() {
+        "1".to_string()
+    } else {
+        conditions.join(" AND ")
+    }
+}
+
+/// Every statement of this module as the client sends it (`?fields` expanded, the widest
+/// variant of the dynamic ones), named, for the portability check and the registry.
+pub fn statements() -> Vec<(&'static str, String)> {
+    let mut all = Vec::new();
+    all.extend(services::statements());
+    all.extend(traces::statements());
+    all.extend(stories::statements());
+    all.extend(logs::statements());
+    all.extend(templates::statements());
+    all.extend(alerts::statements());
+    all.extend(deliveries::statements());
+    all.extend(pipeline::statements());
+    all
+}
+
+/// `SELECT <columns of T> FROM <table> <rest>`, as `Store::select` builds it.
+fn select_of<T: super::TableRow>(rest: &str) -> String {
+    format!("SELECT {} FROM {} {rest}", T::COLUMN_NAMES.join(", "), T::TABLE)
+}
