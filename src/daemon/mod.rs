@@ -2,6 +2,7 @@
 //! signal raised by SIGTERM/SIGINT, and the small HTTP server for `/health` and `/metrics`.
 //! Each daemon lives in a submodule and is started by `tayga serve <service>`.
 
+pub mod api;
 pub mod assembler;
 pub mod ingest;
 pub mod logminer;

@@ -54,7 +54,7 @@ pub fn logs_sql(q: &LogSearch) -> String {
     format!(
         "SELECT log_id, service, time_ns, severity_number, severity_text, body, trace_id, span_id, attr_keys, attr_values, template_id \
          FROM logs FINAL \
-         ANY LEFT JOIN (SELECT service, log_id, template_id FROM log_hits WHERE time_ns >= ? AND time_ns < ?{hits_service}) \
+         ANY LEFT JOIN (SELECT service, log_id, template_id FROM log_hits WHERE time_ns >= ? AND time_ns < ?{hits_service}) AS hits \
          USING (service, log_id) \
          WHERE {} ORDER BY time_ns DESC, log_id DESC LIMIT ?",
         and_all(&conditions)
