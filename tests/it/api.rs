@@ -17,7 +17,7 @@ use tayga::daemon::api::router;
 use tayga::daemon::Shutdown;
 use tayga::store::*;
 
-use crate::common::{self, free_addr, free_port, run, wait_for, TestEnv};
+use crate::common::{self, free_addr, free_port, run, wait_for, ChildGuard, TestEnv};
 
 const MIN_NS: u64 = 60_000_000_000;
 
@@ -597,4 +597,117 @@ async fn the_system_resolver_scrapes_every_address_of_localhost() {
     for addr in &resolved {
         assert!(up.contains_key(addr.to_string().as_str()), "{addr} was not scraped: {up:?}");
     }
+}
+
+/// GET `url` as JSON when it answers 200.
+async fn get_json(http: &reqwest::Client, url: String) -> Option<Value> {
+    let response = http.get(url).send().await.ok()?;
+    if response.status() != 200 {
+        return None;
+    }
+    response.json().await.ok()
+}
+
+/// The stock OTel Python SDK → ingest → broker → writer, assembler, logminer (all of `tayga
+/// serve all`) → the API: the traces with all their spans and logs, the story shape, the new
+/// log shape as a template and an active `new_template` alert with its sample line, and the
+/// recorder's samples of the running services.
+#[tokio::test]
+async fn otel_sdk_traffic_reaches_every_endpoint() {
+    let env = TestEnv::new("api_e2e");
+    let dir = tempfile::tempdir().unwrap();
+    let log_path = dir.path().join("serve-all.log");
+    let (http_addr, grpc_addr, api_addr) = (free_addr(), free_addr(), free_addr());
+    let logminer_port = free_port();
+    let mut cmd = env.tayga();
+    cmd.args(["serve", "all"])
+        .env("TAYGA_INGEST_HTTP_ADDR", &http_addr)
+        .env("TAYGA_INGEST_GRPC_ADDR", &grpc_addr)
+        .env("TAYGA_WRITER_METRICS_ADDR", free_addr())
+        .env("TAYGA_ASSEMBLER_METRICS_ADDR", free_addr())
+        .env("TAYGA_NOTIFIER_METRICS_ADDR", free_addr())
+        .env("TAYGA_LOGMINER_METRICS_ADDR", format!("127.0.0.1:{logminer_port}"))
+        .env("TAYGA_API_LISTEN_ADDR", &api_addr)
+        .env("TAYGA_API_LOGMINER_METRICS", format!("localhost:{logminer_port}"))
+        .env("TAYGA_API_SCRAPE_INTERVAL_SECS", "1")
+        .env("TAYGA_ASSEMBLER_IDLE_CLOSE_SECS", "1")
+        .env("TAYGA_LOGMINER_TICK_SECS", "1")
+        .stdout(std::fs::File::create(&log_path).unwrap())
+        .stderr(std::fs::File::create(dir.path().join("serve-all.err")).unwrap());
+    let _daemons = ChildGuard::spawn(&mut cmd, "tayga serve all");
+    let http = reqwest::Client::builder().timeout(Duration::from_secs(5)).build().unwrap();
+    let api = format!("http://{api_addr}");
+    wait_for("the API to answer", Duration::from_secs(60), || get_json(&http, format!("{api}/health"))).await;
+    wait_for("ingest to answer", Duration::from_secs(60), || async {
+        http.get(format!("http://{http_addr}/health")).send().await.ok().filter(|r| r.status() == 200)
+    })
+    .await;
+
+    let service = "sdk-e2e";
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk/otel_export.py");
+    let output =
+        tokio::process::Command::new("python3").args([script, "http", &format!("http://{http_addr}"), service]).output().await.unwrap();
+    assert!(output.status.success(), "the SDK export failed:\n{}", String::from_utf8_lossy(&output.stderr));
+
+    let limit = Duration::from_secs(90);
+    let search = format!("{api}/api/v1/traces?service={service}");
+    let hits = wait_for("both SDK traces in the search", limit, || async {
+        let page = get_json(&http, search.clone()).await?;
+        let items = page["items"].as_array()?.clone();
+        (items.len() == 2).then_some(items)
+    })
+    .await;
+    let mut story_fingerprints = BTreeSet::new();
+    for hit in &hits {
+        let id = hit["trace_id"].as_str().unwrap();
+        let trace = get_json(&http, format!("{api}/api/v1/traces/{id}")).await.unwrap();
+        let spans = trace["spans"].as_array().unwrap();
+        let names: BTreeSet<&str> = spans.iter().map(|s| s["operation"].as_str().unwrap()).collect();
+        if names.contains("checkout") {
+            assert_eq!(names, BTreeSet::from(["checkout", "charge-card"]));
+            let root = spans.iter().find(|s| s["operation"] == "checkout").unwrap();
+            let child = spans.iter().find(|s| s["operation"] == "charge-card").unwrap();
+            assert_eq!(child["parent_span_id"], root["span_id"]);
+        } else {
+            assert_eq!(names, BTreeSet::from(["with-log"]));
+            let logs = wait_for("the trace's log", limit, || async {
+                let t = get_json(&http, format!("{api}/api/v1/traces/{id}")).await?;
+                let logs = t["logs"].as_array()?.clone();
+                (!logs.is_empty()).then_some(logs)
+            })
+            .await;
+            assert_eq!(logs[0]["body"], "payment declined for order 42");
+        }
+        let story = wait_for("the trace's story", limit, || get_json(&http, format!("{api}/api/v1/traces/{id}/story"))).await;
+        story_fingerprints.insert(story["fingerprint"].as_str().unwrap().to_string());
+    }
+    let shapes = get_json(&http, format!("{api}/api/v1/shapes?service={service}")).await.unwrap();
+    let listed: BTreeSet<String> =
+        shapes["items"].as_array().unwrap().iter().map(|s| s["fingerprint"].as_str().unwrap().to_string()).collect();
+    assert_eq!(listed, story_fingerprints, "every story's shape is listed");
+
+    let template = wait_for("the log's template", limit, || async {
+        let page = get_json(&http, format!("{api}/api/v1/templates?service={service}")).await?;
+        page["items"].as_array()?.first().cloned()
+    })
+    .await;
+    assert!(template["template"].as_str().unwrap().contains("payment declined"), "{template}");
+    let alert = wait_for("an active new_template alert", limit, || async {
+        let page = get_json(&http, format!("{api}/api/v1/alerts?kind=new_template&state=active&service={service}")).await?;
+        page["items"].as_array()?.first().cloned()
+    })
+    .await;
+    assert_eq!(alert["template_id"], template["template_id"]);
+    let detail = get_json(&http, format!("{api}/api/v1/alerts/{}", alert["alert_id"].as_str().unwrap())).await.unwrap();
+    assert_eq!(detail["sample_lines"][0]["body"], "payment declined for order 42");
+    let logs = get_json(&http, format!("{api}/api/v1/logs?service={service}")).await.unwrap();
+    assert_eq!(logs["items"][0]["template_id"], template["template_id"]);
+
+    let up = wait_for("the recorder's samples of the logminer", limit, || async {
+        let page = get_json(&http, format!("{api}/api/v1/pipeline?service=logminer&metric=up&step_secs=1&from={}", now_ns() - 60_000_000_000)).await?;
+        let series = page["series"].as_array()?.first()?.clone();
+        (series["total"].as_array()?.last()?[1] == 1.0).then_some(series)
+    })
+    .await;
+    assert_eq!(up["instances"][0]["instance"], format!("127.0.0.1:{logminer_port}"));
 }
