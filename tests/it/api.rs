@@ -711,3 +711,123 @@ async fn otel_sdk_traffic_reaches_every_endpoint() {
     .await;
     assert_eq!(up["instances"][0]["instance"], format!("127.0.0.1:{logminer_port}"));
 }
+
+/// Seeds `n` rows into a table with one INSERT … SELECT on the server, then merges them, so
+/// each day partition is one part (as a table settles) and the index is read once per query.
+async fn seed_on_server(store: &Store, table: &str, columns: &str, select: &str, n: u64) {
+    let sql = format!("INSERT INTO {table} ({columns}) SELECT {select} FROM numbers({n})");
+    store.execute(&format!("seeding {table}"), &sql).await.unwrap();
+    store.execute(&format!("merging {table}"), &format!("OPTIMIZE TABLE {table} FINAL")).await.unwrap();
+}
+
+/// `read_rows` of the finished queries since `since_secs` whose text holds `marker` (a bound
+/// id: each request's statements carry the id they look up), by statement.
+async fn read_rows_of(store: &Store, since_secs: u64, marker: &str) -> Vec<(String, u64)> {
+    store.execute("flushing the query log", "SYSTEM FLUSH LOGS").await.unwrap();
+    store
+        .client()
+        .query(
+            "SELECT query, read_rows FROM system.query_log WHERE type = 2 AND event_time >= toDateTime(?) \
+             AND has(Settings.Names, 'log_queries') AND position(query, ?) > 0 AND position(query, 'system.') = 0",
+        )
+        .bind(since_secs)
+        .bind(marker)
+        .fetch_all()
+        .await
+        .unwrap()
+}
+
+/// Acceptance: with 1,000,000 spans, logs, hits and alerts stored, a trace by id and an
+/// alert by id each read under 1% of a table per statement: the primary keys (and the
+/// `trace_logs` lookup) are used. A check of rows read, not of time.
+#[tokio::test]
+async fn trace_and_alert_by_id_read_under_one_percent_of_a_million_rows() {
+    const N: u64 = 1_000_000;
+    let env = TestEnv::new("api_read_rows");
+    let store = env.migrated_store().await;
+    let base = now_ns() - 2 * 3_600_000_000_000;
+    let trace_of = "lower(hex(MD5(toString(intDiv(number, 5)))))";
+    let service_of = "concat('svc-', toString(number % 200))";
+    seed_on_server(
+        &store,
+        "spans",
+        "trace_id, span_id, parent_span_id, service, name, kind, start_ns, end_ns, duration_ns, status_code, \
+         status_message, attr_keys, attr_values, resource_keys, resource_values, scope_name, event_count, link_count, ingest_ns",
+        &format!(
+            "{trace_of}, substring(lower(hex(MD5(toString(number)))), 1, 16), '', {service_of}, 'op', toUInt8(2), \
+             {base} + number * 1000, {base} + number * 1000 + 500, toUInt64(500), toUInt8(0), '', emptyArrayString(), \
+             emptyArrayString(), emptyArrayString(), emptyArrayString(), '', toUInt32(0), toUInt32(0), toUInt64(1)"
+        ),
+        N,
+    )
+    .await;
+    seed_on_server(
+        &store,
+        "logs",
+        "log_id, service, time_ns, observed_ns, severity_number, severity_text, body, trace_id, span_id, attr_keys, \
+         attr_values, resource_keys, resource_values, scope_name, ingest_ns",
+        &format!(
+            "number + 1, {service_of}, {base} + number * 1000, {base} + number * 1000, toUInt8(9), 'INFO', \
+             concat('line ', toString(number)), {trace_of}, '', emptyArrayString(), emptyArrayString(), \
+             emptyArrayString(), emptyArrayString(), '', toUInt64(1)"
+        ),
+        N,
+    )
+    .await;
+    store.execute("merging trace_logs", "OPTIMIZE TABLE trace_logs FINAL").await.unwrap();
+    seed_on_server(
+        &store,
+        "log_hits",
+        "service, log_id, template_id, time_ns",
+        &format!("{service_of}, number + 1, number % 1000, {base} + number * 1000"),
+        N,
+    )
+    .await;
+    seed_on_server(
+        &store,
+        "log_alerts",
+        "alert_id, kind, service, template_id, template, first_at, last_at, count, baseline, threshold, stored_ns, updated_ns",
+        &format!(
+            "number + 1, 'spike', {service_of}, number % 1000, 't', {base} + number * 1000, {base} + number * 1000 + 60000000000, \
+             toUInt64(5), 1., 5., toUInt64(1), toUInt64(1)"
+        ),
+        N,
+    )
+    .await;
+
+    let since = now_ns() / 1_000_000_000 - 1;
+    let api = Api::start(store.clone().with_setting("log_queries", "1"), "", Duration::from_secs(30)).await;
+    let trace_id: String = store
+        .client()
+        .query("SELECT lower(hex(MD5(toString(123457))))")
+        .fetch_one()
+        .await
+        .unwrap();
+    let trace = api.ok(&format!("/api/v1/traces/{trace_id}")).await;
+    assert_eq!(trace["spans"].as_array().unwrap().len(), 5);
+    assert_eq!(trace["logs"].as_array().unwrap().len(), 5);
+    let alert_id = 654_321u64;
+    let alert = api.ok(&format!("/api/v1/alerts/{alert_id:x}")).await;
+    assert_eq!(alert["alert_id"], format!("{alert_id:016x}"));
+    assert!(!alert["sample_lines"].as_array().unwrap().is_empty());
+
+    let trace_reads = read_rows_of(&store, since, &trace_id).await;
+    let alert_reads = read_rows_of(&store, since, &format!("{alert_id}")).await;
+    assert_eq!(trace_reads.len(), 2, "the spans and the logs statements: {trace_reads:?}");
+    assert!(alert_reads.len() >= 3, "the alert, its marks, its lines and deliveries: {alert_reads:?}");
+    for (query, rows) in trace_reads.iter().chain(&alert_reads) {
+        eprintln!("read_rows {rows:>7} ({:.3}%): {:.100}", *rows as f64 * 100.0 / N as f64, query);
+        assert!(*rows < N / 100, "{rows} rows read (of {N}) by {query}");
+    }
+    // The sample lines are found through the hits of one service (a prefix of the hits'
+    // key) and read from `logs` by key: a granule per line, bounded by the sample size, not
+    // by the table (docs/api.md, "Costs").
+    let template_id = (alert_id - 1) % 1000;
+    let sample_reads = read_rows_of(&store, since, &format!("template_id = {template_id}")).await;
+    assert_eq!(sample_reads.len(), 1, "{sample_reads:?}");
+    let (query, rows) = &sample_reads[0];
+    eprintln!("read_rows {rows:>7} ({:.3}%): {:.100}", *rows as f64 * 100.0 / N as f64, query);
+    let granule = 8192;
+    let service_hits = N / 200;
+    assert!(*rows <= (tayga::daemon::api::handlers::alerts::SAMPLE_LINES + 2) * granule + service_hits, "{rows} rows read by {query}");
+}

@@ -54,3 +54,24 @@ pub fn statements() -> Vec<(&'static str, String)> {
 fn select_of<T: super::TableRow>(rest: &str) -> String {
     format!("SELECT {} FROM {} {rest}", T::COLUMN_NAMES.join(", "), T::TABLE)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_statement_is_named_once_and_avoids_what_18_16_lacks() {
+        let all = statements();
+        let mut names: Vec<&str> = all.iter().map(|(n, _)| *n).collect();
+        names.sort();
+        let before = names.len();
+        names.dedup();
+        assert_eq!(names.len(), before, "a statement name is used twice");
+        for (name, sql) in &all {
+            for forbidden in ["ILIKE", "JSONExtract", "DateTime64", " AS (SELECT", "Map("] {
+                assert!(!sql.contains(forbidden), "{name} uses {forbidden}");
+            }
+            assert!(!sql.contains("OFFSET"), "{name} pages by OFFSET");
+        }
+    }
+}

@@ -1,32 +1,24 @@
 //! Traces: one by id (its spans through `store::read::fetch_trace`, the spans table's primary
-//! key; its logs through the `trace_logs` lookup, then the logs table's primary key), and a
-//! search over the spans of a window.
+//! key; its logs from `trace_logs`, ordered by trace id), and a search over the spans of a
+//! window.
 
 use clickhouse::Row;
 use serde::Deserialize;
 
-use super::{and_all, select_of, Window, MAX_LIMIT};
+use super::{and_all, Window, MAX_LIMIT};
 use crate::store::{LogRow, Store, StoreError};
 
-/// After `FROM logs`: the logs of one trace, found by key in `trace_logs`. Each key column
-/// gets its own `IN`, which the primary key index uses on every version; the time bounds
-/// prune day partitions. Binds: trace id, four times.
-pub const TRACE_LOGS_REST: &str = "FINAL
-WHERE service IN (SELECT service FROM trace_logs WHERE trace_id = ?)
-  AND log_id IN (SELECT log_id FROM trace_logs WHERE trace_id = ?)
-  AND time_ns >= (SELECT min(time_ns) FROM trace_logs WHERE trace_id = ?)
-  AND time_ns <= (SELECT max(time_ns) FROM trace_logs WHERE trace_id = ?)
-ORDER BY time_ns, log_id";
+/// The logs of one trace from `trace_logs` (a copy of `logs` ordered by trace id, filled by
+/// a materialized view), each once, in time order. Binds: trace id.
+pub const TRACE_LOGS_SQL: &str = "SELECT ?fields FROM trace_logs FINAL WHERE trace_id = ? ORDER BY time_ns, log_id";
 
 /// The logs of one trace, each once, in time order.
 pub async fn trace_logs(store: &Store, trace_id: &str) -> Result<Vec<LogRow>, StoreError> {
     store
-        .select::<LogRow>(TRACE_LOGS_REST)
+        .client()
+        .query(TRACE_LOGS_SQL)
         .bind(trace_id)
-        .bind(trace_id)
-        .bind(trace_id)
-        .bind(trace_id)
-        .fetch_all()
+        .fetch_all::<LogRow>()
         .await
         .map_err(|e| store.query_error("reading the logs of a trace", e))
 }
@@ -118,7 +110,7 @@ pub fn statements() -> Vec<(&'static str, String)> {
     };
     let with_errors = TraceSearch { error: Some(true), ..widest.clone() };
     vec![
-        ("TRACE_LOGS_REST", select_of::<LogRow>(TRACE_LOGS_REST)),
+        ("TRACE_LOGS_SQL", TRACE_LOGS_SQL.replace("?fields", &<LogRow as clickhouse::Row>::COLUMN_NAMES.join(", "))),
         ("TRACE_SEARCH_SQL", search_sql(&widest)),
         ("TRACE_SEARCH_SQL(error)", search_sql(&with_errors)),
     ]
