@@ -15,6 +15,7 @@ use tayga::daemon::api::recorder::resolve::{FixedResolver, SystemResolver};
 use tayga::daemon::api::recorder::{Recorder, RecorderMetrics, Target};
 use tayga::daemon::api::router;
 use tayga::daemon::Shutdown;
+use tayga::store::query::seed::Seed;
 use tayga::store::*;
 
 use crate::common::{self, free_addr, free_port, run, wait_for, ChildGuard, TestEnv};
@@ -712,14 +713,6 @@ async fn otel_sdk_traffic_reaches_every_endpoint() {
     assert_eq!(up["instances"][0]["instance"], format!("127.0.0.1:{logminer_port}"));
 }
 
-/// Seeds `n` rows into a table with one INSERT … SELECT on the server, then merges them, so
-/// each day partition is one part (as a table settles) and the index is read once per query.
-async fn seed_on_server(store: &Store, table: &str, columns: &str, select: &str, n: u64) {
-    let sql = format!("INSERT INTO {table} ({columns}) SELECT {select} FROM numbers({n})");
-    store.execute(&format!("seeding {table}"), &sql).await.unwrap();
-    store.execute(&format!("merging {table}"), &format!("OPTIMIZE TABLE {table} FINAL")).await.unwrap();
-}
-
 /// `read_rows` of the finished queries since `since_secs` whose text holds `marker` (a bound
 /// id: each request's statements carry the id they look up), by statement.
 async fn read_rows_of(store: &Store, since_secs: u64, marker: &str) -> Vec<(String, u64)> {
@@ -737,7 +730,7 @@ async fn read_rows_of(store: &Store, since_secs: u64, marker: &str) -> Vec<(Stri
         .unwrap()
 }
 
-/// Acceptance: with 1,000,000 spans, logs, hits and alerts stored, a trace by id and an
+/// Acceptance: with 1,000,000 spans, logs, hits and alerts stored (`store::query::seed`), a trace by id and an
 /// alert by id each read under 1% of a table per statement: the primary keys (and the
 /// `trace_logs` lookup) are used. A check of rows read, not of time.
 #[tokio::test]
@@ -745,61 +738,21 @@ async fn trace_and_alert_by_id_read_under_one_percent_of_a_million_rows() {
     const N: u64 = 1_000_000;
     let env = TestEnv::new("api_read_rows");
     let store = env.migrated_store().await;
-    let base = now_ns() - 2 * 3_600_000_000_000;
-    let trace_of = "lower(hex(MD5(toString(intDiv(number, 5)))))";
-    let service_of = "concat('svc-', toString(number % 200))";
-    seed_on_server(
-        &store,
-        "spans",
-        "trace_id, span_id, parent_span_id, service, name, kind, start_ns, end_ns, duration_ns, status_code, \
-         status_message, attr_keys, attr_values, resource_keys, resource_values, scope_name, event_count, link_count, ingest_ns",
-        &format!(
-            "{trace_of}, substring(lower(hex(MD5(toString(number)))), 1, 16), '', {service_of}, 'op', toUInt8(2), \
-             {base} + number * 1000, {base} + number * 1000 + 500, toUInt64(500), toUInt8(0), '', emptyArrayString(), \
-             emptyArrayString(), emptyArrayString(), emptyArrayString(), '', toUInt32(0), toUInt32(0), toUInt64(1)"
-        ),
-        N,
-    )
-    .await;
-    seed_on_server(
-        &store,
-        "logs",
-        "log_id, service, time_ns, observed_ns, severity_number, severity_text, body, trace_id, span_id, attr_keys, \
-         attr_values, resource_keys, resource_values, scope_name, ingest_ns",
-        &format!(
-            "number + 1, {service_of}, {base} + number * 1000, {base} + number * 1000, toUInt8(9), 'INFO', \
-             concat('line ', toString(number)), {trace_of}, '', emptyArrayString(), emptyArrayString(), \
-             emptyArrayString(), emptyArrayString(), '', toUInt64(1)"
-        ),
-        N,
-    )
-    .await;
-    store.execute("merging trace_logs", "OPTIMIZE TABLE trace_logs FINAL").await.unwrap();
-    seed_on_server(
-        &store,
-        "log_hits",
-        "service, log_id, template_id, time_ns",
-        &format!("{service_of}, number + 1, number % 1000, {base} + number * 1000"),
-        N,
-    )
-    .await;
-    seed_on_server(
-        &store,
-        "log_alerts",
-        "alert_id, kind, service, template_id, template, first_at, last_at, count, baseline, threshold, stored_ns, updated_ns",
-        &format!(
-            "number + 1, 'spike', {service_of}, number % 1000, 't', {base} + number * 1000, {base} + number * 1000 + 60000000000, \
-             toUInt64(5), 1., 5., toUInt64(1), toUInt64(1)"
-        ),
-        N,
-    )
-    .await;
-
+    let seed = Seed {
+        spans: N,
+        logs: N,
+        services: 200,
+        templates_per_service: 5,
+        alerts: N,
+        end_ns: now_ns(),
+        span_ns: 3_600_000_000_000,
+    };
+    tayga::store::query::seed::seed(&store, &seed).await.unwrap();
     let since = now_ns() / 1_000_000_000 - 1;
     let api = Api::start(store.clone().with_setting("log_queries", "1"), "", Duration::from_secs(30)).await;
     let trace_id: String = store
         .client()
-        .query("SELECT lower(hex(MD5(toString(123457))))")
+        .query(&tayga::store::query::seed::trace_id_sql(123_457))
         .fetch_one()
         .await
         .unwrap();
@@ -822,12 +775,12 @@ async fn trace_and_alert_by_id_read_under_one_percent_of_a_million_rows() {
     // The sample lines are found through the hits of one service (a prefix of the hits'
     // key) and read from `logs` by key: a granule per line, bounded by the sample size, not
     // by the table (docs/api.md, "Costs").
-    let template_id = (alert_id - 1) % 1000;
-    let sample_reads = read_rows_of(&store, since, &format!("template_id = {template_id}")).await;
+    let template_id = (alert_id - 1) % seed.templates_per_service + 1;
+    let sample_reads = read_rows_of(&store, since, &format!("template_id = {template_id} AND time_ns")).await;
     assert_eq!(sample_reads.len(), 1, "{sample_reads:?}");
     let (query, rows) = &sample_reads[0];
     eprintln!("read_rows {rows:>7} ({:.3}%): {:.100}", *rows as f64 * 100.0 / N as f64, query);
     let granule = 8192;
-    let service_hits = N / 200;
+    let service_hits = N / seed.services;
     assert!(*rows <= (tayga::daemon::api::handlers::alerts::SAMPLE_LINES + 2) * granule + service_hits, "{rows} rows read by {query}");
 }

@@ -11,6 +11,7 @@ pub mod alerts;
 pub mod deliveries;
 pub mod logs;
 pub mod pipeline;
+pub mod seed;
 pub mod services;
 pub mod stories;
 pub mod templates;
