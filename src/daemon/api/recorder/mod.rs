@@ -1,6 +1,7 @@
 //! The metric recorder (seed 000, "Metrics with several replicas"): every
 //! `api.scrape_interval_secs` it scrapes the `/metrics` of ingest, writer, assembler and
-//! notifier, resolves `api.logminer_metrics` and scrapes every address it names, and stores
+//! notifier, resolves `api.logminer_metrics` (and any other `api.*_metrics` name set) and
+//! scrapes every address it names, and stores
 //! every sample with its labels in `pipeline_metrics`, one INSERT per tick. Each sample's
 //! `instance` is the scraped `ip:port`; every scrape also records `up` (1, or 0 when it
 //! failed, or when the logminer's name did not resolve at all). The recorder keeps no
@@ -33,15 +34,23 @@ pub enum Target {
     Resolved { service: String, host_port: String },
 }
 
-/// The scrape set of a configuration.
+/// The scrape set of a configuration: each service at its `api.<service>_metrics` name,
+/// resolved on every tick, or at its own listen address when that is empty.
 pub fn targets(config: &Config) -> Vec<Target> {
-    let fixed = |service: &str, addr: &str| Target::Fixed { service: service.into(), addr: addr.into() };
+    let api = &config.api;
+    let target = |service: &str, name: &str, own: &str| {
+        if name.is_empty() {
+            Target::Fixed { service: service.into(), addr: own.into() }
+        } else {
+            Target::Resolved { service: service.into(), host_port: name.into() }
+        }
+    };
     vec![
-        fixed("ingest", &config.ingest.http_addr),
-        fixed("writer", &config.writer.metrics_addr),
-        fixed("assembler", &config.assembler.metrics_addr),
-        fixed("notifier", &config.notifier.metrics_addr),
-        Target::Resolved { service: "logminer".into(), host_port: config.api.logminer_metrics.clone() },
+        target("ingest", &api.ingest_metrics, &config.ingest.http_addr),
+        target("writer", &api.writer_metrics, &config.writer.metrics_addr),
+        target("assembler", &api.assembler_metrics, &config.assembler.metrics_addr),
+        target("notifier", &api.notifier_metrics, &config.notifier.metrics_addr),
+        target("logminer", &api.logminer_metrics, &config.logminer.metrics_addr),
     ]
 }
 
@@ -173,6 +182,16 @@ pub fn samples_to_rows(ts_ns: u64, service: &str, instance: &str, text: Option<&
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_service_is_scraped_at_its_own_address_unless_a_name_is_set() {
+        let mut config = Config::default();
+        config.api.writer_metrics = "writer:9401".into();
+        let t = targets(&config);
+        assert_eq!(t[0], Target::Fixed { service: "ingest".into(), addr: config.ingest.http_addr.clone() });
+        assert_eq!(t[1], Target::Resolved { service: "writer".into(), host_port: "writer:9401".into() });
+        assert_eq!(t[4], Target::Resolved { service: "logminer".into(), host_port: config.api.logminer_metrics.clone() });
+    }
 
     #[test]
     fn a_failed_scrape_is_up_zero_and_nothing_else() {
