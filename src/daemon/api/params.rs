@@ -127,8 +127,69 @@ pub fn decode_cursor(value: &str, n: usize) -> Result<Vec<String>, ApiError> {
 }
 
 /// A number inside a cursor.
-pub fn cursor_number(part: &str) -> Result<u64, ApiError> {
+fn cursor_number(part: &str) -> Result<u64, ApiError> {
     part.parse().map_err(|_| ApiError::bad("cursor", "is not a cursor this API returned"))
+}
+
+/// A list's sort key, as a cursor carries it.
+pub trait CursorKey: Sized {
+    const PARTS: usize;
+    fn to_parts(&self) -> Vec<String>;
+    fn from_parts(parts: &[String]) -> Result<Self, ApiError>;
+}
+
+impl CursorKey for String {
+    const PARTS: usize = 1;
+    fn to_parts(&self) -> Vec<String> {
+        vec![self.clone()]
+    }
+    fn from_parts(parts: &[String]) -> Result<Self, ApiError> {
+        Ok(parts[0].clone())
+    }
+}
+
+impl CursorKey for (u64, u64) {
+    const PARTS: usize = 2;
+    fn to_parts(&self) -> Vec<String> {
+        vec![self.0.to_string(), self.1.to_string()]
+    }
+    fn from_parts(parts: &[String]) -> Result<Self, ApiError> {
+        Ok((cursor_number(&parts[0])?, cursor_number(&parts[1])?))
+    }
+}
+
+impl CursorKey for (u64, String) {
+    const PARTS: usize = 2;
+    fn to_parts(&self) -> Vec<String> {
+        vec![self.0.to_string(), self.1.clone()]
+    }
+    fn from_parts(parts: &[String]) -> Result<Self, ApiError> {
+        Ok((cursor_number(&parts[0])?, parts[1].clone()))
+    }
+}
+
+impl CursorKey for (u64, String, u64) {
+    const PARTS: usize = 3;
+    fn to_parts(&self) -> Vec<String> {
+        vec![self.0.to_string(), self.1.clone(), self.2.to_string()]
+    }
+    fn from_parts(parts: &[String]) -> Result<Self, ApiError> {
+        Ok((cursor_number(&parts[0])?, parts[1].clone(), cursor_number(&parts[2])?))
+    }
+}
+
+/// The `cursor` parameter read as `K`; absent on a first page.
+pub fn cursor<K: CursorKey>(value: Option<String>) -> Result<Option<K>, ApiError> {
+    match text("cursor", value)? {
+        None => Ok(None),
+        Some(c) => K::from_parts(&decode_cursor(&c, K::PARTS)?).map(Some),
+    }
+}
+
+/// The cursor of the page after the item whose sort key is `key`.
+pub fn next_cursor<K: CursorKey>(key: &K) -> String {
+    let parts = key.to_parts();
+    encode_cursor(&parts.iter().map(String::as_str).collect::<Vec<_>>())
 }
 
 #[cfg(test)]
@@ -200,6 +261,12 @@ mod tests {
             let refs: Vec<&str> = parts.iter().map(String::as_str).collect();
             let encoded = encode_cursor(&refs);
             prop_assert_eq!(decode_cursor(&encoded, parts.len()).unwrap(), parts);
+        }
+
+        #[test]
+        fn cursor_keys_round_trip(a in any::<u64>(), b in ".{0,30}", c in any::<u64>()) {
+            let key = (a, b, c);
+            prop_assert_eq!(cursor::<(u64, String, u64)>(Some(next_cursor(&key))).unwrap(), Some(key));
         }
 
         #[test]

@@ -98,13 +98,7 @@ pub async fn list(State(state): State<AppState>, Query(p): Query<AlertsParams>) 
         })?),
         None => None,
     };
-    let after = match params::text("cursor", p.cursor)? {
-        Some(c) => {
-            let parts = params::decode_cursor(&c, 2)?;
-            Some((params::cursor_number(&parts[0])?, params::cursor_number(&parts[1])?))
-        }
-        None => None,
-    };
+    let after = params::cursor::<(u64, u64)>(p.cursor)?;
     let cutoff = active_cutoff_ns(state.now());
     let query = AlertQuery {
         service: params::text("service", p.service)?,
@@ -117,12 +111,12 @@ pub async fn list(State(state): State<AppState>, Query(p): Query<AlertsParams>) 
     };
     let rows = state.run(alerts(&state.store, &query)).await?;
     let marks = state.run(published_versions(&state.store, &rows)).await?;
-    let cursor = rows.last().map(|r| params::encode_cursor(&[&r.last_at.to_string(), &r.alert_id.to_string()]));
+    let cursor = rows.last().map(|r| params::next_cursor(&(r.last_at, r.alert_id)));
     let items: Vec<Alert> = rows
         .iter()
         .map(|r| Alert::from_row(r, cutoff, marks.contains(&(r.alert_id, r.updated_ns))))
         .collect();
-    Ok(Json(Page::of(items, limit, |_| cursor.clone().unwrap_or_default())))
+    Ok(Json(Page::of(items, limit, cursor)))
 }
 
 #[derive(Debug, Serialize, ToSchema)]

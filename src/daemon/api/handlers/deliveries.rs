@@ -71,16 +71,10 @@ pub async fn list(State(state): State<AppState>, Query(p): Query<DeliveriesParam
         },
         None => None,
     };
-    let after = match params::text("cursor", p.cursor)? {
-        Some(c) => {
-            let parts = params::decode_cursor(&c, 2)?;
-            Some((params::cursor_number(&parts[0])?, parts[1].clone()))
-        }
-        None => None,
-    };
+    let after = params::cursor::<(u64, String)>(p.cursor)?;
     let q = DeliverySearch { alert_id, target: params::text("target", p.target)?, status, after };
     let rows = state.run(deliveries::deliveries(&state.store, window, &q, limit)).await?;
-    let cursor = rows.last().map(|r| params::encode_cursor(&[&r.alert_id.to_string(), &r.target]));
+    let cursor = rows.last().map(|r| params::next_cursor(&(r.alert_id, r.target.clone())));
     let items: Vec<Delivery> = rows.into_iter().map(Delivery::from_row).collect();
-    Ok(Json(Page::of(items, limit, |_| cursor.clone().unwrap_or_default())))
+    Ok(Json(Page::of(items, limit, cursor)))
 }

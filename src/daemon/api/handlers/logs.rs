@@ -37,16 +37,10 @@ pub async fn list(State(state): State<AppState>, Query(p): Query<LogsParams>) ->
         Some(t) => Some(params::hex_id("template_id", &t)?),
         None => None,
     };
-    let before = match params::text("cursor", p.cursor)? {
-        Some(c) => {
-            let parts = params::decode_cursor(&c, 2)?;
-            Some((params::cursor_number(&parts[0])?, params::cursor_number(&parts[1])?))
-        }
-        None => None,
-    };
+    let before = params::cursor::<(u64, u64)>(p.cursor)?;
     let q = LogSearch { service: params::text("service", p.service)?, template_id, contains: params::text("q", p.q)?, before };
     let rows = state.run(logs::logs(&state.store, window, &q, limit)).await?;
-    let cursor = rows.last().map(|r| params::encode_cursor(&[&r.time_ns.to_string(), &r.log_id.to_string()]));
+    let cursor = rows.last().map(|r| params::next_cursor(&(r.time_ns, r.log_id)));
     let items: Vec<Log> = rows
         .into_iter()
         .map(|r| Log {
@@ -62,5 +56,5 @@ pub async fn list(State(state): State<AppState>, Query(p): Query<LogsParams>) ->
             template_id: (r.template_id != 0).then(|| format_id(r.template_id)),
         })
         .collect();
-    Ok(Json(Page::of(items, limit, |_| cursor.clone().unwrap_or_default())))
+    Ok(Json(Page::of(items, limit, cursor)))
 }

@@ -59,9 +59,10 @@ pub struct Page<T> {
 }
 
 impl<T> Page<T> {
-    /// A page of at most `limit` items, with the cursor of the last one when the page is full.
-    pub fn of(items: Vec<T>, limit: u64, cursor: impl Fn(&T) -> String) -> Page<T> {
-        let next_cursor = if items.len() as u64 >= limit { items.last().map(&cursor) } else { None };
+    /// A page of at most `limit` items; `last_cursor` (the cursor after the last item) is
+    /// handed on only when the page is full.
+    pub fn of(items: Vec<T>, limit: u64, last_cursor: Option<String>) -> Page<T> {
+        let next_cursor = if items.len() as u64 >= limit { last_cursor } else { None };
         Page { items, next_cursor }
     }
 }

@@ -40,11 +40,9 @@ pub struct Service {
 pub async fn list(State(state): State<AppState>, Query(p): Query<ServicesParams>) -> Result<Json<Page<Service>>, ApiError> {
     let window = params::window(p.from, p.to, state.now(), HOUR_NS, 31 * DAY_NS)?;
     let limit = params::limit(p.limit)?;
-    let after = match params::text("cursor", p.cursor)? {
-        Some(c) => params::decode_cursor(&c, 1)?.remove(0),
-        None => String::new(),
-    };
+    let after = params::cursor::<String>(p.cursor)?.unwrap_or_default();
     let rows = state.run(services::services(&state.store, window, &after, limit)).await?;
+    let cursor = rows.last().map(|r| params::next_cursor(&r.service));
     let items = rows
         .into_iter()
         .map(|r| Service {
@@ -56,5 +54,5 @@ pub async fn list(State(state): State<AppState>, Query(p): Query<ServicesParams>
             last_seen_ns: r.last_seen_ns,
         })
         .collect();
-    Ok(Json(Page::of(items, limit, |s: &Service| params::encode_cursor(&[&s.service]))))
+    Ok(Json(Page::of(items, limit, cursor)))
 }

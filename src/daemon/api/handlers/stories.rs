@@ -97,16 +97,9 @@ pub async fn shapes(State(state): State<AppState>, Query(p): Query<ShapesParams>
     let window = params::window(p.from, p.to, state.now(), HOUR_NS, 31 * DAY_NS)?;
     let limit = params::limit(p.limit)?;
     let service = params::text("service", p.service)?;
-    let after = match params::text("cursor", p.cursor)? {
-        Some(c) => {
-            let parts = params::decode_cursor(&c, 2)?;
-            Some((params::cursor_number(&parts[0])?, params::cursor_number(&parts[1])?))
-        }
-        None => None,
-    };
+    let after = params::cursor::<(u64, u64)>(p.cursor)?;
     let rows = state.run(stories::shapes(&state.store, window, service.as_deref(), after, limit)).await?;
-    let cursors: Vec<String> =
-        rows.iter().map(|r| params::encode_cursor(&[&r.count.to_string(), &r.fingerprint.to_string()])).collect();
+    let cursor = rows.last().map(|r| params::next_cursor(&(r.count, r.fingerprint)));
     let items: Vec<Shape> = rows
         .into_iter()
         .map(|r| Shape {
@@ -122,8 +115,7 @@ pub async fn shapes(State(state): State<AppState>, Query(p): Query<ShapesParams>
             last_start_ns: r.last_start_ns,
         })
         .collect();
-    let last = cursors.last().cloned().unwrap_or_default();
-    Ok(Json(Page::of(items, limit, |_| last.clone())))
+    Ok(Json(Page::of(items, limit, cursor)))
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -147,14 +139,9 @@ pub async fn shape_stories(
     let fingerprint = params::hex_id("fingerprint", &fingerprint)?;
     let window = params::window(p.from, p.to, state.now(), HOUR_NS, 31 * DAY_NS)?;
     let limit = params::limit(p.limit)?;
-    let after = match params::text("cursor", p.cursor)? {
-        Some(c) => {
-            let parts = params::decode_cursor(&c, 2)?;
-            Some((params::cursor_number(&parts[0])?, parts[1].clone()))
-        }
-        None => None,
-    };
+    let after = params::cursor::<(u64, String)>(p.cursor)?;
     let rows = state.run(stories::shape_stories(&state.store, fingerprint, window, after, limit)).await?;
+    let cursor = rows.last().map(|r| params::next_cursor(&(r.start_ns, r.trace_id.clone())));
     let items = rows.into_iter().map(Story::from_row).collect();
-    Ok(Json(Page::of(items, limit, |s: &Story| params::encode_cursor(&[&s.start_ns.to_string(), &s.trace_id]))))
+    Ok(Json(Page::of(items, limit, cursor)))
 }

@@ -55,13 +55,7 @@ pub async fn list(State(state): State<AppState>, Query(p): Query<TemplatesParams
     let window = params::window(p.from, p.to, state.now(), HOUR_NS, DAY_NS)?;
     let limit = params::limit(p.limit)?;
     let service = params::text("service", p.service)?;
-    let after = match params::text("cursor", p.cursor)? {
-        Some(c) => {
-            let parts = params::decode_cursor(&c, 3)?;
-            Some((params::cursor_number(&parts[0])?, parts[1].clone(), params::cursor_number(&parts[2])?))
-        }
-        None => None,
-    };
+    let after = params::cursor::<(u64, String, u64)>(p.cursor)?;
     let rows = state.run(templates::templates(&state.store, service.as_deref(), after.as_ref(), limit)).await?;
     let mut services: Vec<String> = rows.iter().map(|r| r.service.clone()).collect();
     services.sort();
@@ -79,7 +73,7 @@ pub async fn list(State(state): State<AppState>, Query(p): Query<TemplatesParams
             .or_default()
             .push(MinuteCount { minute_ns: c.minute * MINUTE_NS, count: c.count });
     }
-    let cursor = rows.last().map(|r| params::encode_cursor(&[&r.count.to_string(), &r.service, &r.template_id.to_string()]));
+    let cursor = rows.last().map(|r| params::next_cursor(&(r.count, r.service.clone(), r.template_id)));
     let items: Vec<Template> = rows
         .into_iter()
         .map(|r| Template {
@@ -93,5 +87,5 @@ pub async fn list(State(state): State<AppState>, Query(p): Query<TemplatesParams
             masking_version: r.masking_version,
         })
         .collect();
-    Ok(Json(Page::of(items, limit, |_| cursor.clone().unwrap_or_default())))
+    Ok(Json(Page::of(items, limit, cursor)))
 }

@@ -128,13 +128,7 @@ pub async fn search(
 ) -> Result<Json<Page<TraceHit>>, ApiError> {
     let window = params::window(p.from, p.to, state.now(), HOUR_NS, 7 * DAY_NS)?;
     let limit = params::limit(p.limit)?;
-    let after = match params::text("cursor", p.cursor)? {
-        Some(c) => {
-            let parts = params::decode_cursor(&c, 2)?;
-            Some((params::cursor_number(&parts[0])?, parts[1].clone()))
-        }
-        None => None,
-    };
+    let after = params::cursor::<(u64, String)>(p.cursor)?;
     let q = TraceSearch {
         service: params::text("service", p.service)?,
         operation: params::text("operation", p.operation)?,
@@ -143,6 +137,7 @@ pub async fn search(
         after,
     };
     let rows = state.run(traces::search(&state.store, window, &q, limit)).await?;
+    let cursor = rows.last().map(|r| params::next_cursor(&(r.last_start_ns, r.trace_id.clone())));
     let items = rows
         .into_iter()
         .map(|r| TraceHit {
@@ -156,7 +151,5 @@ pub async fn search(
             operations: r.operations,
         })
         .collect();
-    Ok(Json(Page::of(items, limit, |t: &TraceHit| {
-        params::encode_cursor(&[&t.last_start_ns.to_string(), &t.trace_id])
-    })))
+    Ok(Json(Page::of(items, limit, cursor)))
 }
