@@ -1,5 +1,8 @@
 //! Every service seen in a window, with its span, log and error counts and when it was last
-//! seen. Both sides count identities (`uniqExact`), so copies not merged yet count once.
+//! seen. Both sides count identities (`uniqExact`), so copies not merged yet count once; a
+//! span's identity is counted as a 64-bit hash of (trace id, span id), which halves the cost
+//! of the count; the odds that two of a million spans collide (an undercount of one) are
+//! about 3 in 100 million.
 
 use clickhouse::Row;
 use serde::Deserialize;
@@ -23,7 +26,7 @@ pub struct ServiceSummary {
 /// show anyway.
 pub const SERVICES_SQL: &str = "SELECT service, sum(spans), sum(error_spans), sum(logs), sum(error_logs), max(last_seen)
 FROM (
-    SELECT service, uniqExact(trace_id, span_id) AS spans, uniqExactIf(trace_id, span_id, status_code = 2) AS error_spans,
+    SELECT service, uniqExact(cityHash64(trace_id, span_id)) AS spans, uniqExactIf(cityHash64(trace_id, span_id), status_code = 2) AS error_spans,
         toUInt64(0) AS logs, toUInt64(0) AS error_logs, max(start_ns) AS last_seen
     FROM spans WHERE start_ns >= ? AND start_ns < ? AND service > ? GROUP BY service
     UNION ALL
