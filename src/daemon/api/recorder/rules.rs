@@ -102,6 +102,34 @@ pub fn combine(metric: &str, points: &[Point]) -> Combined {
     Combined { rule, instances, total }
 }
 
+/// The `q` quantile (0 to 1) of a histogram from its cumulative buckets as `(upper bound,
+/// count or rate)`, by linear interpolation inside the bucket the rank falls in, as
+/// Prometheus' `histogram_quantile` does. Fed the bucket rates summed over replicas, this is
+/// the quantile of all replicas' observations together. `None` without observations.
+pub fn quantile(q: f64, buckets: &[(f64, f64)]) -> Option<f64> {
+    let mut buckets = buckets.to_vec();
+    buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let total = buckets.last()?.1;
+    if !(total > 0.0) {
+        return None;
+    }
+    let rank = q.clamp(0.0, 1.0) * total;
+    let (mut lower, mut below) = (0.0, 0.0);
+    for (upper, count) in buckets {
+        if count >= rank {
+            if upper.is_infinite() {
+                return Some(lower);
+            }
+            if count <= below {
+                return Some(upper);
+            }
+            return Some(lower + (upper - lower) * (rank - below) / (count - below));
+        }
+        (lower, below) = (upper, count);
+    }
+    Some(lower)
+}
+
 /// Per-second rates between consecutive steps of one counter.
 fn rates(series: &[(u64, f64)]) -> Vec<(u64, f64)> {
     series
@@ -160,7 +188,37 @@ mod tests {
         assert_eq!(c.total, vec![(S, 1.0), (2 * S, 2.0)]);
     }
 
+    #[test]
+    fn quantiles_interpolate_inside_the_bucket() {
+        // 10 observations ≤ 0.1 s, 10 more ≤ 1 s, none above.
+        let buckets = [(0.1, 10.0), (1.0, 20.0), (f64::INFINITY, 20.0)];
+        assert_eq!(quantile(0.5, &buckets), Some(0.1));
+        assert!((quantile(0.95, &buckets).unwrap() - 0.91).abs() < 1e-9);
+        assert_eq!(quantile(0.5, &[(0.1, 0.0), (f64::INFINITY, 0.0)]), None);
+        // Everything above the last finite bound: that bound is the answer, as Prometheus says.
+        assert_eq!(quantile(0.5, &[(0.1, 0.0), (f64::INFINITY, 4.0)]), Some(0.1));
+    }
+
     proptest! {
+        #[test]
+        fn a_quantile_lies_within_the_bounds_and_grows_with_q(
+            counts in proptest::collection::vec(0f64..100.0, 1..8),
+            q1 in 0f64..1.0,
+            q2 in 0f64..1.0,
+        ) {
+            let mut cumulative = 0.0;
+            let mut buckets: Vec<(f64, f64)> = counts.iter().enumerate().map(|(i, c)| {
+                cumulative += c;
+                ((i + 1) as f64, cumulative)
+            }).collect();
+            buckets.push((f64::INFINITY, cumulative));
+            let (lo, hi) = if q1 <= q2 { (q1, q2) } else { (q2, q1) };
+            if let (Some(a), Some(b)) = (quantile(lo, &buckets), quantile(hi, &buckets)) {
+                prop_assert!(a <= b + 1e-9);
+                prop_assert!((0.0..=counts.len() as f64).contains(&a));
+            }
+        }
+
         #[test]
         fn max_and_sum_bound_each_other(values in proptest::collection::vec(0f64..1e6, 1..8)) {
             let points: Vec<Point> = values.iter().enumerate().map(|(i, v)| p(&format!("i{i}"), 0, *v)).collect();
