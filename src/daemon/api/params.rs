@@ -97,12 +97,12 @@ pub fn window(from: Option<u64>, to: Option<u64>, now_ns: u64, default_span: u64
 
 /// A cursor is the previous page's last sort key: its parts, each hex-encoded, joined by
 /// `.`. Opaque to clients; only [`decode_cursor`] reads it.
-pub fn encode_cursor(parts: &[&str]) -> String {
+fn encode_cursor(parts: &[&str]) -> String {
     parts.iter().map(|p| p.bytes().map(|b| format!("{b:02x}")).collect::<String>()).collect::<Vec<_>>().join(".")
 }
 
 /// The `n` parts of a cursor made by [`encode_cursor`].
-pub fn decode_cursor(value: &str, n: usize) -> Result<Vec<String>, ApiError> {
+fn decode_cursor(value: &str, n: usize) -> Result<Vec<String>, ApiError> {
     let bad = || ApiError::bad("cursor", "is not a cursor this API returned");
     if value.len() > MAX_TEXT_BYTES * 2 {
         return Err(bad());

@@ -105,6 +105,3 @@ impl Log {
         }
     }
 }
-
-/// The time window parameters every scan takes; documented once here.
-pub const WINDOW_DOC: &str = "`from`/`to`: Unix nanoseconds, `[from, to)`; `to` defaults to now, `from` to one hour before `to`";
