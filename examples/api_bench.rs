@@ -20,7 +20,11 @@ use tayga::store::{now_ns, Store};
 
 fn arg(name: &str, default: u64) -> u64 {
     let args: Vec<String> = std::env::args().collect();
-    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).map(|v| v.parse().expect("a number")).unwrap_or(default)
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .map(|v| v.parse().expect("a number"))
+        .unwrap_or(default)
 }
 
 fn flag(name: &str) -> bool {
@@ -94,7 +98,10 @@ async fn main() -> anyhow::Result<()> {
     let endpoints: Vec<(&str, Box<dyn Fn(usize) -> String>)> = vec![
         ("services", Box::new(|_| "/api/v1/services".to_string())),
         ("trace by id", Box::new(|i| format!("/api/v1/traces/{}", trace_ids[i]))),
-        ("trace search", Box::new(|i| format!("/api/v1/traces?service={}&min_duration_ns=20000000&limit=20", service(i)))),
+        (
+            "trace search",
+            Box::new(|i| format!("/api/v1/traces?service={}&min_duration_ns=20000000&limit=20", service(i))),
+        ),
         ("story by trace", Box::new(|i| format!("/api/v1/traces/{}/story", trace_ids[i]))),
         ("shapes", Box::new(|_| "/api/v1/shapes?limit=20".to_string())),
         ("shape stories", Box::new(|i| format!("/api/v1/shapes/{}/stories?limit=20", fingerprint(i)))),

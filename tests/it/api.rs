@@ -32,7 +32,7 @@ struct Api {
 
 impl Api {
     async fn start(store: Store, token: &str, query_timeout: Duration) -> Api {
-        let state = AppState { store, query_timeout, now_ns: now_ns };
+        let state = AppState { store, query_timeout, now_ns };
         let health: tayga::daemon::HealthFn = Arc::new(|| json!({"api": {"status": "serving"}}));
         let app = router::router(state, Arc::new(Registry::default()), health, token);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -96,7 +96,7 @@ const INACTIVE_ALERT: u64 = 0x00a1_0000_0000_0002;
 const SHAPE_A: u64 = 0x00f1_0000_0000_0001;
 const SHAPE_B: u64 = 0x00f1_0000_0000_0002;
 
-fn span(trace_id: &str, span_id: &str, parent: &str, service: &str, name: &str, start: u64, ms: u64, error: bool) -> SpanRow {
+fn span(trace_id: &str, span_id: &str, parent: &str, service: &str, name: &str, start: u64, ms: u64) -> SpanRow {
     SpanRow {
         trace_id: trace_id.into(),
         span_id: span_id.into(),
@@ -107,7 +107,7 @@ fn span(trace_id: &str, span_id: &str, parent: &str, service: &str, name: &str, 
         start_ns: start,
         end_ns: start + ms * 1_000_000,
         duration_ns: ms * 1_000_000,
-        status_code: if error { 2 } else { 0 },
+        status_code: 0,
         status_message: String::new(),
         attr_keys: vec!["http.method".into()],
         attr_values: vec!["GET".into()],
@@ -118,6 +118,10 @@ fn span(trace_id: &str, span_id: &str, parent: &str, service: &str, name: &str, 
         link_count: 0,
         ingest_ns: start,
     }
+}
+
+fn failed(span: SpanRow) -> SpanRow {
+    SpanRow { status_code: 2, ..span }
 }
 
 fn log(log_id: u64, service: &str, time_ns: u64, body: &str, trace_id: &str) -> LogRow {
@@ -182,9 +186,9 @@ async fn seed(store: &Store, now: u64) {
     let t0 = now - 10 * MIN_NS;
     store
         .insert(&[
-            span(TRACE_A, "a000000000000001", "", "shop", "GET /checkout", t0, 120, false),
-            span(TRACE_A, "a000000000000002", "a000000000000001", "pay", "charge", t0 + 1_000_000, 100, true),
-            span(TRACE_B, "b000000000000001", "", "shop", "GET /cart", t0 + MIN_NS, 5, false),
+            span(TRACE_A, "a000000000000001", "", "shop", "GET /checkout", t0, 120),
+            failed(span(TRACE_A, "a000000000000002", "a000000000000001", "pay", "charge", t0 + 1_000_000, 100)),
+            span(TRACE_B, "b000000000000001", "", "shop", "GET /cart", t0 + MIN_NS, 5),
         ])
         .await
         .unwrap();
@@ -202,7 +206,7 @@ async fn seed(store: &Store, now: u64) {
             service: "shop".into(),
             log_id: i,
             template_id: TEMPLATE,
-            time_ns: t0 + (i - 1).max(0) * MIN_NS + if i == 1 { 2_000_000 } else { MIN_NS },
+            time_ns: if i == 1 { t0 + 2_000_000 } else { t0 + i * MIN_NS },
         }))
         .await
         .unwrap();
@@ -227,8 +231,17 @@ async fn seed(store: &Store, now: u64) {
         ])
         .await
         .unwrap();
-    store.insert(&[alert(ACTIVE_ALERT, "new_template", now - MIN_NS), alert(INACTIVE_ALERT, "silence", now - 120 * MIN_NS)]).await.unwrap();
-    store.insert(&[AlertPublicationRow { alert_id: ACTIVE_ALERT, alert_updated_ns: now - MIN_NS, published_ns: now }]).await.unwrap();
+    store
+        .insert(&[
+            alert(ACTIVE_ALERT, "new_template", now - MIN_NS),
+            alert(INACTIVE_ALERT, "silence", now - 120 * MIN_NS),
+        ])
+        .await
+        .unwrap();
+    store
+        .insert(&[AlertPublicationRow { alert_id: ACTIVE_ALERT, alert_updated_ns: now - MIN_NS, published_ns: now }])
+        .await
+        .unwrap();
     let delivery = |target: &str, status: &str, attempts: u32, error: &str| DeliveryRow {
         alert_id: ACTIVE_ALERT,
         target: target.into(),
@@ -285,7 +298,10 @@ async fn every_endpoint_answers_from_the_store_and_each_statement_runs_on_curren
     assert_eq!(slow["items"].as_array().unwrap().len(), 1);
     assert_eq!(slow["items"][0]["trace_id"], TRACE_A);
     let clean = api.ok("/api/v1/traces?error=false").await;
-    assert_eq!(clean["items"].as_array().unwrap().iter().map(|h| h["trace_id"].clone()).collect::<Vec<_>>(), vec![json!(TRACE_B)]);
+    assert_eq!(
+        clean["items"].as_array().unwrap().iter().map(|h| h["trace_id"].clone()).collect::<Vec<_>>(),
+        vec![json!(TRACE_B)]
+    );
     let op = api.ok("/api/v1/traces?operation=charge").await;
     assert_eq!(op["items"][0]["trace_id"], TRACE_A);
 
@@ -428,7 +444,10 @@ async fn hostile_parameters_are_refused_or_harmless() {
                 let (status, body) = api.get(&format!("{path}?{param}={value}")).await;
                 assert!(matches!(status, 200 | 400 | 404), "{path}?{param}={:.60}: {status} {body}", value);
                 if status == 400 {
-                    assert!(body["error"]["parameter"].is_string(), "{path}?{param}: a 400 names its parameter: {body}");
+                    assert!(
+                        body["error"]["parameter"].is_string(),
+                        "{path}?{param}: a 400 names its parameter: {body}"
+                    );
                 }
                 if value.len() >= 10_000 || *param == "unknown_param" {
                     assert_eq!(status, 400, "{path}?{param}={:.60}", value);
@@ -499,7 +518,8 @@ async fn the_token_guards_every_route_and_a_public_address_needs_one() {
         assert_eq!(api.get(path).await.0, 200, "{path} with the token");
     }
 
-    let (out, _, stderr) = run(env.tayga().args(["serve", "api"]).env("TAYGA_API_LISTEN_ADDR", format!("0.0.0.0:{}", free_port())));
+    let (out, _, stderr) =
+        run(env.tayga().args(["serve", "api"]).env("TAYGA_API_LISTEN_ADDR", format!("0.0.0.0:{}", free_port())));
     assert!(!out.status.success());
     assert!(stderr.contains("is not a loopback address and api.token is empty"), "{stderr}");
     let (_, stdout, _) = run(env.tayga().args(["config", "show"]).env("TAYGA_API_TOKEN", "s3cret"));
@@ -546,22 +566,28 @@ async fn two_logminer_replicas_behind_one_name_are_scraped_and_combined_by_the_s
         stop_a.trigger();
         stop_b.trigger();
         let instances: BTreeSet<&str> = rows.iter().map(|r| r.instance.as_str()).collect();
-        assert_eq!(instances, BTreeSet::from([a.to_string().as_str(), b.to_string().as_str(), dead.to_string().as_str()]));
+        assert_eq!(
+            instances,
+            BTreeSet::from([a.to_string().as_str(), b.to_string().as_str(), dead.to_string().as_str()])
+        );
         // Let each fake server release its port before the next tick binds it again.
         wait_for("the fake replicas to stop", Duration::from_secs(10), || async {
-            (tokio::net::TcpStream::connect(a).await.is_err() && tokio::net::TcpStream::connect(b).await.is_err()).then_some(())
+            (tokio::net::TcpStream::connect(a).await.is_err() && tokio::net::TcpStream::connect(b).await.is_err())
+                .then_some(())
         })
         .await;
     }
 
     let api = Api::start(store, "", Duration::from_secs(10)).await;
     let window = format!("from={}&to={}&step_secs=60", t0, t0 + 2 * MIN_NS);
-    let templates = api.ok(&format!("/api/v1/pipeline?service=logminer&metric=tayga_logminer_templates&{window}")).await;
+    let templates =
+        api.ok(&format!("/api/v1/pipeline?service=logminer&metric=tayga_logminer_templates&{window}")).await;
     let series = &templates["series"][0];
     assert_eq!(series["rule"], "max");
     assert_eq!(series["instances"].as_array().unwrap().len(), 2);
     assert_eq!(series["total"][0][1], 9.0, "the larger replica, not 14");
-    let mined = api.ok(&format!("/api/v1/pipeline?service=logminer&metric=tayga_logminer_logs_mined_total&{window}")).await;
+    let mined =
+        api.ok(&format!("/api/v1/pipeline?service=logminer&metric=tayga_logminer_logs_mined_total&{window}")).await;
     assert_eq!(mined["series"][0]["rule"], "rate");
     assert_eq!(mined["series"][0]["total"][0][1], 3.0, "1 + 2 lines per second");
     let up = api.ok(&format!("/api/v1/pipeline?service=logminer&metric=up&{window}")).await;
@@ -587,13 +613,16 @@ async fn the_system_resolver_scrapes_every_address_of_localhost() {
     let _stop = fake_metrics(v4, "tayga_logminer_templates 3\n".into()).await;
     let resolved = tokio::net::lookup_host(format!("localhost:{port}")).await.unwrap().collect::<Vec<_>>();
     let _stop6 = match resolved.iter().find(|a| a.is_ipv6()) {
-        Some(v6) if std::net::TcpListener::bind(v6).is_ok() => Some(fake_metrics(*v6, "tayga_logminer_templates 3\n".into()).await),
+        Some(v6) if std::net::TcpListener::bind(v6).is_ok() => {
+            Some(fake_metrics(*v6, "tayga_logminer_templates 3\n".into()).await)
+        }
         _ => None,
     };
     let targets = vec![Target::Resolved { service: "logminer".into(), host_port: format!("localhost:{port}") }];
     let recorder = Recorder::new(store, targets, Arc::new(SystemResolver), RecorderMetrics::default());
     let rows = recorder.scrape_all(now_ns()).await;
-    let up: HashMap<&str, f64> = rows.iter().filter(|r| r.metric == "up").map(|r| (r.instance.as_str(), r.value)).collect();
+    let up: HashMap<&str, f64> =
+        rows.iter().filter(|r| r.metric == "up").map(|r| (r.instance.as_str(), r.value)).collect();
     assert_eq!(up.get(v4.to_string().as_str()), Some(&1.0), "{up:?}");
     for addr in &resolved {
         assert!(up.contains_key(addr.to_string().as_str()), "{addr} was not scraped: {up:?}");
@@ -646,8 +675,11 @@ async fn otel_sdk_traffic_reaches_every_endpoint() {
 
     let service = "sdk-e2e";
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk/otel_export.py");
-    let output =
-        tokio::process::Command::new("python3").args([script, "http", &format!("http://{http_addr}"), service]).output().await.unwrap();
+    let output = tokio::process::Command::new("python3")
+        .args([script, "http", &format!("http://{http_addr}"), service])
+        .output()
+        .await
+        .unwrap();
     assert!(output.status.success(), "the SDK export failed:\n{}", String::from_utf8_lossy(&output.stderr));
 
     let limit = Duration::from_secs(90);
@@ -679,7 +711,8 @@ async fn otel_sdk_traffic_reaches_every_endpoint() {
             .await;
             assert_eq!(logs[0]["body"], "payment declined for order 42");
         }
-        let story = wait_for("the trace's story", limit, || get_json(&http, format!("{api}/api/v1/traces/{id}/story"))).await;
+        let story =
+            wait_for("the trace's story", limit, || get_json(&http, format!("{api}/api/v1/traces/{id}/story"))).await;
         story_fingerprints.insert(story["fingerprint"].as_str().unwrap().to_string());
     }
     let shapes = get_json(&http, format!("{api}/api/v1/shapes?service={service}")).await.unwrap();
@@ -694,7 +727,8 @@ async fn otel_sdk_traffic_reaches_every_endpoint() {
     .await;
     assert!(template["template"].as_str().unwrap().contains("payment declined"), "{template}");
     let alert = wait_for("an active new_template alert", limit, || async {
-        let page = get_json(&http, format!("{api}/api/v1/alerts?kind=new_template&state=active&service={service}")).await?;
+        let page =
+            get_json(&http, format!("{api}/api/v1/alerts?kind=new_template&state=active&service={service}")).await?;
         page["items"].as_array()?.first().cloned()
     })
     .await;
@@ -705,7 +739,11 @@ async fn otel_sdk_traffic_reaches_every_endpoint() {
     assert_eq!(logs["items"][0]["template_id"], template["template_id"]);
 
     let up = wait_for("the recorder's samples of the logminer", limit, || async {
-        let page = get_json(&http, format!("{api}/api/v1/pipeline?service=logminer&metric=up&step_secs=1&from={}", now_ns() - 60_000_000_000)).await?;
+        let page = get_json(
+            &http,
+            format!("{api}/api/v1/pipeline?service=logminer&metric=up&step_secs=1&from={}", now_ns() - 60_000_000_000),
+        )
+        .await?;
         let series = page["series"].as_array()?.first()?.clone();
         (series["total"].as_array()?.last()?[1] == 1.0).then_some(series)
     })
@@ -750,12 +788,8 @@ async fn trace_and_alert_by_id_read_under_one_percent_of_a_million_rows() {
     tayga::store::query::seed::seed(&store, &seed).await.unwrap();
     let since = now_ns() / 1_000_000_000 - 1;
     let api = Api::start(store.clone().with_setting("log_queries", "1"), "", Duration::from_secs(30)).await;
-    let trace_id: String = store
-        .client()
-        .query(&tayga::store::query::seed::trace_id_sql(123_457))
-        .fetch_one()
-        .await
-        .unwrap();
+    let trace_id: String =
+        store.client().query(&tayga::store::query::seed::trace_id_sql(123_457)).fetch_one().await.unwrap();
     let trace = api.ok(&format!("/api/v1/traces/{trace_id}")).await;
     assert_eq!(trace["spans"].as_array().unwrap().len(), 5);
     assert_eq!(trace["logs"].as_array().unwrap().len(), 5);
@@ -782,5 +816,8 @@ async fn trace_and_alert_by_id_read_under_one_percent_of_a_million_rows() {
     eprintln!("read_rows {rows:>7} ({:.3}%): {:.100}", *rows as f64 * 100.0 / N as f64, query);
     let granule = 8192;
     let service_hits = N / seed.services;
-    assert!(*rows <= (tayga::daemon::api::handlers::alerts::SAMPLE_LINES + 2) * granule + service_hits, "{rows} rows read by {query}");
+    assert!(
+        *rows <= (tayga::daemon::api::handlers::alerts::SAMPLE_LINES + 2) * granule + service_hits,
+        "{rows} rows read by {query}"
+    );
 }

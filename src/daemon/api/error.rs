@@ -98,7 +98,8 @@ impl IntoResponse for ApiError {
             ApiError::BadParam { param, .. } => Some(param.clone()),
             _ => None,
         };
-        let body = ErrorBody { error: ErrorDetail { code: self.code().to_string(), parameter, message: self.to_string() } };
+        let body =
+            ErrorBody { error: ErrorDetail { code: self.code().to_string(), parameter, message: self.to_string() } };
         let mut response = (status, axum::Json(body)).into_response();
         match self {
             ApiError::Unavailable(_) => {

@@ -40,12 +40,7 @@ pub async fn serve(config: &Config, shutdown: Shutdown) -> anyhow::Result<()> {
 
     let mut registry = Registry::default();
     let recorder_metrics = RecorderMetrics::register(&mut registry);
-    let recorder = Recorder::new(
-        plain,
-        recorder::targets(config),
-        Arc::new(SystemResolver),
-        recorder_metrics,
-    );
+    let recorder = Recorder::new(plain, recorder::targets(config), Arc::new(SystemResolver), recorder_metrics);
     let interval = Duration::from_secs(config.api.scrape_interval_secs);
     let recording = tokio::spawn(recorder.run(interval, shutdown.clone()));
 

@@ -83,7 +83,13 @@ pub fn limit(value: Option<u64>) -> Result<u64, ApiError> {
 
 /// The window `[from, to)`: `to` defaults to now, `from` to `to - default_span`. An inverted
 /// or empty window, or one wider than `max_span`, is refused.
-pub fn window(from: Option<u64>, to: Option<u64>, now_ns: u64, default_span: u64, max_span: u64) -> Result<Window, ApiError> {
+pub fn window(
+    from: Option<u64>,
+    to: Option<u64>,
+    now_ns: u64,
+    default_span: u64,
+    max_span: u64,
+) -> Result<Window, ApiError> {
     let to_ns = to.unwrap_or(now_ns);
     let from_ns = from.unwrap_or(to_ns.saturating_sub(default_span));
     if from_ns >= to_ns {

@@ -79,7 +79,8 @@ mod tests {
         let paths = doc["paths"].as_object().unwrap();
         assert_eq!(paths.len(), 12, "{:?}", paths.keys().collect::<Vec<_>>());
         let logs = &doc["paths"]["/api/v1/logs"]["get"];
-        let names: Vec<&str> = logs["parameters"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
+        let names: Vec<&str> =
+            logs["parameters"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
         assert_eq!(names, ["service", "template_id", "q", "from", "to", "limit", "cursor"]);
         for (path, item) in paths {
             let responses = &item["get"]["responses"];

@@ -61,7 +61,12 @@ pub fn logs_sql(q: &LogSearch) -> String {
     )
 }
 
-pub async fn logs(store: &Store, window: Window, q: &LogSearch, limit: u64) -> Result<Vec<LogWithTemplate>, StoreError> {
+pub async fn logs(
+    store: &Store,
+    window: Window,
+    q: &LogSearch,
+    limit: u64,
+) -> Result<Vec<LogWithTemplate>, StoreError> {
     let mut query = store.client().query(&logs_sql(q)).bind(window.from_ns).bind(window.to_ns);
     if let Some(service) = &q.service {
         query = query.bind(service.as_str());

@@ -105,10 +105,9 @@ pub fn statements(s: &Seed) -> Vec<(&'static str, String)> {
         ),
         (
             "log_alert_publications",
-            format!(
-                "INSERT INTO log_alert_publications SELECT alert_id, updated_ns, updated_ns + 1 FROM log_alerts \
-                 WHERE alert_id % 2 = 0"
-            ),
+            "INSERT INTO log_alert_publications SELECT alert_id, updated_ns, updated_ns + 1 FROM log_alerts \
+             WHERE alert_id % 2 = 0"
+                .to_string(),
         ),
         (
             "notifier_deliveries",
@@ -136,7 +135,17 @@ pub async fn seed(store: &Store, s: &Seed) -> Result<(), StoreError> {
     for (table, sql) in statements(s) {
         store.execute(&format!("seeding {table}"), &sql).await?;
     }
-    let tables = ["spans", "logs", "trace_logs", "log_hits", "log_templates", "stories", "log_alerts", "log_alert_publications", "notifier_deliveries"];
+    let tables = [
+        "spans",
+        "logs",
+        "trace_logs",
+        "log_hits",
+        "log_templates",
+        "stories",
+        "log_alerts",
+        "log_alert_publications",
+        "notifier_deliveries",
+    ];
     for table in tables {
         store.execute(&format!("merging {table}"), &format!("OPTIMIZE TABLE {table} FINAL")).await?;
     }

@@ -40,7 +40,12 @@ pub fn statements() -> Vec<(&'static str, String)> {
 }
 
 /// The services seen in `window` whose name sorts after `after`, by name.
-pub async fn services(store: &Store, window: Window, after: &str, limit: u64) -> Result<Vec<ServiceSummary>, StoreError> {
+pub async fn services(
+    store: &Store,
+    window: Window,
+    after: &str,
+    limit: u64,
+) -> Result<Vec<ServiceSummary>, StoreError> {
     store
         .client()
         .query(SERVICES_SQL)

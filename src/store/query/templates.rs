@@ -91,4 +91,3 @@ pub async fn minute_counts(
 pub fn statements() -> Vec<(&'static str, String)> {
     vec![("TEMPLATES_SQL", templates_sql(true, true)), ("TEMPLATE_MINUTE_COUNTS_SQL", MINUTE_COUNTS_SQL.to_string())]
 }
-

@@ -112,10 +112,8 @@ pub async fn list(State(state): State<AppState>, Query(p): Query<AlertsParams>) 
     let rows = state.run(alerts(&state.store, &query)).await?;
     let marks = state.run(published_versions(&state.store, &rows)).await?;
     let cursor = rows.last().map(|r| params::next_cursor(&(r.last_at, r.alert_id)));
-    let items: Vec<Alert> = rows
-        .iter()
-        .map(|r| Alert::from_row(r, cutoff, marks.contains(&(r.alert_id, r.updated_ns))))
-        .collect();
+    let items: Vec<Alert> =
+        rows.iter().map(|r| Alert::from_row(r, cutoff, marks.contains(&(r.alert_id, r.updated_ns)))).collect();
     Ok(Json(Page::of(items, limit, cursor)))
 }
 
@@ -143,7 +141,9 @@ pub struct AlertDetail {
     responses((status = 200, body = AlertDetail), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody), (status = 503, body = ErrorBody)))]
 pub async fn by_id(State(state): State<AppState>, Path(alert_id): Path<String>) -> Result<Json<AlertDetail>, ApiError> {
     let id = params::hex_id("alert_id", &alert_id)?;
-    let rows = state.run(alerts(&state.store, &AlertQuery { alert_id: Some(id), limit: Some(1), ..Default::default() })).await?;
+    let rows = state
+        .run(alerts(&state.store, &AlertQuery { alert_id: Some(id), limit: Some(1), ..Default::default() }))
+        .await?;
     let Some(row) = rows.into_iter().next() else {
         return Err(ApiError::not_found(format!("alert {}", format_id(id))));
     };

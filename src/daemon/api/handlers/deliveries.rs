@@ -57,7 +57,10 @@ pub struct DeliveriesParams {
 
 #[utoipa::path(get, path = "/api/v1/deliveries", tag = "deliveries", params(DeliveriesParams),
     responses((status = 200, body = Page<Delivery>), (status = 400, body = ErrorBody), (status = 503, body = ErrorBody)))]
-pub async fn list(State(state): State<AppState>, Query(p): Query<DeliveriesParams>) -> Result<Json<Page<Delivery>>, ApiError> {
+pub async fn list(
+    State(state): State<AppState>,
+    Query(p): Query<DeliveriesParams>,
+) -> Result<Json<Page<Delivery>>, ApiError> {
     let window = params::window(p.from, p.to, state.now(), 7 * DAY_NS, 31 * DAY_NS)?;
     let limit = params::limit(p.limit)?;
     let alert_id = match params::text("alert_id", p.alert_id)? {

@@ -38,7 +38,12 @@ pub async fn list(State(state): State<AppState>, Query(p): Query<LogsParams>) ->
         None => None,
     };
     let before = params::cursor::<(u64, u64)>(p.cursor)?;
-    let q = LogSearch { service: params::text("service", p.service)?, template_id, contains: params::text("q", p.q)?, before };
+    let q = LogSearch {
+        service: params::text("service", p.service)?,
+        template_id,
+        contains: params::text("q", p.q)?,
+        before,
+    };
     let rows = state.run(logs::logs(&state.store, window, &q, limit)).await?;
     let cursor = rows.last().map(|r| params::next_cursor(&(r.time_ns, r.log_id)));
     let items: Vec<Log> = rows

@@ -83,7 +83,10 @@ pub struct Pipeline {
 
 #[utoipa::path(get, path = "/api/v1/pipeline", tag = "pipeline", params(PipelineParams),
     responses((status = 200, body = Pipeline), (status = 400, body = ErrorBody), (status = 503, body = ErrorBody)))]
-pub async fn series(State(state): State<AppState>, Query(p): Query<PipelineParams>) -> Result<Json<Pipeline>, ApiError> {
+pub async fn series(
+    State(state): State<AppState>,
+    Query(p): Query<PipelineParams>,
+) -> Result<Json<Pipeline>, ApiError> {
     let window = params::window(p.from, p.to, state.now(), HOUR_NS, 7 * DAY_NS)?;
     let span_secs = (window.to_ns - window.from_ns).div_ceil(1_000_000_000);
     let step_secs = match p.step_secs {
@@ -106,14 +109,18 @@ pub async fn series(State(state): State<AppState>, Query(p): Query<PipelineParam
     Ok(Json(Pipeline { from_ns: window.from_ns, to_ns: window.to_ns, step_secs, series, quantiles, truncated }))
 }
 
+/// (service, metric, label keys, label values): one series.
+type SeriesKey = (String, String, Vec<String>, Vec<String>);
+
 /// Rows ordered by service, metric and labels, into one combined series per label set.
 fn group(rows: Vec<StepSample>) -> Vec<Series> {
-    let mut groups: BTreeMap<(String, String, Vec<String>, Vec<String>), Vec<Point>> = BTreeMap::new();
+    let mut groups: BTreeMap<SeriesKey, Vec<Point>> = BTreeMap::new();
     for r in rows {
-        groups
-            .entry((r.service, r.metric, r.label_keys, r.label_values))
-            .or_default()
-            .push(Point { instance: r.instance, step_ns: r.step_ns, value: r.value });
+        groups.entry((r.service, r.metric, r.label_keys, r.label_values)).or_default().push(Point {
+            instance: r.instance,
+            step_ns: r.step_ns,
+            value: r.value,
+        });
     }
     groups
         .into_iter()

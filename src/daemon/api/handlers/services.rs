@@ -37,7 +37,10 @@ pub struct Service {
 
 #[utoipa::path(get, path = "/api/v1/services", tag = "services", params(ServicesParams),
     responses((status = 200, body = Page<Service>), (status = 400, body = ErrorBody), (status = 503, body = ErrorBody)))]
-pub async fn list(State(state): State<AppState>, Query(p): Query<ServicesParams>) -> Result<Json<Page<Service>>, ApiError> {
+pub async fn list(
+    State(state): State<AppState>,
+    Query(p): Query<ServicesParams>,
+) -> Result<Json<Page<Service>>, ApiError> {
     let window = params::window(p.from, p.to, state.now(), HOUR_NS, 31 * DAY_NS)?;
     let limit = params::limit(p.limit)?;
     let after = params::cursor::<String>(p.cursor)?.unwrap_or_default();

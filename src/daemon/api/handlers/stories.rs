@@ -93,7 +93,10 @@ pub struct Shape {
 
 #[utoipa::path(get, path = "/api/v1/shapes", tag = "stories", params(ShapesParams),
     responses((status = 200, body = Page<Shape>), (status = 400, body = ErrorBody), (status = 503, body = ErrorBody)))]
-pub async fn shapes(State(state): State<AppState>, Query(p): Query<ShapesParams>) -> Result<Json<Page<Shape>>, ApiError> {
+pub async fn shapes(
+    State(state): State<AppState>,
+    Query(p): Query<ShapesParams>,
+) -> Result<Json<Page<Shape>>, ApiError> {
     let window = params::window(p.from, p.to, state.now(), HOUR_NS, 31 * DAY_NS)?;
     let limit = params::limit(p.limit)?;
     let service = params::text("service", p.service)?;

@@ -51,7 +51,10 @@ const MINUTE_NS: u64 = 60_000_000_000;
 
 #[utoipa::path(get, path = "/api/v1/templates", tag = "templates", params(TemplatesParams),
     responses((status = 200, body = Page<Template>), (status = 400, body = ErrorBody), (status = 503, body = ErrorBody)))]
-pub async fn list(State(state): State<AppState>, Query(p): Query<TemplatesParams>) -> Result<Json<Page<Template>>, ApiError> {
+pub async fn list(
+    State(state): State<AppState>,
+    Query(p): Query<TemplatesParams>,
+) -> Result<Json<Page<Template>>, ApiError> {
     let window = params::window(p.from, p.to, state.now(), HOUR_NS, DAY_NS)?;
     let limit = params::limit(p.limit)?;
     let service = params::text("service", p.service)?;

@@ -73,7 +73,11 @@ impl RecorderMetrics {
         let m = RecorderMetrics::default();
         registry.register("tayga_api_scrapes", "Scrapes by service and outcome (ok, failed)", m.scrapes.clone());
         registry.register("tayga_api_samples_recorded", "Samples stored in pipeline_metrics", m.samples.clone());
-        registry.register("tayga_api_record_failures", "Ticks whose samples could not be stored", m.store_failures.clone());
+        registry.register(
+            "tayga_api_record_failures",
+            "Ticks whose samples could not be stored",
+            m.store_failures.clone(),
+        );
         m
     }
 }
@@ -145,7 +149,10 @@ impl Recorder {
                 None => None,
             };
             let outcome = if text.is_some() { "ok" } else { "failed" };
-            self.metrics.scrapes.get_or_create(&ScrapeLabels { service: service.clone(), outcome: outcome.into() }).inc();
+            self.metrics
+                .scrapes
+                .get_or_create(&ScrapeLabels { service: service.clone(), outcome: outcome.into() })
+                .inc();
             samples_to_rows(ts_ns, &service, &instance, text.as_deref())
         });
         futures_util::future::join_all(scrapes).await.into_iter().flatten().collect()
@@ -190,7 +197,10 @@ mod tests {
         let t = targets(&config);
         assert_eq!(t[0], Target::Fixed { service: "ingest".into(), addr: config.ingest.http_addr.clone() });
         assert_eq!(t[1], Target::Resolved { service: "writer".into(), host_port: "writer:9401".into() });
-        assert_eq!(t[4], Target::Resolved { service: "logminer".into(), host_port: config.api.logminer_metrics.clone() });
+        assert_eq!(
+            t[4],
+            Target::Resolved { service: "logminer".into(), host_port: config.api.logminer_metrics.clone() }
+        );
     }
 
     #[test]

@@ -110,7 +110,7 @@ pub fn quantile(q: f64, buckets: &[(f64, f64)]) -> Option<f64> {
     let mut buckets = buckets.to_vec();
     buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
     let total = buckets.last()?.1;
-    if !(total > 0.0) {
+    if total.is_nan() || total <= 0.0 {
         return None;
     }
     let rank = q.clamp(0.0, 1.0) * total;
@@ -173,10 +173,7 @@ mod tests {
 
     #[test]
     fn counter_rates_sum_over_replicas_and_survive_a_restart() {
-        let c = combine(
-            "x_total",
-            &[p("a", 0, 10.0), p("a", 10 * S, 30.0), p("b", 0, 100.0), p("b", 10 * S, 5.0)],
-        );
+        let c = combine("x_total", &[p("a", 0, 10.0), p("a", 10 * S, 30.0), p("b", 0, 100.0), p("b", 10 * S, 5.0)]);
         assert_eq!(c.instances["a"], vec![(10 * S, 2.0)]);
         assert_eq!(c.instances["b"], vec![(10 * S, 0.5)], "b restarted: its 5 count from zero");
         assert_eq!(c.total, vec![(10 * S, 2.5)]);
@@ -184,7 +181,10 @@ mod tests {
 
     #[test]
     fn a_replica_appearing_mid_window_adds_from_its_second_step() {
-        let c = combine("x_total", &[p("a", 0, 0.0), p("a", S, 1.0), p("a", 2 * S, 2.0), p("b", S, 50.0), p("b", 2 * S, 51.0)]);
+        let c = combine(
+            "x_total",
+            &[p("a", 0, 0.0), p("a", S, 1.0), p("a", 2 * S, 2.0), p("b", S, 50.0), p("b", 2 * S, 51.0)],
+        );
         assert_eq!(c.total, vec![(S, 1.0), (2 * S, 2.0)]);
     }
 
