@@ -86,8 +86,7 @@ async fn main() -> anyhow::Result<()> {
 
     let traces = (spans / 5).max(1);
     let trace_ids: Vec<String> = store
-        .client()
-        .query("SELECT lower(hex(MD5(toString(number * 7919 % ?)))) FROM numbers(?)")
+        .query_for_tests("SELECT lower(hex(MD5(toString(number * 7919 % ?)))) FROM numbers(?)")
         .bind(traces)
         .bind(requests as u64)
         .fetch_all()

@@ -178,8 +178,8 @@ async fn main() -> anyhow::Result<()> {
             store.insert(chunk).await?;
         }
         let raw_secs = started.elapsed().as_secs_f64();
-        store.execute("emptying", "TRUNCATE TABLE spans").await?;
-        store.execute("emptying", "TRUNCATE TABLE logs").await?;
+        store.query_for_tests("TRUNCATE TABLE spans").execute().await?;
+        store.query_for_tests("TRUNCATE TABLE logs").execute().await?;
 
         // Pre-fill the topic.
         tayga::bus::topics::ensure_topics(&config.kafka, &config.names()).await?;

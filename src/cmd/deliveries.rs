@@ -14,7 +14,7 @@ use crate::alert::format_id;
 use crate::cli::DeliveriesCommand;
 use crate::cmd::time::format_time;
 use crate::config::Config;
-use crate::daemon::notifier::store::latest_for_alert;
+use crate::store::deliveries::latest_for_alert;
 use crate::store::{DeliveryRow, Store};
 
 #[derive(Debug, Serialize)]

@@ -8,6 +8,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 
+use super::statements::Statement;
 use super::{AlertPublicationRow, AlertRow, HitRow, StateRow, Store, StoreError, TemplateRow};
 
 /// The global new-template watermark. It seeds a partition without its own key; only
@@ -23,6 +24,8 @@ const HEARTBEAT_PREFIX: &str = "logminer_heartbeat_ns:";
 /// Binds: cutoff (ns).
 const DELETE_HEARTBEATS_SQL: &str =
     "ALTER TABLE logminer_state DELETE WHERE key LIKE 'logminer_heartbeat_ns:%' AND updated_ns < ?";
+/// Every key's newest version.
+const LOAD_STATE_REST: &str = "FINAL";
 /// Binds: masking version.
 const LOAD_TEMPLATES_REST: &str = "FINAL WHERE masking_version = ? ORDER BY last_seen_ns, template_id";
 /// Binds: services, masking version, after (ns), up to (ns).
@@ -63,7 +66,7 @@ pub struct State {
 impl State {
     pub async fn load(store: &Store) -> Result<State, StoreError> {
         let rows = store
-            .select::<StateRow>("FINAL")
+            .select::<StateRow>(LOAD_STATE_REST)
             .fetch_all::<StateRow>()
             .await
             .map_err(|e| store.query_error("reading logminer_state", e))?;
@@ -354,9 +357,9 @@ fn unmarked_rest(by_service: bool, limit: u64) -> String {
     )
 }
 
-/// Every query of this module with its placeholders as written (the widest variant of the
-/// dynamic ones), for the portability check on current ClickHouse.
-pub fn statements() -> Vec<String> {
+/// Every query of this module with sample binds (the widest variant of the dynamic ones),
+/// for the registry (and, in this order, for `tests/it/logminer_store.rs`).
+pub fn statements() -> Vec<Statement> {
     use clickhouse::Row as _;
     let select =
         |table: &str, columns: &[&str], rest: &str| format!("SELECT {} FROM {table} {rest}", columns.join(", "));
@@ -372,14 +375,32 @@ pub fn statements() -> Vec<String> {
         limit: Some(10),
     };
     vec![
-        DELETE_HEARTBEATS_SQL.to_string(),
-        select("log_templates", TemplateRow::COLUMN_NAMES, LOAD_TEMPLATES_REST),
-        select("log_templates", TemplateRow::COLUMN_NAMES, CANDIDATES_REST),
-        MINUTE_COUNTS_SQL.to_string(),
-        EXISTING_ALERT_IDS_SQL.to_string(),
-        select("log_alerts", AlertRow::COLUMN_NAMES, &unmarked_rest(true, 10)),
-        select("log_alert_publications", AlertPublicationRow::COLUMN_NAMES, PUBLISHED_REST),
-        select("log_alerts", AlertRow::COLUMN_NAMES, &alerts_rest(&every_filter)),
+        Statement::new("logminer.delete_heartbeats", DELETE_HEARTBEATS_SQL).binds(["0"]),
+        Statement::new(
+            "logminer.load_templates",
+            select("log_templates", TemplateRow::COLUMN_NAMES, LOAD_TEMPLATES_REST),
+        )
+        .binds(["'v1'"]),
+        Statement::new(
+            "logminer.new_template_candidates",
+            select("log_templates", TemplateRow::COLUMN_NAMES, CANDIDATES_REST),
+        )
+        .binds(["['a']", "'v1'", "0", "1"]),
+        Statement::new("logminer.minute_counts", MINUTE_COUNTS_SQL).binds(["['a','b']", "0"]),
+        Statement::new("logminer.existing_alert_ids", EXISTING_ALERT_IDS_SQL).binds(["[5,8]"]),
+        Statement::new(
+            "logminer.unmarked_alerts",
+            select("log_alerts", AlertRow::COLUMN_NAMES, &unmarked_rest(true, 10)),
+        )
+        .binds(["0", "['a']"]),
+        Statement::new(
+            "logminer.published_versions",
+            select("log_alert_publications", AlertPublicationRow::COLUMN_NAMES, PUBLISHED_REST),
+        )
+        .binds(["[5]"]),
+        Statement::new("logminer.alerts", select("log_alerts", AlertRow::COLUMN_NAMES, &alerts_rest(&every_filter)))
+            .binds(["0", "[5]", "'a'", "['a']", "'spike'", "0", "9", "9", "9", "0"]),
+        Statement::new("logminer.load_state", select("logminer_state", StateRow::COLUMN_NAMES, LOAD_STATE_REST)),
     ]
 }
 

@@ -384,10 +384,9 @@ async fn every_endpoint_answers_from_the_store_and_each_statement_runs_on_curren
 /// The SELECTs this test's database received, as the server got them, replayed in chdb
 /// after the schema.
 async fn replay_logged_queries_in_chdb(store: &Store, since_secs: u64) {
-    store.execute("flushing the query log", "SYSTEM FLUSH LOGS").await.unwrap();
+    store.query_for_tests("SYSTEM FLUSH LOGS").execute().await.unwrap();
     let queries: Vec<String> = store
-        .client()
-        .query(
+        .query_for_tests(
             "SELECT DISTINCT query FROM system.query_log WHERE type = 2 AND event_time >= toDateTime(?) \
              AND has(Settings.Names, 'log_queries') AND query LIKE 'SELECT%' AND position(query, 'system.') = 0",
         )
@@ -754,10 +753,9 @@ async fn otel_sdk_traffic_reaches_every_endpoint() {
 /// `read_rows` of the finished queries since `since_secs` whose text holds `marker` (a bound
 /// id: each request's statements carry the id they look up), by statement.
 async fn read_rows_of(store: &Store, since_secs: u64, marker: &str) -> Vec<(String, u64)> {
-    store.execute("flushing the query log", "SYSTEM FLUSH LOGS").await.unwrap();
+    store.query_for_tests("SYSTEM FLUSH LOGS").execute().await.unwrap();
     store
-        .client()
-        .query(
+        .query_for_tests(
             "SELECT query, read_rows FROM system.query_log WHERE type = 2 AND event_time >= toDateTime(?) \
              AND has(Settings.Names, 'log_queries') AND position(query, ?) > 0 AND position(query, 'system.') = 0",
         )
@@ -789,7 +787,7 @@ async fn trace_and_alert_by_id_read_under_one_percent_of_a_million_rows() {
     let since = now_ns() / 1_000_000_000 - 1;
     let api = Api::start(store.clone().with_setting("log_queries", "1"), "", Duration::from_secs(30)).await;
     let trace_id: String =
-        store.client().query(&tayga::store::query::seed::trace_id_sql(123_457)).fetch_one().await.unwrap();
+        store.query_for_tests(&tayga::store::query::seed::trace_id_sql(123_457)).fetch_one().await.unwrap();
     let trace = api.ok(&format!("/api/v1/traces/{trace_id}")).await;
     assert_eq!(trace["spans"].as_array().unwrap().len(), 5);
     assert_eq!(trace["logs"].as_array().unwrap().len(), 5);

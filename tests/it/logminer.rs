@@ -14,7 +14,7 @@ use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
 use opentelemetry_proto::tonic::logs::v1::{LogRecord, ResourceLogs, ScopeLogs};
 use opentelemetry_proto::tonic::resource::v1::Resource;
 use prost::Message as _;
-use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+use rdkafka::consumer::{CommitMode, Consumer};
 use rdkafka::{Offset, TopicPartitionList};
 use tayga::alert::{format_id, AlertKind};
 use tayga::bus::producer::{OutRecord, Publisher};
@@ -130,12 +130,12 @@ async fn prepare(env: &TestEnv) -> Store {
 }
 
 async fn alerts(store: &Store) -> Vec<AlertRow> {
-    store.select::<AlertRow>("FINAL ORDER BY first_at, alert_id").fetch_all::<AlertRow>().await.unwrap()
+    store.select_for_tests::<AlertRow>("FINAL ORDER BY first_at, alert_id").fetch_all::<AlertRow>().await.unwrap()
 }
 
 async fn templates(store: &Store, service: &str) -> Vec<TemplateRow> {
     store
-        .select::<TemplateRow>("FINAL WHERE service = ? ORDER BY first_seen_ns")
+        .select_for_tests::<TemplateRow>("FINAL WHERE service = ? ORDER BY first_seen_ns")
         .bind(service)
         .fetch_all::<TemplateRow>()
         .await
@@ -143,16 +143,12 @@ async fn templates(store: &Store, service: &str) -> Vec<TemplateRow> {
 }
 
 async fn count(store: &Store, sql: &str) -> u64 {
-    store.client().query(sql).fetch_one::<u64>().await.unwrap()
+    store.query_for_tests(sql).fetch_one::<u64>().await.unwrap()
 }
 
 fn reset_group(config: &Config) {
     let names = config.names();
-    let consumer: BaseConsumer = tayga::bus::client_config(&config.kafka)
-        .set("group.id", &names.logminer_group)
-        .set("enable.auto.commit", "false")
-        .create()
-        .unwrap();
+    let consumer = common::group_client(config, &names.logminer_group);
     let mut tpl = TopicPartitionList::new();
     for p in 0..config.kafka.partitions {
         let (low, _) = consumer.fetch_watermarks(&names.logs, p, Duration::from_secs(10)).unwrap();

@@ -175,7 +175,7 @@ pub fn notifier_config(base: &Config, targets: Vec<TargetConfig>) -> Config {
 
 /// The latest row of every target of an alert.
 pub async fn rows(store: &Store, alert_id: u64) -> Vec<DeliveryRow> {
-    tayga::daemon::notifier::store::latest_for_alert(store, alert_id).await.unwrap()
+    tayga::store::deliveries::latest_for_alert(store, alert_id).await.unwrap()
 }
 
 pub async fn row(store: &Store, alert_id: u64, target: &str) -> Option<DeliveryRow> {

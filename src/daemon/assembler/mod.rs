@@ -43,7 +43,7 @@ use crate::bus::Names;
 use crate::config::{AssemblerConfig, Config, KafkaConfig};
 use crate::daemon::{serve_http, HealthFn, Shutdown};
 use crate::otlp::flatten::{log_rows, span_rows};
-use crate::store::{now_ns, SpanRow, Store, StoryRow};
+use crate::store::{now_ns, stories, Store, StoryRow};
 
 pub const MAX_POLL_INTERVAL_MS: u64 = 300_000;
 /// How long a stored trace is kept for late spans (bounded also by the caps).
@@ -329,34 +329,15 @@ impl Daemon {
         if first.is_empty() {
             return Ok(());
         }
-        let mut stored: HashMap<String, u32> = HashMap::new();
-        for chunk in first.chunks(500) {
-            let sql = format!(
-                "SELECT trace_id, argMax(span_count, version_ns) FROM stories WHERE trace_id IN ({}) GROUP BY trace_id",
-                placeholders(chunk.len())
-            );
-            let mut q = self.store.client().query(&sql);
-            for id in chunk {
-                q = q.bind(*id);
-            }
-            for (id, count) in q.fetch_all::<(String, u32)>().await.context("reading stored stories")? {
-                stored.insert(id, count);
-            }
-        }
+        let stored: HashMap<String, u32> =
+            stories::stored_span_counts(&self.store, &first).await.context("reading stored stories")?;
         if stored.is_empty() {
             return Ok(());
         }
         let ids: Vec<&str> = stored.keys().map(String::as_str).collect();
         let mut spans: HashMap<String, Vec<(String, SpanInfo)>> = HashMap::new();
-        for chunk in ids.chunks(200) {
-            let mut q =
-                self.store.select::<SpanRow>(&format!("FINAL WHERE trace_id IN ({})", placeholders(chunk.len())));
-            for id in chunk {
-                q = q.bind(*id);
-            }
-            for row in q.fetch_all::<SpanRow>().await.context("reading stored spans")? {
-                spans.entry(row.trace_id.clone()).or_default().push((row.span_id.clone(), SpanInfo::from_row(&row)));
-            }
+        for row in stories::spans_of_traces(&self.store, &ids).await.context("reading stored spans")? {
+            spans.entry(row.trace_id.clone()).or_default().push((row.span_id.clone(), SpanInfo::from_row(&row)));
         }
         let mut kept = Vec::with_capacity(pending.len());
         for mut p in pending.drain(..) {
@@ -392,10 +373,6 @@ impl Daemon {
             self.metrics.lag.set(lag);
         }
     }
-}
-
-fn placeholders(n: usize) -> String {
-    vec!["?"; n].join(", ")
 }
 
 #[cfg(test)]

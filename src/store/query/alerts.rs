@@ -1,9 +1,9 @@
 //! What the API shows beside an alert: a sample of the log lines that raised it and its
 //! publication marks. The alert list itself is `store::logminer::alerts`, the same read
-//! `tayga alerts list` makes; the deliveries are `daemon::notifier::store::latest_for_alert`,
+//! `tayga alerts list` makes; the deliveries are `store::deliveries::latest_for_alert`,
 //! the same read `tayga deliveries show` makes.
 
-use super::select_of;
+use crate::store::statements::Statement;
 use crate::store::{AlertPublicationRow, LogRow, Store, StoreError};
 
 /// After `FROM logs`: the newest logs of one template within a time range, found through its
@@ -55,9 +55,10 @@ pub async fn publications(store: &Store, alert_id: u64) -> Result<Vec<AlertPubli
         .map_err(|e| store.query_error("reading an alert's publication marks", e))
 }
 
-pub fn statements() -> Vec<(&'static str, String)> {
+pub fn statements() -> Vec<Statement> {
     vec![
-        ("ALERT_SAMPLE_LINES_REST", select_of::<LogRow>(SAMPLE_LINES_REST)),
-        ("ALERT_PUBLICATIONS_REST", select_of::<AlertPublicationRow>(PUBLICATIONS_REST)),
+        Statement::select::<LogRow>("query.alert_sample_lines", SAMPLE_LINES_REST)
+            .binds(["'s'", "0", "1", "'s'", "0", "0", "1", "20"]),
+        Statement::select::<AlertPublicationRow>("query.alert_publications", PUBLICATIONS_REST).binds(["0"]),
     ]
 }

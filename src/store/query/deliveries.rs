@@ -2,6 +2,7 @@
 //! (`argMax` by `updated_ns`, as `tayga deliveries show` reads one alert's), in key order.
 
 use super::{and_all, Window, MAX_LIMIT};
+use crate::store::statements::Statement;
 use crate::store::{DeliveryRow, Store, StoreError};
 
 #[derive(Debug, Clone, Default)]
@@ -58,12 +59,13 @@ pub async fn deliveries(
     query.bind(limit.min(MAX_LIMIT)).fetch_all().await.map_err(|e| store.query_error("reading deliveries", e))
 }
 
-pub fn statements() -> Vec<(&'static str, String)> {
+pub fn statements() -> Vec<Statement> {
     let widest = DeliverySearch {
         alert_id: Some(0),
         target: Some(String::new()),
         status: Some(String::new()),
         after: Some((0, String::new())),
     };
-    vec![("DELIVERIES_SQL", deliveries_sql(&widest))]
+    vec![Statement::new("query.deliveries", deliveries_sql(&widest))
+        .binds(["0", "1", "0", "'t'", "0", "0", "'t'", "'failed'", "10"])]
 }

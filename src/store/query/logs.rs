@@ -6,6 +6,7 @@ use clickhouse::Row;
 use serde::Deserialize;
 
 use super::{and_all, Window, MAX_LIMIT};
+use crate::store::statements::Statement;
 use crate::store::{Store, StoreError};
 
 #[derive(Debug, Clone, PartialEq, Row, Deserialize)]
@@ -87,12 +88,16 @@ pub async fn logs(
     query.bind(limit.min(MAX_LIMIT)).fetch_all().await.map_err(|e| store.query_error("reading logs", e))
 }
 
-pub fn statements() -> Vec<(&'static str, String)> {
+pub fn statements() -> Vec<Statement> {
     let widest = LogSearch {
         service: Some(String::new()),
         template_id: Some(0),
         contains: Some(String::new()),
         before: Some((0, 0)),
     };
-    vec![("LOGS_SQL", logs_sql(&widest)), ("LOGS_SQL(unfiltered)", logs_sql(&LogSearch::default()))]
+    vec![
+        Statement::new("query.logs", logs_sql(&widest))
+            .binds(["0", "1", "'s'", "0", "1", "'s'", "0", "'q'", "0", "0", "0", "10"]),
+        Statement::new("query.logs_unfiltered", logs_sql(&LogSearch::default())).binds(["0", "1", "0", "1", "10"]),
+    ]
 }

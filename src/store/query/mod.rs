@@ -17,6 +17,8 @@ pub mod stories;
 pub mod templates;
 pub mod traces;
 
+use super::statements::Statement;
+
 /// A half-open time range `[from_ns, to_ns)` in Unix nanoseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Window {
@@ -36,9 +38,10 @@ fn and_all(conditions: &[&str]) -> String {
     }
 }
 
-/// Every statement of this module as the client sends it (`?fields` expanded, the widest
-/// variant of the dynamic ones), named, for the portability check and the registry.
-pub fn statements() -> Vec<(&'static str, String)> {
+/// Every statement of this module, with sample values, for the registry
+/// (`store::statements::all`): the widest variant of each dynamic one, and the seed's
+/// statements for a tiny data set.
+pub fn statements() -> Vec<Statement> {
     let mut all = Vec::new();
     all.extend(services::statements());
     all.extend(traces::statements());
@@ -48,12 +51,20 @@ pub fn statements() -> Vec<(&'static str, String)> {
     all.extend(alerts::statements());
     all.extend(deliveries::statements());
     all.extend(pipeline::statements());
+    let tiny = seed::Seed {
+        spans: 10,
+        logs: 5,
+        services: 2,
+        templates_per_service: 2,
+        alerts: 3,
+        end_ns: 1_764_547_200_000_000_000,
+        span_ns: 3_600_000_000_000,
+    };
+    all.extend(
+        seed::statements(&tiny).into_iter().map(|(table, sql)| Statement::new(format!("query.seed_{table}"), sql)),
+    );
+    all.push(Statement::new("query.seed_trace_id", seed::trace_id_sql(1)));
     all
-}
-
-/// `SELECT <columns of T> FROM <table> <rest>`, as `Store::select` builds it.
-fn select_of<T: super::TableRow>(rest: &str) -> String {
-    format!("SELECT {} FROM {} {rest}", T::COLUMN_NAMES.join(", "), T::TABLE)
 }
 
 #[cfg(test)]
@@ -63,12 +74,12 @@ mod tests {
     #[test]
     fn every_statement_is_named_once_and_avoids_what_18_16_lacks() {
         let all = statements();
-        let mut names: Vec<&str> = all.iter().map(|(n, _)| *n).collect();
+        let mut names: Vec<&str> = all.iter().map(|s| s.name.as_str()).collect();
         names.sort();
         let before = names.len();
         names.dedup();
         assert_eq!(names.len(), before, "a statement name is used twice");
-        for (name, sql) in &all {
+        for Statement { name, sql, .. } in &all {
             for forbidden in ["ILIKE", "JSONExtract", "DateTime64", " AS (SELECT", "Map("] {
                 assert!(!sql.contains(forbidden), "{name} uses {forbidden}");
             }

@@ -6,6 +6,7 @@ use clickhouse::Row;
 use serde::Deserialize;
 
 use super::Window;
+use crate::store::statements::Statement;
 use crate::store::{MetricSampleRow, Store, StoreError};
 
 /// The recorder's samples of one tick, in one INSERT.
@@ -66,6 +67,6 @@ pub async fn series(
     query.bind(MAX_SAMPLES).fetch_all().await.map_err(|e| store.query_error("reading pipeline metrics", e))
 }
 
-pub fn statements() -> Vec<(&'static str, String)> {
-    vec![("PIPELINE_SERIES_SQL", series_sql(true, true))]
+pub fn statements() -> Vec<Statement> {
+    vec![Statement::new("query.pipeline_series", series_sql(true, true)).binds(["1", "1", "0", "1", "'s'", "'m'", "10"])]
 }

@@ -8,6 +8,7 @@ use clickhouse::Row;
 use serde::Deserialize;
 
 use super::{Window, MAX_LIMIT};
+use crate::store::statements::Statement;
 use crate::store::{Store, StoreError};
 
 #[derive(Debug, Clone, PartialEq, Row, Deserialize)]
@@ -35,8 +36,8 @@ FROM (
 )
 GROUP BY service ORDER BY service LIMIT ?";
 
-pub fn statements() -> Vec<(&'static str, String)> {
-    vec![("SERVICES_SQL", SERVICES_SQL.to_string())]
+pub fn statements() -> Vec<Statement> {
+    vec![Statement::new("query.services", SERVICES_SQL).binds(["0", "1", "''", "0", "1", "''", "10"])]
 }
 
 /// The services seen in `window` whose name sorts after `after`, by name.

@@ -5,7 +5,8 @@
 use clickhouse::Row;
 use serde::Deserialize;
 
-use super::{select_of, Window, MAX_LIMIT};
+use super::{Window, MAX_LIMIT};
+use crate::store::statements::Statement;
 use crate::store::{Store, StoreError, StoryRow};
 
 /// After `FROM stories`: the newest version of one trace's story. Binds: trace id.
@@ -90,10 +91,11 @@ pub async fn shape_stories(
     query.bind(limit.min(MAX_LIMIT)).fetch_all().await.map_err(|e| store.query_error("reading a shape's stories", e))
 }
 
-pub fn statements() -> Vec<(&'static str, String)> {
+pub fn statements() -> Vec<Statement> {
     vec![
-        ("STORY_BY_TRACE_REST", select_of::<StoryRow>(STORY_BY_TRACE_REST)),
-        ("SHAPES_SQL", shapes_sql(true, true)),
-        ("SHAPE_STORIES_REST", select_of::<StoryRow>(&shape_stories_rest(true))),
+        Statement::select::<StoryRow>("query.story_by_trace", STORY_BY_TRACE_REST).binds(["'t'"]),
+        Statement::new("query.shapes", shapes_sql(true, true)).binds(["0", "1", "'s'", "0", "0", "0", "10"]),
+        Statement::select::<StoryRow>("query.shape_stories", &shape_stories_rest(true))
+            .binds(["0", "0", "1", "0", "0", "'t'", "10"]),
     ]
 }

@@ -5,6 +5,7 @@ use clickhouse::Row;
 use serde::Deserialize;
 
 use super::{Window, MAX_LIMIT};
+use crate::store::statements::Statement;
 use crate::store::{Store, StoreError};
 
 #[derive(Debug, Clone, PartialEq, Row, Deserialize)]
@@ -88,6 +89,9 @@ pub async fn minute_counts(
         .map_err(|e| store.query_error("reading template minute counts", e))
 }
 
-pub fn statements() -> Vec<(&'static str, String)> {
-    vec![("TEMPLATES_SQL", templates_sql(true, true)), ("TEMPLATE_MINUTE_COUNTS_SQL", MINUTE_COUNTS_SQL.to_string())]
+pub fn statements() -> Vec<Statement> {
+    vec![
+        Statement::new("query.templates", templates_sql(true, true)).binds(["'s'", "0", "0", "'s'", "0", "10"]),
+        Statement::new("query.template_minute_counts", MINUTE_COUNTS_SQL).binds(["0", "1", "['s']", "[0]"]),
+    ]
 }

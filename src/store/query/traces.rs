@@ -6,6 +6,7 @@ use clickhouse::Row;
 use serde::Deserialize;
 
 use super::{and_all, Window, MAX_LIMIT};
+use crate::store::statements::Statement;
 use crate::store::{LogRow, Store, StoreError};
 
 /// The logs of one trace from `trace_logs` (a copy of `logs` ordered by trace id, filled by
@@ -100,7 +101,7 @@ pub async fn search(store: &Store, window: Window, q: &TraceSearch, limit: u64) 
     query.bind(limit.min(MAX_LIMIT)).fetch_all().await.map_err(|e| store.query_error("searching traces", e))
 }
 
-pub fn statements() -> Vec<(&'static str, String)> {
+pub fn statements() -> Vec<Statement> {
     let widest = TraceSearch {
         service: Some(String::new()),
         operation: Some(String::new()),
@@ -109,9 +110,10 @@ pub fn statements() -> Vec<(&'static str, String)> {
         after: Some((0, String::new())),
     };
     let with_errors = TraceSearch { error: Some(true), ..widest.clone() };
+    let search_binds = ["0", "1", "'s'", "'op'", "0", "0", "0", "'t'", "10"];
     vec![
-        ("TRACE_LOGS_SQL", TRACE_LOGS_SQL.replace("?fields", &<LogRow as clickhouse::Row>::COLUMN_NAMES.join(", "))),
-        ("TRACE_SEARCH_SQL", search_sql(&widest)),
-        ("TRACE_SEARCH_SQL(error)", search_sql(&with_errors)),
+        Statement { fields: LogRow::COLUMN_NAMES, ..Statement::new("query.trace_logs", TRACE_LOGS_SQL).binds(["'t'"]) },
+        Statement::new("query.trace_search", search_sql(&widest)).binds(search_binds),
+        Statement::new("query.trace_search_errors", search_sql(&with_errors)).binds(search_binds),
     ]
 }

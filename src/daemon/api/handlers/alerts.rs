@@ -13,7 +13,7 @@ use super::{AppState, Log, Page};
 use crate::alert::{format_id, AlertKind};
 use crate::daemon::api::error::{ApiError, ErrorBody};
 use crate::daemon::api::params::{self, Query};
-use crate::daemon::notifier::store::latest_for_alert;
+use crate::store::deliveries::latest_for_alert;
 use crate::store::logminer::{active_cutoff_ns, alerts, published_versions, AlertQuery};
 use crate::store::query::alerts::{publications, sample_lines, SAMPLE_LOOKBACK_NS};
 use crate::store::AlertRow;
