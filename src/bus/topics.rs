@@ -8,8 +8,9 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 
 use super::consume::lag::{committed_offsets, group_reader, partition_lag};
-use super::{client_config, Names, SMALL_TOPIC_PARTITIONS};
+use super::{client_config, SMALL_TOPIC_PARTITIONS};
 use crate::config::KafkaConfig;
+use crate::config::Names;
 
 #[derive(Debug, thiserror::Error)]
 pub enum TopicError {

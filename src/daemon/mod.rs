@@ -4,6 +4,7 @@
 //! `tayga serve <service>`; the consuming ones go through [`run`] ([`runtime`]), ingest
 //! uses the server, the shutdown and the topic creation without a consumer.
 
+pub mod api;
 pub mod assembler;
 pub mod ingest;
 pub mod logminer;

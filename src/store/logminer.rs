@@ -304,10 +304,14 @@ pub struct AlertQuery {
     pub service: Option<String>,
     /// Any of these services.
     pub services: Option<Vec<String>>,
-    pub kind: Option<crate::alert::AlertKind>,
+    pub kind: Option<crate::wire::alert::AlertKind>,
     /// Only alerts whose `last_at` is at or after this (the active ones, see
     /// [`active_cutoff_ns`]).
     pub last_at_since_ns: Option<u64>,
+    /// Only alerts whose `last_at` is before this (the inactive ones).
+    pub last_at_before_ns: Option<u64>,
+    /// Keyset cursor in the list's order: alerts after this (last_at, alert_id).
+    pub after: Option<(u64, u64)>,
     pub limit: Option<u64>,
 }
 
@@ -331,6 +335,12 @@ fn alerts_rest(q: &AlertQuery) -> String {
     }
     if q.last_at_since_ns.is_some() {
         conditions.push("last_at >= ?");
+    }
+    if q.last_at_before_ns.is_some() {
+        conditions.push("last_at < ?");
+    }
+    if q.after.is_some() {
+        conditions.push("(last_at < ? OR (last_at = ? AND alert_id > ?))");
     }
     let limit = q.limit.map(|n| format!(" LIMIT {n}")).unwrap_or_default();
     format!("FINAL WHERE {} ORDER BY last_at DESC, alert_id{limit}", conditions.join(" AND "))
@@ -358,8 +368,10 @@ pub fn statements() -> Vec<Statement> {
         ids: Some(Vec::new()),
         service: Some(String::new()),
         services: Some(Vec::new()),
-        kind: Some(crate::alert::AlertKind::Spike),
+        kind: Some(crate::wire::alert::AlertKind::Spike),
         last_at_since_ns: Some(0),
+        last_at_before_ns: Some(0),
+        after: Some((0, 0)),
         limit: Some(10),
     };
     vec![
@@ -387,7 +399,7 @@ pub fn statements() -> Vec<Statement> {
         )
         .binds(["[5]"]),
         Statement::new("logminer.alerts", select("log_alerts", AlertRow::COLUMN_NAMES, &alerts_rest(&every_filter)))
-            .binds(["0", "[5]", "'a'", "['a']", "'spike'", "0"]),
+            .binds(["0", "[5]", "'a'", "['a']", "'spike'", "0", "9", "9", "9", "0"]),
         Statement::new("logminer.load_state", select("logminer_state", StateRow::COLUMN_NAMES, LOAD_STATE_REST)),
     ]
 }
@@ -413,6 +425,12 @@ pub async fn alerts(store: &Store, q: &AlertQuery) -> Result<Vec<AlertRow>, Stor
     }
     if let Some(since) = q.last_at_since_ns {
         query = query.bind(since);
+    }
+    if let Some(before) = q.last_at_before_ns {
+        query = query.bind(before);
+    }
+    if let Some((last_at, id)) = q.after {
+        query = query.bind(last_at).bind(last_at).bind(id);
     }
     query.fetch_all::<AlertRow>().await.map_err(|e| store.query_error("reading log_alerts", e))
 }

@@ -12,6 +12,7 @@ pub mod deliveries;
 pub mod insert;
 pub mod logminer;
 pub mod migrate;
+pub mod query;
 pub mod read;
 mod records;
 pub mod remine;
@@ -68,6 +69,13 @@ impl Store {
             url: config.url.clone(),
             database: config.database.clone(),
         }
+    }
+
+    /// The same store with a ClickHouse setting sent on every query (the API bounds each
+    /// query with `max_execution_time`, so a slow scan fails instead of holding a request).
+    pub fn with_setting(mut self, name: &str, value: &str) -> Store {
+        self.client = self.client.with_setting(name, value);
+        self
     }
 
     /// The client, bound to this store's database. Private to `store/`: code elsewhere calls

@@ -15,12 +15,12 @@ use opentelemetry_proto::tonic::trace::v1::{status, ResourceSpans, ScopeSpans, S
 use prost::Message as _;
 use rdkafka::message::Message;
 use tayga::bus::producer::{OutRecord, Publisher};
-use tayga::bus::record::{headers, SignalKind};
 use tayga::config::Config;
 use tayga::daemon::Shutdown;
 use tayga::otlp::{hex_id, ExportLogsServiceRequest, ExportTraceServiceRequest};
 use tayga::store::{Store, StoryRow};
-use tayga::story::Story;
+use tayga::wire::record::{headers, SignalKind};
+use tayga::wire::story::Story;
 
 const T0: u64 = 1_764_460_800_000_000_000;
 

@@ -16,13 +16,13 @@ use opentelemetry_proto::tonic::resource::v1::Resource;
 use prost::Message as _;
 use rdkafka::consumer::{CommitMode, Consumer};
 use rdkafka::{Offset, TopicPartitionList};
-use tayga::alert::{format_id, AlertKind};
 use tayga::bus::producer::{OutRecord, Publisher};
-use tayga::bus::record::{headers, SignalKind};
 use tayga::config::Config;
 use tayga::identity::alert_id;
 use tayga::otlp::ExportLogsServiceRequest;
 use tayga::store::{now_ns, AlertRow, Store, TemplateRow};
+use tayga::wire::alert::{format_id, AlertKind};
+use tayga::wire::record::{headers, SignalKind};
 
 const WAIT: Duration = Duration::from_secs(90);
 const MIN: u64 = 60_000_000_000;

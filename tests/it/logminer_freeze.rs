@@ -20,12 +20,12 @@ use prost::Message as _;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::{Offset, TopicPartitionList};
-use tayga::bus::record::{headers, SignalKind};
 use tayga::config::Config;
 use tayga::daemon::logminer::Cadence;
 use tayga::daemon::Shutdown;
 use tayga::otlp::ExportLogsServiceRequest;
 use tayga::store::{now_ns, Store};
+use tayga::wire::record::{headers, SignalKind};
 
 const WAIT: Duration = Duration::from_secs(60);
 /// Log lines per record.

@@ -5,9 +5,9 @@
 use crate::common;
 
 use common::TestEnv;
-use tayga::alert::AlertKind;
 use tayga::store::logminer::*;
 use tayga::store::{AlertRow, HitRow, TemplateRow};
+use tayga::wire::alert::AlertKind;
 
 const MIN: u64 = 60_000_000_000;
 
@@ -129,7 +129,7 @@ fn the_logminer_queries_run_on_current_clickhouse() {
     items.push(json!({"sql": fill(&s[4], &[], &["[5,8]"]), "expect": "5"}));
     items.push(json!({"sql": format!("SELECT alert_id FROM ({})", fill(&s[5], &[], &["0", "['a']"])), "expect": "6"}));
     items.push(Value::String(fill(&s[6], &[], &["[5]"])));
-    items.push(Value::String(fill(&s[7], &[], &["0", "[5]", "'a'", "['a']", "'spike'", "0"])));
+    items.push(Value::String(fill(&s[7], &[], &["0", "[5]", "'a'", "['a']", "'spike'", "0", "9", "9", "9", "0"])));
     items.push(Value::String(fill(&s[8], &[], &[])));
     common::run_in_chdb("the logminer SQL", &items);
 }

@@ -7,6 +7,7 @@ mod common;
 mod notifier_support;
 mod writer_support;
 
+mod api;
 mod assembler;
 mod cli;
 mod ingest;

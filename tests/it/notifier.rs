@@ -13,13 +13,13 @@ use std::time::Duration;
 use common::{run, wait_for, TestEnv};
 use notifier_support::*;
 use prometheus_client::registry::Registry;
-use tayga::alert::{format_id, AlertKind};
 use tayga::config::Config;
 use tayga::daemon::notifier::metrics::{DeliveryResult, NotifierMetrics};
 use tayga::daemon::notifier::Notifier;
 use tayga::daemon::prepare;
 use tayga::daemon::Shutdown;
 use tayga::store::Store;
+use tayga::wire::alert::{format_id, AlertKind};
 use tokio::task::JoinHandle;
 
 const WAIT: Duration = Duration::from_secs(30);

@@ -11,11 +11,11 @@ use std::time::Duration;
 
 use common::{wait_for, TestEnv};
 use rdkafka::message::{Header, OwnedHeaders};
-use tayga::bus::record::{headers, SignalKind, KIND_HEADER};
 use tayga::daemon::writer::sink::{self, InsertMode};
 use tayga::otlp::flatten::{log_rows, span_rows};
 use tayga::otlp::hex_id;
 use tayga::store::{read, SpanRow};
+use tayga::wire::record::{headers, SignalKind, KIND_HEADER};
 use writer_support::*;
 
 const WAIT: Duration = Duration::from_secs(60);

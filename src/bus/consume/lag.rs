@@ -10,8 +10,9 @@ use rdkafka::error::KafkaResult;
 use rdkafka::{Offset, TopicPartitionList};
 
 use super::{Group, LoggedConsumer};
-use crate::bus::{client_config, Names};
+use crate::bus::client_config;
 use crate::config::KafkaConfig;
+use crate::config::Names;
 
 /// Records of one partition after `commit_point` (the next offset to read; `None`: nothing
 /// committed, so from `low`). Records below `low` are gone and never count.

@@ -29,8 +29,8 @@ pub use self::commit::{commit_moved, commit_sync};
 pub use self::lag::lag;
 pub use self::metrics::ConsumerMetrics;
 pub use self::rebalance::{partitions, LoggedConsumer, RebalanceLog, Rebalanced};
-use super::Names;
 use crate::config::KafkaConfig;
+use crate::config::Names;
 
 /// One of Tayga's consumer groups: which service reads which topic, and how long its
 /// members may go between polls before the broker considers them stuck.

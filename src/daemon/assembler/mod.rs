@@ -1,6 +1,6 @@
 //! The assembler (DESIGN.md §6, issue 8): reads `<prefix>.signals` in group
 //! `<prefix>-assembler`, keeps open traces in memory per partition, and turns each closed
-//! trace into a story ([`crate::story::Story`]), stored in the `stories` table and published
+//! trace into a story ([`crate::wire::story::Story`]), stored in the `stories` table and published
 //! to `<prefix>.stories` keyed by fingerprint. docs/stories.md describes it for operators.
 //!
 //! - [`trace`]: a trace's content and the story built from it (pure).
@@ -40,12 +40,12 @@ use self::trace::SpanInfo;
 use crate::bus::consume::poll::{Polled, Poller};
 use crate::bus::consume::{self, commit_moved, lag, Group, LoggedConsumer, Rebalanced};
 use crate::bus::producer::{OutRecord, Publisher};
-use crate::bus::record::{self, SignalPayload};
-use crate::bus::Names;
+use crate::config::Names;
 use crate::config::{AssemblerConfig, Config};
 use crate::daemon::{HealthFn, Shutdown, Spec};
 use crate::otlp::flatten::{log_rows, span_rows};
 use crate::store::{now_ns, stories, Store, StoryRow};
+use crate::wire::record::{self, SignalPayload};
 
 /// How long a stored trace is kept for late spans (bounded also by the caps).
 pub const LATE_WINDOW: Duration = Duration::from_secs(300);
@@ -324,8 +324,8 @@ mod tests {
     use rdkafka::message::{Message as _, OwnedMessage, Timestamp};
 
     use super::*;
-    use crate::bus::record::{headers, SignalKind};
     use crate::otlp::{ExportLogsServiceRequest, ExportTraceServiceRequest};
+    use crate::wire::record::{headers, SignalKind};
     use opentelemetry_proto::tonic::logs::v1::{LogRecord, ResourceLogs, ScopeLogs};
     use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
 

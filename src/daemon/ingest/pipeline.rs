@@ -12,12 +12,12 @@ use opentelemetry_proto::tonic::collector::trace::v1::{ExportTracePartialSuccess
 use super::failover::{Failover, Health, Path};
 use super::metrics::IngestMetrics;
 use crate::bus::producer::{OutRecord, Publisher};
-use crate::bus::record::{headers, SignalKind};
-use crate::bus::Names;
+use crate::config::Names;
 use crate::otlp::flatten::{log_rows, span_rows};
 use crate::otlp::split::{split, Grouping, OtlpRequest, Split};
 use crate::otlp::{ExportLogsServiceRequest, ExportTraceServiceRequest};
 use crate::store::{now_ns, Store};
+use crate::wire::record::{headers, SignalKind};
 
 /// How long the direct path may take to store one request.
 pub const DIRECT_INSERT_TIMEOUT: Duration = Duration::from_secs(10);

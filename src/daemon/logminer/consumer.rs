@@ -22,13 +22,13 @@ use super::{Cadence, Status};
 use crate::bus::consume::poll::LAG_EVERY;
 use crate::bus::consume::{self, commit_moved, lag, Group, LoggedConsumer, Rebalanced};
 use crate::bus::producer::Publisher;
-use crate::bus::record::{self, SignalPayload};
-use crate::bus::Names;
+use crate::config::Names;
 use crate::config::{Config, LogminerConfig};
 use crate::daemon::Shutdown;
 use crate::otlp::flatten::log_rows;
 use crate::store::logminer::{self as lm, State};
 use crate::store::{now_ns, Store};
+use crate::wire::record::{self, SignalPayload};
 
 /// Reading pauses while this many hits wait (ClickHouse down): memory stays bounded.
 const MAX_PENDING_HITS: usize = 200_000;

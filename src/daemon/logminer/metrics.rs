@@ -95,7 +95,7 @@ impl LogminerMetrics {
     /// An alert this process had not raised before (a refresh is not counted).
     pub fn alert_raised(&self, row: &AlertRow) {
         self.alerts.get_or_create(&KindLabel { kind: row.kind.clone() }).inc();
-        tracing::info!(alert_id = %crate::alert::format_id(row.alert_id), kind = %row.kind, service = %row.service,
+        tracing::info!(alert_id = %crate::wire::alert::format_id(row.alert_id), kind = %row.kind, service = %row.service,
             template = %row.template, "alert raised");
     }
 

@@ -10,10 +10,10 @@ use super::backoff::{backoff_wait, classify_status, parse_retry_after, AttemptOu
 use super::breaker::{Breaker, Event, Mode};
 use super::metrics::{AttemptLabel, DeliveryResult, NotifierMetrics};
 use super::store::{write_row, Status};
-use crate::alert::{format_id, AlertKind};
 use crate::config::{NotifierConfig, TargetConfig};
 use crate::daemon::Shutdown;
 use crate::store::{now_ns, DeliveryRow, Store};
+use crate::wire::alert::{format_id, AlertKind};
 
 /// A configured webhook, ready to send to.
 pub struct Target {

@@ -28,13 +28,13 @@ use tokio::task::JoinSet;
 
 use self::deliver::{Ctx, Settings, Target, TargetEnd};
 use self::metrics::{DeliveryResult, NotifierMetrics};
-use crate::alert::{format_id, Alert};
 use crate::bus::consume::poll::{Polled, Poller};
 use crate::bus::consume::{self, commit_moved, lag, Group, Rebalanced};
-use crate::bus::Names;
+use crate::config::Names;
 use crate::config::{Config, KafkaConfig};
 use crate::daemon::{HealthFn, Shutdown, Spec};
 use crate::store::{now_ns, Store};
+use crate::wire::alert::{format_id, Alert};
 
 /// `tayga serve notifier`: the shared daemon start-up ([`crate::daemon::run`]) on
 /// `notifier.metrics_addr`, then the consumer loop until `shutdown`.

@@ -31,12 +31,12 @@ use super::metrics::{AfterFailure, WriterMetrics};
 use super::sink::Sink;
 use crate::bus::consume::rebalance::{report, Hook};
 use crate::bus::consume::{self, commit_sync, Group, Rebalanced};
-use crate::bus::record::{self, SignalPayload};
-use crate::bus::Names;
+use crate::config::Names;
 use crate::config::{KafkaConfig, WriterConfig};
 use crate::daemon::Shutdown;
 use crate::otlp::flatten::{log_rows, span_rows};
 use crate::store::StoreError;
+use crate::wire::record::{self, SignalPayload};
 
 /// How long a revoke waits for ClickHouse before it gives the partitions up uncommitted.
 const REVOKE_FLUSH_LIMIT: Duration = Duration::from_secs(10);
