@@ -556,7 +556,7 @@ async fn two_logminer_replicas_behind_one_name_are_scraped_and_combined_by_the_s
     // Two ticks a minute apart; each replica's counter grows by 60 and 120 lines.
     for (tick, (mined_a, mined_b)) in [(0u64, (100.0, 1000.0)), (1, (160.0, 1120.0))] {
         let text = |templates: u32, mined: f64| {
-            format!("# TYPE tayga_logminer_templates gauge\ntayga_logminer_templates {templates}\ntayga_logminer_logs_mined_total {mined}\n")
+            format!("# TYPE tayga_logminer_templates gauge\ntayga_logminer_templates {templates}\ntayga_logminer_mined_logs_total {mined}\n")
         };
         let stop_a = fake_metrics(a, text(5, mined_a)).await;
         let stop_b = fake_metrics(b, text(9, mined_b)).await;
@@ -586,7 +586,7 @@ async fn two_logminer_replicas_behind_one_name_are_scraped_and_combined_by_the_s
     assert_eq!(series["instances"].as_array().unwrap().len(), 2);
     assert_eq!(series["total"][0][1], 9.0, "the larger replica, not 14");
     let mined =
-        api.ok(&format!("/api/v1/pipeline?service=logminer&metric=tayga_logminer_logs_mined_total&{window}")).await;
+        api.ok(&format!("/api/v1/pipeline?service=logminer&metric=tayga_logminer_mined_logs_total&{window}")).await;
     assert_eq!(mined["series"][0]["rule"], "rate");
     assert_eq!(mined["series"][0]["total"][0][1], 3.0, "1 + 2 lines per second");
     let up = api.ok(&format!("/api/v1/pipeline?service=logminer&metric=up&{window}")).await;
