@@ -19,11 +19,11 @@ use prost::Message as _;
 use rdkafka::admin::{AdminClient, AdminOptions};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::producer::{FutureProducer, FutureRecord};
-use tayga::bus::record::{headers, SignalKind};
 use tayga::config::Config;
 use tayga::daemon::Shutdown;
 use tayga::otlp::ExportLogsServiceRequest;
 use tayga::store::Store;
+use tayga::wire::record::{headers, SignalKind};
 
 fn arg(name: &str, default: usize) -> usize {
     let args: Vec<String> = std::env::args().collect();

@@ -304,7 +304,7 @@ pub struct AlertQuery {
     pub service: Option<String>,
     /// Any of these services.
     pub services: Option<Vec<String>>,
-    pub kind: Option<crate::alert::AlertKind>,
+    pub kind: Option<crate::wire::alert::AlertKind>,
     /// Only alerts whose `last_at` is at or after this (the active ones, see
     /// [`active_cutoff_ns`]).
     pub last_at_since_ns: Option<u64>,
@@ -368,7 +368,7 @@ pub fn statements() -> Vec<Statement> {
         ids: Some(Vec::new()),
         service: Some(String::new()),
         services: Some(Vec::new()),
-        kind: Some(crate::alert::AlertKind::Spike),
+        kind: Some(crate::wire::alert::AlertKind::Spike),
         last_at_since_ns: Some(0),
         last_at_before_ns: Some(0),
         after: Some((0, 0)),

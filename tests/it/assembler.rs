@@ -15,12 +15,12 @@ use opentelemetry_proto::tonic::trace::v1::{status, ResourceSpans, ScopeSpans, S
 use prost::Message as _;
 use rdkafka::message::Message;
 use tayga::bus::producer::{OutRecord, Publisher};
-use tayga::bus::record::{headers, SignalKind};
 use tayga::config::Config;
 use tayga::daemon::Shutdown;
 use tayga::otlp::{hex_id, ExportLogsServiceRequest, ExportTraceServiceRequest};
 use tayga::store::{Store, StoryRow};
-use tayga::story::Story;
+use tayga::wire::record::{headers, SignalKind};
+use tayga::wire::story::Story;
 
 const T0: u64 = 1_764_460_800_000_000_000;
 
@@ -284,7 +284,7 @@ async fn a_late_span_updates_its_story_without_a_second_row() {
     // counter can trail the row this test has just read: wait for it, then check it exactly.
     wait_metric(
         port,
-        "tayga_assembler_stories_emitted_total",
+        "tayga_assembler_emitted_stories_total",
         "the second story counted",
         Duration::from_secs(10),
         |v| v >= 2.0,
@@ -292,7 +292,7 @@ async fn a_late_span_updates_its_story_without_a_second_row() {
     .await;
     let text = metrics(port).await.unwrap();
     assert_eq!(metric(&text, "tayga_assembler_late_spans_total"), Some(1.0), "{text}");
-    assert_eq!(metric(&text, "tayga_assembler_stories_emitted_total"), Some(2.0), "{text}");
+    assert_eq!(metric(&text, "tayga_assembler_emitted_stories_total"), Some(2.0), "{text}");
     shutdown.trigger();
     tokio::time::timeout(Duration::from_secs(20), task).await.unwrap().unwrap().unwrap();
 }

@@ -173,12 +173,12 @@ pub fn read_topic(config: &Config, topic: &str, partitions: i32, expected: usize
 
 /// Every record on the alerts topic, from the beginning, as (key, alert): at least
 /// `expected`, and any more that follow them.
-pub fn read_alerts(config: &Config, expected: usize) -> Vec<(String, tayga::alert::Alert)> {
+pub fn read_alerts(config: &Config, expected: usize) -> Vec<(String, tayga::wire::alert::Alert)> {
     read_topic(config, &config.names().alerts, tayga::bus::SMALL_TOPIC_PARTITIONS, expected)
         .iter()
         .map(|m| {
             let alert =
-                tayga::alert::Alert::from_json(m.payload().unwrap_or_default()).expect("a valid alert document");
+                tayga::wire::alert::Alert::from_json(m.payload().unwrap_or_default()).expect("a valid alert document");
             (key_of(m), alert)
         })
         .collect()

@@ -16,13 +16,13 @@ use opentelemetry_proto::tonic::resource::v1::Resource;
 use prost::Message as _;
 use rdkafka::consumer::{CommitMode, Consumer};
 use rdkafka::{Offset, TopicPartitionList};
-use tayga::alert::{format_id, AlertKind};
 use tayga::bus::producer::{OutRecord, Publisher};
-use tayga::bus::record::{headers, SignalKind};
 use tayga::config::Config;
 use tayga::identity::alert_id;
 use tayga::otlp::ExportLogsServiceRequest;
 use tayga::store::{now_ns, AlertRow, Store, TemplateRow};
+use tayga::wire::alert::{format_id, AlertKind};
+use tayga::wire::record::{headers, SignalKind};
 
 const WAIT: Duration = Duration::from_secs(90);
 const MIN: u64 = 60_000_000_000;
@@ -206,7 +206,7 @@ async fn a_new_line_shape_raises_one_alert_and_a_full_reread_adds_nothing() {
     let replica = Replica::start(&env, "r1", 1);
     wait_for("the re-read to be mined", WAIT, || {
         let r = &replica;
-        async move { (r.metric("tayga_logminer_logs_mined_total").await? >= 6.0).then_some(()) }
+        async move { (r.metric("tayga_logminer_mined_logs_total").await? >= 6.0).then_some(()) }
     })
     .await;
     // One more pass after the re-read is mined, so any alert it would raise is stored.
@@ -409,7 +409,7 @@ async fn an_alert_stored_while_the_broker_is_down_is_republished_when_it_returns
     // Past the 10 s delivery timeout: the publication failed, the alert stays unmarked.
     wait_for("a failed publication", WAIT, || {
         let r = &replica;
-        async move { (r.metric("tayga_logminer_publish_failures_total").await? >= 1.0).then_some(()) }
+        async move { (r.metric("tayga_logminer_publish_errors_total").await? >= 1.0).then_some(()) }
     })
     .await;
     let unmarked = tayga::store::logminer::unmarked_alerts(&store, None, 0, 10).await.unwrap();
@@ -427,7 +427,7 @@ async fn an_alert_stored_while_the_broker_is_down_is_republished_when_it_returns
                 &format!("SELECT count() FROM log_alert_publications WHERE alert_id = {}", alert.alert_id),
             )
             .await;
-            (marks >= 1 && r.metric("tayga_logminer_alerts_republished_total").await? >= 1.0).then_some(())
+            (marks >= 1 && r.metric("tayga_logminer_republished_alerts_total").await? >= 1.0).then_some(())
         }
     })
     .await;

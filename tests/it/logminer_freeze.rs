@@ -20,12 +20,12 @@ use prost::Message as _;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::{Offset, TopicPartitionList};
-use tayga::bus::record::{headers, SignalKind};
 use tayga::config::Config;
 use tayga::daemon::logminer::Cadence;
 use tayga::daemon::Shutdown;
 use tayga::otlp::ExportLogsServiceRequest;
 use tayga::store::{now_ns, Store};
+use tayga::wire::record::{headers, SignalKind};
 
 const WAIT: Duration = Duration::from_secs(60);
 /// Log lines per record.
@@ -33,7 +33,7 @@ const LINES: usize = 3;
 /// The bounds the frozen server runs into (seed 000's are 15, 20 and 30 s).
 const FLUSH_BOUND_SECS: u64 = 2;
 const PASS_BOUND_SECS: u64 = 2;
-const LOGS_MINED: &str = "tayga_logminer_logs_mined_total";
+const LOGS_MINED: &str = "tayga_logminer_mined_logs_total";
 const REVOKE_PASSES: &str = "tayga_logminer_pass_duration_seconds_count{pass=\"revoke\"}";
 
 /// A cadence that never flushes on its own: what is mined stays pending until a

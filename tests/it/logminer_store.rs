@@ -5,9 +5,9 @@
 use crate::common;
 
 use common::TestEnv;
-use tayga::alert::AlertKind;
 use tayga::store::logminer::*;
 use tayga::store::{AlertRow, HitRow, TemplateRow};
+use tayga::wire::alert::AlertKind;
 
 const MIN: u64 = 60_000_000_000;
 

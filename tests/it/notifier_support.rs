@@ -13,9 +13,9 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
 use rdkafka::producer::{FutureProducer, FutureRecord};
-use tayga::alert::{Alert, AlertKind, ALERT_FORMAT_VERSION};
 use tayga::config::{Config, TargetConfig};
 use tayga::store::{now_ns, DeliveryRow, Store};
+use tayga::wire::alert::{Alert, AlertKind, ALERT_FORMAT_VERSION};
 
 /// What a receiver answers to one request.
 #[derive(Debug, Clone)]

@@ -11,11 +11,11 @@ use std::time::Duration;
 
 use common::{wait_for, TestEnv};
 use rdkafka::message::{Header, OwnedHeaders};
-use tayga::bus::record::{headers, SignalKind, KIND_HEADER};
 use tayga::daemon::writer::sink::{self, InsertMode};
 use tayga::otlp::flatten::{log_rows, span_rows};
 use tayga::otlp::hex_id;
 use tayga::store::{read, SpanRow};
+use tayga::wire::record::{headers, SignalKind, KIND_HEADER};
 use writer_support::*;
 
 const WAIT: Duration = Duration::from_secs(60);
@@ -58,12 +58,12 @@ async fn stores_every_span_and_log_once_and_a_full_reread_adds_no_duplicate() {
     let time_ns = stored_logs.first().map_or(0, |l| l.time_ns);
     assert_eq!(stored_logs, log_rows(&writer_support::logs(5, 3, time_ns), INGEST_NS));
 
-    let consumed = writer.metric("tayga_writer_records_consumed_total").await.unwrap();
+    let consumed = writer.metric("tayga_writer_consumed_records_total").await.unwrap();
     assert_eq!(consumed, records as f64);
     let m = scrape(&writer.metrics_addr).await.unwrap();
     for name in [
-        "tayga_writer_rows_written_total",
-        "tayga_writer_insert_seconds_bucket",
+        "tayga_writer_written_rows_total",
+        "tayga_writer_insert_duration_seconds_bucket",
         "tayga_writer_lag_records",
         "tayga_writer_insert_retries_total",
         "tayga_writer_undecodable_records_total",
@@ -71,7 +71,7 @@ async fn stores_every_span_and_log_once_and_a_full_reread_adds_no_duplicate() {
     ] {
         assert!(m.contains(name), "{name} missing from /metrics:\n{m}");
     }
-    assert_eq!(metric(&m, "tayga_writer_rows_written_total"), (spans + 10 + logs) as f64);
+    assert_eq!(metric(&m, "tayga_writer_written_rows_total"), (spans + 10 + logs) as f64);
     let health: serde_json::Value =
         reqwest::get(format!("http://{}/health", writer.metrics_addr)).await.unwrap().json().await.unwrap();
     assert_eq!(health["service"], "writer");
@@ -84,7 +84,7 @@ async fn stores_every_span_and_log_once_and_a_full_reread_adds_no_duplicate() {
     assert_eq!(writer_lag(&config).await, Some(records));
     let writer = InProcess::start(&config);
     wait_for("the whole topic re-read and committed", WAIT, || async {
-        let consumed = writer.metric("tayga_writer_records_consumed_total").await?;
+        let consumed = writer.metric("tayga_writer_consumed_records_total").await?;
         (consumed == records as f64 && writer_lag(&config).await? == 0).then_some(())
     })
     .await;
@@ -122,7 +122,7 @@ async fn undecodable_records_are_skipped_counted_and_committed_past() {
     })
     .await;
     assert_eq!(writer.metric("tayga_writer_undecodable_records_total").await, Some(3.0));
-    assert_eq!(writer.metric("tayga_writer_records_consumed_total").await, Some(5.0));
+    assert_eq!(writer.metric("tayga_writer_consumed_records_total").await, Some(5.0));
     writer.stop().await;
 }
 
@@ -139,7 +139,7 @@ async fn a_revoke_stores_and_commits_before_the_partitions_go() {
 
     let first = InProcess::start(&config);
     wait_for("the first writer to read every record", WAIT, || async {
-        (first.metric("tayga_writer_records_consumed_total").await? == 40.0).then_some(())
+        (first.metric("tayga_writer_consumed_records_total").await? == 40.0).then_some(())
     })
     .await;
     let store = env.store();
@@ -179,7 +179,7 @@ async fn the_writer_runs_retention() {
     // The sweep counts its drops once it has gone over every table, a moment after the rows
     // went: wait for the count, and for exactly one.
     wait_for("the drop counted", WAIT, || async {
-        (writer.metric("tayga_writer_retention_partitions_dropped_total").await == Some(1.0)).then_some(())
+        (writer.metric("tayga_writer_retention_dropped_partitions_total").await == Some(1.0)).then_some(())
     })
     .await;
     assert_eq!(read::fetch_trace(&store, "bb").await.unwrap().len(), 1);

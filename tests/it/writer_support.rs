@@ -15,11 +15,11 @@ use prost::Message as _;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::{Offset, TopicPartitionList};
-use tayga::bus::record::{headers, SignalKind};
 use tayga::config::Config;
 use tayga::daemon::Shutdown;
 use tayga::otlp::{hex_id, string_attr, ExportLogsServiceRequest, ExportTraceServiceRequest};
 use tayga::store::{read, Store};
+use tayga::wire::record::{headers, SignalKind};
 
 pub use crate::common::{free_addr, resource, PrivateClickHouse, TestEnv};
 

@@ -70,7 +70,7 @@ pub fn trace_id(param: &str, value: &str) -> Result<String, ApiError> {
 
 /// A 64-bit id (alert, template, fingerprint): 1 to 16 hex digits, as the API writes them.
 pub fn hex_id(param: &str, value: &str) -> Result<u64, ApiError> {
-    crate::alert::parse_id(value).map_err(|_| ApiError::bad(param, "must be 1 to 16 hex digits"))
+    crate::wire::alert::parse_id(value).map_err(|_| ApiError::bad(param, "must be 1 to 16 hex digits"))
 }
 
 /// The page size: `limit`, or [`DEFAULT_LIMIT`]; 1 to [`MAX_LIMIT`].

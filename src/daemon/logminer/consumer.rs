@@ -19,44 +19,19 @@ use super::metrics::LogminerMetrics;
 use super::ownership::Ownership;
 use super::publish::Outbox;
 use super::{Cadence, Status};
-use crate::bus::consume::{commit_moved, lag, LoggedConsumer, RebalanceLog, Rebalanced};
+use crate::bus::consume::poll::LAG_EVERY;
+use crate::bus::consume::{self, commit_moved, lag, Group, LoggedConsumer, Rebalanced};
 use crate::bus::producer::Publisher;
-use crate::bus::record::{self, SignalPayload};
-use crate::bus::Names;
-use crate::config::{Config, KafkaConfig, LogminerConfig};
+use crate::config::Names;
+use crate::config::{Config, LogminerConfig};
 use crate::daemon::Shutdown;
 use crate::otlp::flatten::log_rows;
 use crate::store::logminer::{self as lm, State};
 use crate::store::{now_ns, Store};
+use crate::wire::record::{self, SignalPayload};
 
-/// Longest gap between polls: a pass is bounded (30 s at most), so this is never reached
-/// by a healthy replica.
-const MAX_POLL_INTERVAL_MS: u64 = 300_000;
 /// Reading pauses while this many hits wait (ClickHouse down): memory stays bounded.
 const MAX_PENDING_HITS: usize = 200_000;
-const LAG_EVERY: Duration = Duration::from_secs(5);
-
-/// The consumer settings: explicit commits only.
-fn consumer_config(kafka: &KafkaConfig, names: &Names) -> rdkafka::ClientConfig {
-    crate::bus::consumer_config(
-        kafka,
-        &names.logminer_group,
-        "tayga-logminer",
-        Duration::from_millis(MAX_POLL_INTERVAL_MS),
-    )
-}
-
-/// The replica's consumer, subscribed to the logs topic, its rebalances recorded for the
-/// loop to apply. The one place the consumer is started.
-fn subscribe(config: &Config, names: &Names) -> anyhow::Result<Arc<LoggedConsumer>> {
-    let consumer: Arc<LoggedConsumer> = Arc::new(
-        consumer_config(&config.kafka, names)
-            .create_with_context(RebalanceLog::default())
-            .context("creating the Kafka consumer")?,
-    );
-    consumer.subscribe(&[&names.logs]).with_context(|| format!("subscribing to {}", names.logs))?;
-    Ok(consumer)
-}
 
 /// One replica's state. The passes (`passes.rs`) work on it too.
 pub(super) struct Logminer {
@@ -101,7 +76,7 @@ pub(super) async fn run(
     let store = Store::new(&config.clickhouse);
     let book = Book::new(config.logminer.mining()).context("the [logminer.masking] settings are not usable")?;
     start_up(&store, &config.logminer, book.masking_version()).await?;
-    let consumer = subscribe(config, &names)?;
+    let consumer = consume::subscribe(&config.kafka, &names, Group::Logminer, metrics.consumer.clone())?;
     let publisher = Publisher::new(&config.kafka).context("creating the Kafka producer")?;
     tracing::info!(topic = %names.logs, group = %names.logminer_group, replica = %replica,
         masking_version = book.masking_version(), tick_secs = config.logminer.tick_secs, "logminer started");
@@ -209,7 +184,7 @@ impl Logminer {
                         }
                     }
                     Wake::Message(Err(e)) => {
-                        tracing::warn!(error = %e, "reading from the logs topic failed");
+                        self.metrics.consumer.consume_error(&self.names.logs, &e);
                         self.shutdown.sleep(Duration::from_millis(500)).await;
                     }
                     Wake::Message(Ok(message)) => {
@@ -232,21 +207,18 @@ impl Logminer {
 
     /// Mines one record's logs and notes the services as owned.
     fn mine_record(&mut self, message: &OwnedMessage) {
-        self.metrics.records.inc();
+        self.metrics.consumer.consumed();
         let partition = message.partition();
         self.mined_up_to.insert(partition, message.offset() + 1);
+        let undecodable = |error: &dyn std::fmt::Display| {
+            self.metrics.consumer.undecodable(&self.names.logs, partition, message.offset(), error)
+        };
         let record = match record::decode(message.headers().map(|h| h.as_borrowed()), message.payload().or(Some(&[]))) {
             Ok(r) => r,
-            Err(e) => {
-                tracing::error!(error = %e, partition, offset = message.offset(), "skipping a record that cannot be decoded");
-                self.metrics.invalid_records.inc();
-                return;
-            }
+            Err(e) => return undecodable(&e),
         };
         let SignalPayload::Logs(request) = &record.payload else {
-            tracing::error!(partition, offset = message.offset(), "skipping a traces record on the logs topic");
-            self.metrics.invalid_records.inc();
-            return;
+            return undecodable(&"a traces record on the logs topic");
         };
         let now = now_ns();
         let at = Instant::now();
@@ -254,7 +226,7 @@ impl Logminer {
         for row in log_rows(request, record.ingest_ns) {
             self.ownership.mined(&row.service, partition, row.time_ns, now, at);
             self.book.mine(&row.service, row.log_id, row.time_ns, &row.body, now);
-            self.metrics.logs_mined.inc();
+            self.metrics.mined();
         }
     }
 
@@ -268,8 +240,7 @@ impl Logminer {
         if !pending.is_empty() {
             let receipt = pending.receipt();
             if let Err(e) = lm::store_mined(&self.store, &pending.templates, pending.hits).await {
-                self.metrics.store_failures.inc();
-                tracing::warn!(error = %e, hits = pending.hits.len(), "storing hits and templates failed; retrying");
+                self.metrics.store_failed("storing hits and templates", &e);
                 return false;
             }
             self.book.stored(receipt);
@@ -327,8 +298,7 @@ impl Logminer {
             match self.reload().await {
                 Ok(()) => break,
                 Err(e) => {
-                    self.metrics.store_failures.inc();
-                    tracing::warn!(error = %format!("{e:#}"), "reloading templates after an assignment failed; retrying");
+                    self.metrics.store_failed("reloading templates after an assignment", &format!("{e:#}"));
                     if !self.shutdown.sleep(Duration::from_secs(1)).await {
                         return;
                     }
@@ -354,13 +324,10 @@ impl Logminer {
     }
 
     pub(super) fn gauges(&self) {
-        self.metrics.templates.set(self.book.template_count() as i64);
-        self.metrics.owned_services.set(self.ownership.owned_count() as i64);
+        let data_lag =
+            (self.newest_ingest_ns > 0).then(|| Duration::from_nanos(now_ns().saturating_sub(self.newest_ingest_ns)));
+        self.metrics.holds(self.book.template_count(), self.ownership.owned_count(), data_lag);
         let partitions = self.ownership.partitions();
-        self.metrics.assigned_partitions.set(partitions.len() as i64);
-        if self.newest_ingest_ns > 0 {
-            self.metrics.data_lag_seconds.set((now_ns().saturating_sub(self.newest_ingest_ns) / 1_000_000_000) as i64);
-        }
         let mut status = self.status.lock().unwrap();
         status.partitions = partitions;
         status.owned = self.ownership.services();
@@ -369,9 +336,7 @@ impl Logminer {
     /// Lag: over the assigned partitions, high watermark − committed offset.
     async fn refresh_lag(&self) {
         let parts = self.ownership.partitions().into_iter().map(|p| (p, self.committed.get(&p).copied())).collect();
-        if let Some(lag) = lag(&self.consumer, &self.names.logs, parts).await {
-            self.metrics.lag.set(lag);
-        }
+        lag(&self.consumer, &self.names.logs, parts).await;
     }
 
     /// Clean stop (seed 000): flush bounded at 15 s, then one new-template pass bounded at
@@ -395,11 +360,6 @@ impl Logminer {
         tracing::info!(elapsed_ms = started.elapsed().as_millis() as u64, "logminer stopped");
         let consumer = self.consumer.clone();
         drop(self);
-        // librdkafka's leave-group blocks: keep it off the async runtime.
-        let _ = tokio::task::spawn_blocking(move || {
-            consumer.unsubscribe();
-            drop(consumer);
-        })
-        .await;
+        consume::leave(consumer).await;
     }
 }

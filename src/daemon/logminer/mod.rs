@@ -39,8 +39,9 @@ use prometheus_client::registry::Registry;
 use serde_json::json;
 
 use self::metrics::LogminerMetrics;
+use crate::bus::consume::Group;
 use crate::config::Config;
-use crate::daemon::{serve_http, HealthFn, Shutdown};
+use crate::daemon::{HealthFn, Shutdown, Spec};
 
 /// How often the loop stores the hits and templates it mined, and commits their offsets.
 /// The daemon runs the default; tests stretch it to hold mined rows pending.
@@ -79,8 +80,8 @@ struct Status {
     owned: Vec<String>,
 }
 
-/// `tayga serve logminer`: prepares topics and schema, serves `/health` and `/metrics` on
-/// `logminer.metrics_addr`, and runs until `shutdown`.
+/// `tayga serve logminer`: the shared daemon start-up ([`crate::daemon::run`]) on
+/// `logminer.metrics_addr`, then the consumer loop until `shutdown`.
 pub async fn serve(config: &Config, shutdown: Shutdown) -> anyhow::Result<()> {
     serve_with(config, Cadence::default(), shutdown).await
 }
@@ -100,13 +101,9 @@ pub async fn serve_with(config: &Config, cadence: Cadence, shutdown: Shutdown) -
                    "partitions": s.partitions, "owned_services": s.owned})
         })
     };
-    let (_, http) = serve_http(&config.logminer.metrics_addr, Arc::new(registry), health, shutdown.clone()).await?;
-    let result = async {
-        crate::daemon::prepare(config, &shutdown).await?;
-        consumer::run(config, cadence, replica, metrics, status, shutdown.clone()).await
-    }
-    .await;
-    shutdown.trigger();
-    let _ = http.await;
-    result
+    let spec = Spec { group: Group::Logminer, metrics_addr: config.logminer.metrics_addr.clone(), registry, health };
+    crate::daemon::run(config, shutdown.clone(), spec, |_| {
+        consumer::run(config, cadence, replica, metrics, status, shutdown)
+    })
+    .await
 }

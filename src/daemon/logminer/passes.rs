@@ -9,11 +9,10 @@ use std::time::{Duration, Instant};
 
 use super::consumer::Logminer;
 use super::detect::{self, MINUTE_NS};
-use super::metrics::PassLabel;
-use crate::alert::AlertKind;
 use crate::identity::alert_id;
 use crate::store::logminer::{self as lm, AlertQuery, MinuteCount};
 use crate::store::{now_ns, AlertRow, TemplateRow};
+use crate::wire::alert::AlertKind;
 
 impl Logminer {
     /// The new-template pass of a revoke or a stop, within `bound`: a failure or a timeout
@@ -29,10 +28,7 @@ impl Logminer {
     }
 
     fn observe(&self, pass: &str, started: Instant) {
-        self.metrics
-            .pass_duration
-            .get_or_create(&PassLabel { pass: pass.into() })
-            .observe(started.elapsed().as_secs_f64());
+        self.metrics.pass_finished(pass, started.elapsed());
     }
 
     /// Announces the owned services' templates first seen after the watermark, then moves
@@ -122,7 +118,7 @@ impl Logminer {
             let spikes = self.spikes.entry(row.service.clone()).or_default();
             spikes.entry(row.template_id).or_insert_with(|| detect::spike_from_row(row));
             self.outbox.raised_before(row.alert_id);
-            tracing::info!(service = %row.service, alert_id = %crate::alert::format_id(row.alert_id),
+            tracing::info!(service = %row.service, alert_id = %crate::wire::alert::format_id(row.alert_id),
                 "restored an active spike of a service taken over");
         }
         self.ownership.mark_restored(&fresh);

@@ -7,7 +7,7 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use super::metrics::{KindLabel, LogminerMetrics};
+use super::metrics::LogminerMetrics;
 use crate::bus::alerts::publish_and_mark;
 use crate::bus::producer::Publisher;
 use crate::store::logminer as lm;
@@ -44,21 +44,15 @@ impl Outbox {
         if rows.is_empty() {
             return Ok(());
         }
-        lm::store_alerts(store, &rows).await.inspect_err(|_| {
-            metrics.store_failures.inc();
-        })?;
+        lm::store_alerts(store, &rows).await.inspect_err(|e| metrics.store_failed("storing alerts", e))?;
         for row in &rows {
             if self.raised.insert(row.alert_id) {
-                metrics.alerts.get_or_create(&KindLabel { kind: row.kind.clone() }).inc();
-                tracing::info!(alert_id = %crate::alert::format_id(row.alert_id), kind = %row.kind, service = %row.service,
-                    template = %row.template, "alert raised");
+                metrics.alert_raised(row);
             }
         }
         let publication = publish_and_mark(&self.publisher, store, &self.topic, &rows).await;
         if let Some(e) = publication.error {
-            metrics.publish_failures.inc();
-            tracing::warn!(error = %e, published = publication.published, unpublished = rows.len() - publication.published,
-                "publishing alerts failed; they are republished after a later pass");
+            metrics.publish_failed(&e, publication.published, rows.len() - publication.published);
         }
         Ok(())
     }
@@ -86,15 +80,9 @@ impl Outbox {
             return;
         }
         let publication = publish_and_mark(&self.publisher, store, &self.topic, &unmarked).await;
-        metrics.alerts_republished.inc_by(publication.published as u64);
-        match publication.error {
-            None => tracing::info!(republished = publication.published, "unpublished alerts republished"),
-            Some(e) => {
-                metrics.publish_failures.inc();
-                tracing::warn!(error = %e, republished = publication.published, left = unmarked.len() - publication.published,
-                    "republishing stopped at a failed send; the next pass goes on");
-            }
-        }
+        let left = unmarked.len() - publication.published;
+        let stopped = publication.error.as_ref().map(|e| (e as &dyn std::fmt::Display, left));
+        metrics.republished(publication.published, stopped);
     }
 
     /// Waits (at most `timeout`) for records still in the producer's queue.

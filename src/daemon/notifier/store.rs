@@ -86,7 +86,7 @@ pub async fn write_row(store: &Store, row: &DeliveryRow) -> Result<(), CallError
         if now >= until {
             return Err(err);
         }
-        tracing::warn!(error = %err, alert_id = %crate::alert::format_id(row.alert_id), target = %row.target, "writing a delivery row failed; retrying");
+        tracing::warn!(error = %err, alert_id = %crate::wire::alert::format_id(row.alert_id), target = %row.target, "writing a delivery row failed; retrying");
         tokio::time::sleep(WRITE_RETRY_PAUSE.min(until - now)).await;
     }
 }

@@ -10,13 +10,13 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::deliveries::Delivery;
 use super::{AppState, Log, Page};
-use crate::alert::{format_id, AlertKind};
 use crate::daemon::api::error::{ApiError, ErrorBody};
 use crate::daemon::api::params::{self, Query};
 use crate::store::deliveries::latest_for_alert;
 use crate::store::logminer::{active_cutoff_ns, alerts, published_versions, AlertQuery};
 use crate::store::query::alerts::{publications, sample_lines, SAMPLE_LOOKBACK_NS};
 use crate::store::AlertRow;
+use crate::wire::alert::{format_id, AlertKind};
 
 /// Sample lines shown with one alert.
 pub const SAMPLE_LINES: u64 = 20;

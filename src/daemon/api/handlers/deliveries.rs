@@ -7,12 +7,12 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::{AppState, Page};
-use crate::alert::format_id;
 use crate::daemon::api::error::{ApiError, ErrorBody};
 use crate::daemon::api::params::{self, Query, DAY_NS};
 use crate::daemon::notifier::store::Status;
 use crate::store::query::deliveries::{self, DeliverySearch};
 use crate::store::DeliveryRow;
+use crate::wire::alert::format_id;
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Delivery {

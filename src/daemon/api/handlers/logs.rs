@@ -7,10 +7,10 @@ use serde::Deserialize;
 use utoipa::IntoParams;
 
 use super::{attributes, AppState, Log, Page};
-use crate::alert::format_id;
 use crate::daemon::api::error::{ApiError, ErrorBody};
 use crate::daemon::api::params::{self, Query, DAY_NS, HOUR_NS};
 use crate::store::query::logs::{self, LogSearch};
+use crate::wire::alert::format_id;
 
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]

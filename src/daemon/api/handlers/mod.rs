@@ -19,8 +19,8 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::error::ApiError;
-use crate::alert::format_id;
 use crate::store::{LogRow, Store, StoreError};
+use crate::wire::alert::format_id;
 
 /// What every handler reads from.
 #[derive(Clone)]

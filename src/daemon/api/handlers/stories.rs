@@ -7,11 +7,11 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::{AppState, Page};
-use crate::alert::format_id;
 use crate::daemon::api::error::{ApiError, ErrorBody};
 use crate::daemon::api::params::{self, Query, DAY_NS, HOUR_NS};
 use crate::store::query::stories;
 use crate::store::StoryRow;
+use crate::wire::alert::format_id;
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Story {
