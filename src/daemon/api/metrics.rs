@@ -50,7 +50,7 @@ impl RequestMetrics {
     pub fn register(registry: &mut Registry) -> RequestMetrics {
         let m = RequestMetrics::default();
         registry.register("tayga_api_requests", "API requests by route and status", m.requests.clone());
-        registry.register("tayga_api_request_seconds", "API request latency by route", m.seconds.clone());
+        registry.register("tayga_api_request_duration_seconds", "API request latency by route", m.seconds.clone());
         m
     }
 }

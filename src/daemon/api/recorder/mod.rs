@@ -72,9 +72,9 @@ impl RecorderMetrics {
     pub fn register(registry: &mut Registry) -> RecorderMetrics {
         let m = RecorderMetrics::default();
         registry.register("tayga_api_scrapes", "Scrapes by service and outcome (ok, failed)", m.scrapes.clone());
-        registry.register("tayga_api_samples_recorded", "Samples stored in pipeline_metrics", m.samples.clone());
+        registry.register("tayga_api_recorded_samples", "Samples stored in pipeline_metrics", m.samples.clone());
         registry.register(
-            "tayga_api_record_failures",
+            "tayga_api_record_errors",
             "Ticks whose samples could not be stored",
             m.store_failures.clone(),
         );
