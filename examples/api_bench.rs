@@ -78,7 +78,7 @@ async fn main() -> anyhow::Result<()> {
         now_ns,
     };
     let health: tayga::daemon::HealthFn = Arc::new(|| serde_json::json!({"api": {"status": "serving"}}));
-    let app = router::router(state, Arc::new(Registry::default()), health, "");
+    let app = router::router(state, Arc::new(Registry::default()), Default::default(), health, "");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let base = format!("http://{}", listener.local_addr()?);
     tokio::spawn(async move { axum::serve(listener, app).await });

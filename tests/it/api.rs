@@ -34,7 +34,9 @@ impl Api {
     async fn start(store: Store, token: &str, query_timeout: Duration) -> Api {
         let state = AppState { store, query_timeout, now_ns };
         let health: tayga::daemon::HealthFn = Arc::new(|| json!({"api": {"status": "serving"}}));
-        let app = router::router(state, Arc::new(Registry::default()), health, token);
+        let mut registry = Registry::default();
+        let metrics = tayga::daemon::api::metrics::RequestMetrics::register(&mut registry);
+        let app = router::router(state, Arc::new(registry), metrics, health, token);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let shutdown = Shutdown::new();
@@ -377,6 +379,19 @@ async fn every_endpoint_answers_from_the_store_and_each_statement_runs_on_curren
     assert!(out.status.success(), "{stderr}");
     let listed: Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(listed.as_array().unwrap().len(), 1);
+
+    // Every request was counted under its route pattern, not its raw path.
+    let (_, metrics) = api.get("/metrics").await;
+    let metrics = metrics.as_str().unwrap().to_string();
+    assert!(
+        common::metric(&metrics, "tayga_api_requests_total{route=\"/api/v1/services\",status=\"200\"}") >= 2.0,
+        "{metrics}"
+    );
+    assert!(
+        common::metric(&metrics, "tayga_api_requests_total{route=\"/api/v1/traces/{trace_id}\",status=\"404\"}") == 1.0,
+        "{metrics}"
+    );
+    assert!(!metrics.contains(TRACE_A), "a raw path became a label");
 
     replay_logged_queries_in_chdb(&store, now / 1_000_000_000 - 1).await;
 }

@@ -1,12 +1,14 @@
 //! `tayga serve api`: the HTTP API over everything Tayga stores (docs/api.md) and the metric
 //! recorder. `router.rs` assembles the routes and the OpenAPI document, `handlers/` holds one
 //! file per area, `params.rs` reads and checks parameters, `error.rs` maps failures to
-//! statuses, `access.rs` the loopback and token rules, `recorder/` the scraper. Every read
-//! goes through `store::query` (or the `store` functions the commands use).
+//! statuses, `access.rs` the loopback and token rules, `metrics.rs` the API's own metrics,
+//! `recorder/` the scraper. Every read goes through `store::query` (or the `store` functions
+//! the commands use).
 
 pub mod access;
 pub mod error;
 pub mod handlers;
+pub mod metrics;
 pub mod params;
 pub mod recorder;
 pub mod router;
@@ -40,13 +42,14 @@ pub async fn serve(config: &Config, shutdown: Shutdown) -> anyhow::Result<()> {
 
     let mut registry = Registry::default();
     let recorder_metrics = RecorderMetrics::register(&mut registry);
+    let request_metrics = metrics::RequestMetrics::register(&mut registry);
     let recorder = Recorder::new(plain, recorder::targets(config), Arc::new(SystemResolver), recorder_metrics);
     let interval = Duration::from_secs(config.api.scrape_interval_secs);
     let recording = tokio::spawn(recorder.run(interval, shutdown.clone()));
 
     let state = AppState { store, query_timeout: timeout, now_ns: crate::store::now_ns };
     let health: crate::daemon::HealthFn = Arc::new(|| serde_json::json!({"api": {"status": "serving"}}));
-    let app = router::router(state, Arc::new(registry), health, &config.api.token);
+    let app = router::router(state, Arc::new(registry), request_metrics, health, &config.api.token);
     let listener = tokio::net::TcpListener::bind(&config.api.listen_addr)
         .await
         .with_context(|| format!("cannot listen on {} for the API", config.api.listen_addr))?;

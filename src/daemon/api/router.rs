@@ -14,6 +14,7 @@ use utoipa_axum::routes;
 use super::access;
 use super::error::ApiError;
 use super::handlers::{self, AppState};
+use super::metrics::RequestMetrics;
 
 #[derive(OpenApi)]
 #[openapi(
@@ -53,15 +54,23 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
     api_routes(state).1
 }
 
-/// Every route the daemon serves.
-pub fn router(state: AppState, registry: Arc<Registry>, health: crate::daemon::HealthFn, token: &str) -> Router {
+/// Every route the daemon serves, each request counted and timed in `metrics`.
+pub fn router(
+    state: AppState,
+    registry: Arc<Registry>,
+    metrics: RequestMetrics,
+    health: crate::daemon::HealthFn,
+    token: &str,
+) -> Router {
     let (api, openapi) = api_routes(state);
     let openapi = Arc::new(openapi);
     let app = Router::new()
         .merge(api)
         .route("/api/v1/openapi.json", get(move || async move { Json(openapi.as_ref().clone()) }))
         .merge(crate::daemon::admin_router(registry, health))
-        .fallback(|| async { ApiError::not_found("route") });
+        .fallback(|| async { ApiError::not_found("route") })
+        // A route layer, so the matched route pattern is known when the request is counted.
+        .route_layer(middleware::from_fn_with_state(metrics, super::metrics::track));
     if token.is_empty() {
         app
     } else {

@@ -87,6 +87,7 @@ pub struct Recorder {
     targets: Vec<Target>,
     resolver: Arc<dyn Resolver>,
     http: reqwest::Client,
+    scrape_timeout: Duration,
     metrics: RecorderMetrics,
 }
 
@@ -95,8 +96,15 @@ pub const SCRAPE_TIMEOUT: Duration = Duration::from_secs(5);
 
 impl Recorder {
     pub fn new(store: Store, targets: Vec<Target>, resolver: Arc<dyn Resolver>, metrics: RecorderMetrics) -> Recorder {
-        let http = reqwest::Client::builder().timeout(SCRAPE_TIMEOUT).build().expect("a plain HTTP client builds");
-        Recorder { store, targets, resolver, http, metrics }
+        Recorder { store, targets, resolver, http: reqwest::Client::new(), scrape_timeout: SCRAPE_TIMEOUT, metrics }
+            .with_scrape_timeout(SCRAPE_TIMEOUT)
+    }
+
+    /// Bounds each resolution and each scrape at `limit` instead of [`SCRAPE_TIMEOUT`].
+    pub fn with_scrape_timeout(mut self, limit: Duration) -> Recorder {
+        self.http = reqwest::Client::builder().timeout(limit).build().expect("a plain HTTP client builds");
+        self.scrape_timeout = limit;
+        self
     }
 
     /// Ticks every `interval` until shutdown.
@@ -132,15 +140,18 @@ impl Recorder {
         for target in &self.targets {
             match target {
                 Target::Fixed { service, addr } => instances.push((service.clone(), addr.clone(), addr.parse().ok())),
-                Target::Resolved { service, host_port } => match self.resolver.resolve(host_port).await {
-                    Ok(addrs) if !addrs.is_empty() => {
-                        instances.extend(addrs.into_iter().map(|a| (service.clone(), a.to_string(), Some(a))))
+                // A resolver that hangs (a DNS server that does not answer) costs one scrape's bound.
+                Target::Resolved { service, host_port } => {
+                    match tokio::time::timeout(self.scrape_timeout, self.resolver.resolve(host_port)).await {
+                        Ok(Ok(addrs)) if !addrs.is_empty() => {
+                            instances.extend(addrs.into_iter().map(|a| (service.clone(), a.to_string(), Some(a))))
+                        }
+                        _ => {
+                            tracing::debug!(%service, %host_port, "the metrics name did not resolve");
+                            instances.push((service.clone(), host_port.clone(), None));
+                        }
                     }
-                    Ok(_) | Err(_) => {
-                        tracing::debug!(%host_port, "the logminer's metrics name did not resolve");
-                        instances.push((service.clone(), host_port.clone(), None));
-                    }
-                },
+                }
             }
         }
         let scrapes = instances.into_iter().map(|(service, instance, addr)| async move {
@@ -201,6 +212,26 @@ mod tests {
             t[4],
             Target::Resolved { service: "logminer".into(), host_port: config.api.logminer_metrics.clone() }
         );
+    }
+
+    /// A resolver that never answers.
+    struct Hanging;
+
+    impl Resolver for Hanging {
+        fn resolve(&self, _: &str) -> resolve::Resolved {
+            Box::pin(std::future::pending())
+        }
+    }
+
+    #[tokio::test]
+    async fn a_name_that_never_resolves_is_up_zero_after_the_scrape_bound() {
+        let store = Store::new(&crate::config::ClickHouseConfig::default());
+        let targets = vec![Target::Resolved { service: "logminer".into(), host_port: "lm:9403".into() }];
+        let recorder = Recorder::new(store, targets, Arc::new(Hanging), RecorderMetrics::default())
+            .with_scrape_timeout(Duration::from_millis(50));
+        let rows = tokio::time::timeout(Duration::from_secs(10), recorder.scrape_all(1)).await.expect("the tick ends");
+        assert_eq!(rows.len(), 1);
+        assert_eq!((rows[0].instance.as_str(), rows[0].metric.as_str(), rows[0].value), ("lm:9403", UP, 0.0));
     }
 
     #[test]
