@@ -21,6 +21,19 @@ pub struct Book {
     seen: HashMap<(String, u64), Seen>,
     dirty: BTreeSet<(String, u64)>,
     hits: Vec<HitRow>,
+    merges: Vec<Merge>,
+}
+
+/// Templates found to be one (see [`crate::mine::Change::Merged`]): `absorbed` no longer
+/// exist, their lines and counts are `survivor`'s from now on. What the store must do
+/// with it is in docs/mining.md, *Merging and identity*.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Merge {
+    pub service: String,
+    pub survivor: u64,
+    pub absorbed: Vec<u64>,
+    /// The `seen_ns` of the log that merged them.
+    pub merged_ns: u64,
 }
 
 /// What one mined log did.
@@ -33,7 +46,13 @@ pub struct Mined {
 
 impl Book {
     pub fn new(config: MiningConfig) -> Result<Book, MaskingError> {
-        Ok(Book { miner: Miner::new(config)?, seen: HashMap::new(), dirty: BTreeSet::new(), hits: Vec::new() })
+        Ok(Book {
+            miner: Miner::new(config)?,
+            seen: HashMap::new(),
+            dirty: BTreeSet::new(),
+            hits: Vec::new(),
+            merges: Vec::new(),
+        })
     }
 
     /// `masking_version` of the rows this book writes.
@@ -70,13 +89,40 @@ impl Book {
             // Its stored row stays: a later line of that shape is born again with the same id.
             self.dirty.remove(&key);
         }
+        let absorbed = result.absorbed().to_vec();
         let key = (service.to_string(), template_id);
-        let seen = self.seen.entry(key.clone()).or_insert(Seen { first_ns: seen_ns, last_ns: seen_ns });
+        let mut seen = *self.seen.get(&key).unwrap_or(&Seen { first_ns: seen_ns, last_ns: seen_ns });
+        if !absorbed.is_empty() {
+            // The survivor was first seen when the first of them was.
+            for id in &absorbed {
+                let gone = (service.to_string(), *id);
+                if let Some(s) = self.seen.remove(&gone) {
+                    seen.first_ns = seen.first_ns.min(s.first_ns);
+                    seen.last_ns = seen.last_ns.max(s.last_ns);
+                }
+                self.dirty.remove(&gone);
+            }
+            self.merges.push(Merge { service: service.to_string(), survivor: template_id, absorbed, merged_ns: seen_ns });
+        }
+        let seen = self.seen.entry(key.clone()).or_insert(seen);
         seen.first_ns = seen.first_ns.min(seen_ns);
         seen.last_ns = seen.last_ns.max(seen_ns);
         self.dirty.insert(key);
         self.hits.push(HitRow { service: service.to_string(), log_id, template_id, time_ns });
         Mined { template_id, new }
+    }
+
+    /// The merges since the last call, oldest first: store them with (before) the
+    /// template rows of the same [`Book::take_pending`]. Put them back with
+    /// [`Book::restore_merges`] if storing fails.
+    pub fn take_merges(&mut self) -> Vec<Merge> {
+        std::mem::take(&mut self.merges)
+    }
+
+    /// Returns merges from a failed [`Book::take_merges`], ahead of newer ones.
+    pub fn restore_merges(&mut self, merges: Vec<Merge>) {
+        let newer = std::mem::replace(&mut self.merges, merges);
+        self.merges.extend(newer);
     }
 
     /// Hits waiting to be stored.
@@ -135,6 +181,7 @@ impl Book {
         self.miner.remove_service(service);
         self.seen.retain(|(s, _), _| s != service);
         self.dirty.retain(|(s, _)| s != service);
+        self.merges.retain(|m| m.service != service);
     }
 }
 

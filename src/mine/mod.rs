@@ -103,6 +103,11 @@ pub enum Change {
     /// The line joined the template and generalised its text (same id): update the
     /// stored text, do not announce.
     Generalised { previous: String },
+    /// The line showed that this template and others are one (see the module docs,
+    /// *Merging*): this template survives with its id and its text generalised, and has
+    /// taken over the lines of the `absorbed` templates, which no longer exist. Update
+    /// the row, retire the absorbed ones, announce nothing.
+    Merged { previous: String, absorbed: Vec<u64> },
 }
 
 /// The result of [`Miner::add`]. Borrows the miner, so copy what must outlive the next
@@ -124,7 +129,14 @@ impl MineResult<'_> {
         self.change == Change::New
     }
     pub fn is_generalised(&self) -> bool {
-        matches!(self.change, Change::Generalised { .. })
+        matches!(self.change, Change::Generalised { .. } | Change::Merged { .. })
+    }
+    /// The templates this line's template absorbed, if it merged.
+    pub fn absorbed(&self) -> &[u64] {
+        match &self.change {
+            Change::Merged { absorbed, .. } => absorbed,
+            _ => &[],
+        }
     }
 }
 
