@@ -3,7 +3,7 @@
 # (ClickHouse 18.16, the Tansu broker, chdb-core for the portability test, the stock
 # OpenTelemetry Python SDK exporters for the ingest compatibility test), starts the
 # services that are not already answering, runs every test, and stops what it started.
-# Extra arguments go to `cargo test` (e.g. scripts/test.sh --test cli).
+# Extra arguments go to `cargo test` (e.g. scripts/test.sh --test it cli::).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

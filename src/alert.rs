@@ -19,8 +19,6 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::store::AlertRow;
-
 /// The version this build writes, and the only one it reads.
 pub const ALERT_FORMAT_VERSION: u32 = 1;
 
@@ -153,41 +151,6 @@ impl Alert {
     /// The record key on `<prefix>.alerts` (DESIGN.md §2: the template id), in the id form.
     pub fn key(&self) -> String {
         format_id(self.template_id)
-    }
-
-    /// The alert stored in `log_alerts`.
-    pub fn from_row(row: &AlertRow) -> Result<Alert, AlertError> {
-        Ok(Alert {
-            version: ALERT_FORMAT_VERSION,
-            alert_id: row.alert_id,
-            kind: row.kind.parse()?,
-            service: row.service.clone(),
-            template_id: row.template_id,
-            template: row.template.clone(),
-            first_at: row.first_at,
-            last_at: row.last_at,
-            count: row.count,
-            baseline: row.baseline,
-            threshold: row.threshold,
-        })
-    }
-
-    /// A `log_alerts` row for this alert.
-    pub fn to_row(&self, stored_ns: u64, updated_ns: u64) -> AlertRow {
-        AlertRow {
-            alert_id: self.alert_id,
-            kind: self.kind.as_str().to_string(),
-            service: self.service.clone(),
-            template_id: self.template_id,
-            template: self.template.clone(),
-            first_at: self.first_at,
-            last_at: self.last_at,
-            count: self.count,
-            baseline: self.baseline,
-            threshold: self.threshold,
-            stored_ns,
-            updated_ns,
-        }
     }
 }
 

@@ -2,6 +2,7 @@
 //! shell completions (`tayga generate` writes the last two into `man/` and `completions/`).
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
@@ -65,7 +66,7 @@ interruption; start the logminers only after a run that finished."
     /// Send synthetic OTLP traffic to an ingest, at a set rate, and report what it achieved
     Loadgen(LoadgenArgs),
     /// Mine log templates from a plain log file, offline, with the logminer's engine
-    Mine(crate::cmd::mine::MineArgs),
+    Mine(MineArgs),
     /// Print a shell completion script
     Completions(CompletionsArgs),
     /// Print the man page, or write one page per subcommand into a directory
@@ -208,8 +209,8 @@ pub struct AlertsRepublishArgs {
     pub alert_id: Option<u64>,
     /// Republish unmarked alerts updated within this window, e.g. 30m, 24h, 7d
     /// (default: logminer.republish_window_hours, 24h)
-    #[arg(long, value_name = "DURATION", value_parser = crate::cmd::time::parse_window)]
-    pub since: Option<std::time::Duration>,
+    #[arg(long, value_name = "DURATION", value_parser = parse_window)]
+    pub since: Option<Duration>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -273,4 +274,78 @@ pub struct GenerateArgs {
 
 pub fn command() -> clap::Command {
     <Cli as clap::CommandFactory>::command()
+}
+
+/// How `tayga mine` prints what it mined.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum MineFormat {
+    #[default]
+    Csv,
+    Json,
+    Table,
+}
+
+/// `tayga mine`'s arguments.
+#[derive(clap::Args, Debug)]
+pub struct MineArgs {
+    /// Log file, one message per line; `-` reads standard input.
+    #[arg(value_name = "FILE|-", default_value = "-")]
+    pub file: String,
+    /// Service the lines belong to (templates ids are per service).
+    #[arg(long, default_value = "default")]
+    pub service: String,
+    /// Output format: csv (header `line,template_id,template`), json (one object per
+    /// line) or table.
+    #[arg(long, value_enum, default_value_t = MineFormat::Csv)]
+    pub format: MineFormat,
+    /// Print the templates with their counts, most frequent first, instead of one row
+    /// per line.
+    #[arg(long)]
+    pub templates: bool,
+    /// Print lines, templates, lines/s and peak memory to stderr.
+    #[arg(long)]
+    pub stats: bool,
+    /// Print each line as soon as it is mined, with its template as it was then, instead
+    /// of the final templates at the end (for pipes that never end).
+    #[arg(long, conflicts_with = "templates")]
+    pub online: bool,
+    /// TOML file with `[drain]` and `[masking]` tables (the keys of `[logminer.drain]`
+    /// and `[logminer.masking]` in tayga.toml). Without it, the logminer's own settings
+    /// (tayga.toml and environment) are used, so offline ids match the logminer's.
+    #[arg(long, value_name = "FILE")]
+    pub mining_config: Option<PathBuf>,
+}
+
+/// A window on the command line: a whole number and a unit, `s`, `m`, `h` or `d`
+/// (`30m`, `24h`, `7d`).
+pub fn parse_window(text: &str) -> Result<Duration, String> {
+    let bad = || format!("`{text}` is not a duration: expected a number and a unit (s, m, h, d), as in 30m, 24h or 7d");
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;
+    let (digits, unit) = t.split_at(split);
+    let n: u64 = digits.parse().map_err(|_| bad())?;
+    let secs = match unit {
+        "s" => Some(n),
+        "m" => n.checked_mul(60),
+        "h" => n.checked_mul(3600),
+        "d" => n.checked_mul(86_400),
+        _ => None,
+    };
+    secs.map(Duration::from_secs).ok_or_else(bad)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn windows_read_with_a_unit() {
+        assert_eq!(parse_window("30m"), Ok(Duration::from_secs(1800)));
+        assert_eq!(parse_window("24h"), Ok(Duration::from_secs(86_400)));
+        assert_eq!(parse_window("7d"), Ok(Duration::from_secs(604_800)));
+        assert_eq!(parse_window("90s"), Ok(Duration::from_secs(90)));
+        for bad in ["", "h", "24", "1.5h", "-1h", "2w", "1h30m", "99999999999999999999d"] {
+            assert!(parse_window(bad).is_err(), "{bad:?} was accepted");
+        }
+    }
 }

@@ -34,10 +34,28 @@ pub fn alert_id(kind: crate::alert::AlertKind, template_id: u64, start_ns: u64) 
     hash_fields(&[b"alert", kind.as_str().as_bytes(), &template_id.to_le_bytes(), &start.to_le_bytes()])
 }
 
+/// What a log's id is computed from: the fields of its `logs` row that the application
+/// emitted.
+#[derive(Debug, Clone, Copy)]
+pub struct LogContent<'a> {
+    pub service: &'a str,
+    pub time_ns: u64,
+    pub severity_number: u8,
+    pub severity_text: &'a str,
+    pub body: &'a str,
+    pub trace_id: &'a str,
+    pub span_id: &'a str,
+    pub attr_keys: &'a [String],
+    pub attr_values: &'a [String],
+    pub resource_keys: &'a [String],
+    pub resource_values: &'a [String],
+    pub scope_name: &'a str,
+}
+
 /// A log's id: a hash of its service and its canonical content: what the application
 /// emitted (time, severity, body, trace context, attributes, resource, scope), not when or
 /// how Tayga received it. Attributes are sorted by key, since their order carries no meaning.
-pub fn log_id(row: &crate::store::LogRow) -> u64 {
+pub fn log_id(row: &LogContent<'_>) -> u64 {
     fn sorted_pairs(keys: &[String], values: &[String]) -> Vec<u8> {
         let mut pairs: Vec<(&String, &String)> = keys.iter().zip(values).collect();
         pairs.sort();
@@ -60,8 +78,8 @@ pub fn log_id(row: &crate::store::LogRow) -> u64 {
         row.body.as_bytes(),
         row.trace_id.as_bytes(),
         row.span_id.as_bytes(),
-        &sorted_pairs(&row.attr_keys, &row.attr_values),
-        &sorted_pairs(&row.resource_keys, &row.resource_values),
+        &sorted_pairs(row.attr_keys, row.attr_values),
+        &sorted_pairs(row.resource_keys, row.resource_values),
         row.scope_name.as_bytes(),
     ])
 }

@@ -16,7 +16,6 @@
 use serde::{Deserialize, Serialize};
 
 use crate::alert::{format_id, hex_id};
-use crate::store::StoryRow;
 
 /// The version this build writes, and the only one it reads.
 pub const STORY_FORMAT_VERSION: u32 = 1;
@@ -95,47 +94,6 @@ impl Story {
             Some(found) => return Err(StoryError::UnsupportedVersion { found }),
         }
         serde_json::from_slice(bytes).map_err(|e| StoryError::Invalid(e.to_string()))
-    }
-
-    /// The row of the `stories` table.
-    pub fn to_row(&self) -> StoryRow {
-        StoryRow {
-            trace_id: self.trace_id.clone(),
-            fingerprint: self.fingerprint,
-            root_service: self.root_service.clone(),
-            root_operation: self.root_operation.clone(),
-            start_ns: self.start_ns,
-            duration_ns: self.duration_ns,
-            span_count: self.span_count,
-            services: self.services.clone(),
-            edges: self.edges.clone(),
-            error: u8::from(self.error),
-            error_spans: self.error_spans,
-            log_count: self.log_count,
-            truncated: u8::from(self.truncated),
-            version_ns: self.version_ns,
-        }
-    }
-
-    /// A story read back from its row.
-    pub fn from_row(row: &StoryRow) -> Story {
-        Story {
-            version: STORY_FORMAT_VERSION,
-            trace_id: row.trace_id.clone(),
-            fingerprint: row.fingerprint,
-            root_service: row.root_service.clone(),
-            root_operation: row.root_operation.clone(),
-            start_ns: row.start_ns,
-            duration_ns: row.duration_ns,
-            span_count: row.span_count,
-            services: row.services.clone(),
-            edges: row.edges.clone(),
-            error: row.error != 0,
-            error_spans: row.error_spans,
-            log_count: row.log_count,
-            truncated: row.truncated != 0,
-            version_ns: row.version_ns,
-        }
     }
 }
 

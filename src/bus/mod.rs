@@ -17,46 +17,7 @@ use crate::config::KafkaConfig;
 /// Partitions of the stories and alerts topics (seed 000): fixed, not `kafka.partitions`.
 pub const SMALL_TOPIC_PARTITIONS: i32 = 3;
 
-/// The topic and consumer-group names of one install. Tests give each run its own prefix.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Names {
-    pub signals: String,
-    pub logs: String,
-    pub stories: String,
-    pub alerts: String,
-    pub writer_group: String,
-    pub assembler_group: String,
-    pub logminer_group: String,
-    pub notifier_group: String,
-}
-
-impl Names {
-    pub fn new(prefix: &str) -> Names {
-        Names {
-            signals: format!("{prefix}.signals"),
-            logs: format!("{prefix}.logs"),
-            stories: format!("{prefix}.stories"),
-            alerts: format!("{prefix}.alerts"),
-            writer_group: format!("{prefix}-writer"),
-            assembler_group: format!("{prefix}-assembler"),
-            logminer_group: format!("{prefix}-logminer"),
-            notifier_group: format!("{prefix}-notifier"),
-        }
-    }
-
-    /// The consumer groups that read `topic` in Tayga (DESIGN.md §2).
-    pub fn groups_of(&self, topic: &str) -> Vec<&str> {
-        if topic == self.signals {
-            vec![&self.writer_group, &self.assembler_group]
-        } else if topic == self.logs {
-            vec![&self.logminer_group]
-        } else if topic == self.alerts {
-            vec![&self.notifier_group]
-        } else {
-            Vec::new()
-        }
-    }
-}
+pub use crate::config::Names;
 
 /// Settings every client of this install shares.
 pub fn client_config(kafka: &KafkaConfig) -> ClientConfig {

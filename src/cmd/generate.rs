@@ -1,6 +1,6 @@
 //! Shell completions and man pages, all derived from the one clap definition in `cli.rs`.
 //! The committed copies under `completions/` and `man/` are checked by
-//! `tests/generated_files.rs`, which fails when they are stale.
+//! `tests/it/cli.rs`, which fails when they are stale.
 
 use std::collections::BTreeMap;
 use std::io::Write;

@@ -6,50 +6,12 @@
 //! change as a template generalises, so only the text differs from what the logminer saw
 //! at the time. `--online` prints each line as it is mined instead, for endless pipes.
 
+use crate::cli::{MineArgs, MineFormat as Format};
 use crate::mine::{Change, FastMap, Miner, MiningConfig};
 use anyhow::{Context, Result};
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, BufWriter, IsTerminal, Read, Write};
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
-
-#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Format {
-    #[default]
-    Csv,
-    Json,
-    Table,
-}
-
-#[derive(clap::Args, Debug)]
-pub struct MineArgs {
-    /// Log file, one message per line; `-` reads standard input.
-    #[arg(value_name = "FILE|-", default_value = "-")]
-    pub file: String,
-    /// Service the lines belong to (templates ids are per service).
-    #[arg(long, default_value = "default")]
-    pub service: String,
-    /// Output format: csv (header `line,template_id,template`), json (one object per
-    /// line) or table.
-    #[arg(long, value_enum, default_value_t = Format::Csv)]
-    pub format: Format,
-    /// Print the templates with their counts, most frequent first, instead of one row
-    /// per line.
-    #[arg(long)]
-    pub templates: bool,
-    /// Print lines, templates, lines/s and peak memory to stderr.
-    #[arg(long)]
-    pub stats: bool,
-    /// Print each line as soon as it is mined, with its template as it was then, instead
-    /// of the final templates at the end (for pipes that never end).
-    #[arg(long, conflicts_with = "templates")]
-    pub online: bool,
-    /// TOML file with `[drain]` and `[masking]` tables (the keys of `[logminer.drain]`
-    /// and `[logminer.masking]` in tayga.toml). Without it, the logminer's own settings
-    /// (tayga.toml and environment) are used, so offline ids match the logminer's.
-    #[arg(long, value_name = "FILE")]
-    pub mining_config: Option<PathBuf>,
-}
 
 /// Progress is worth drawing only for inputs that take more than a moment.
 const PROGRESS_MIN_BYTES: u64 = 8 << 20;

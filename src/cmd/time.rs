@@ -78,24 +78,6 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
     (y, m, d)
 }
 
-/// A window on the command line: a whole number and a unit, `s`, `m`, `h` or `d`
-/// (`30m`, `24h`, `7d`).
-pub fn parse_window(text: &str) -> Result<Duration, String> {
-    let bad = || format!("`{text}` is not a duration: expected a number and a unit (s, m, h, d), as in 30m, 24h or 7d");
-    let t = text.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;
-    let (digits, unit) = t.split_at(split);
-    let n: u64 = digits.parse().map_err(|_| bad())?;
-    let secs = match unit {
-        "s" => Some(n),
-        "m" => n.checked_mul(60),
-        "h" => n.checked_mul(3600),
-        "d" => n.checked_mul(86_400),
-        _ => None,
-    };
-    secs.map(Duration::from_secs).ok_or_else(bad)
-}
-
 /// A short age for one-line messages: `45s`, `2m 5s`, `3h 0m`, `2d 4h`.
 pub fn format_age(age: Duration) -> String {
     let s = age.as_secs();
@@ -119,16 +101,6 @@ mod tests {
         assert_eq!(format_time(4_102_444_799_000_000_000), "2099-12-31T23:59:59.000Z");
     }
 
-    #[test]
-    fn windows_read_with_a_unit() {
-        assert_eq!(parse_window("30m"), Ok(Duration::from_secs(1800)));
-        assert_eq!(parse_window("24h"), Ok(Duration::from_secs(86_400)));
-        assert_eq!(parse_window("7d"), Ok(Duration::from_secs(604_800)));
-        assert_eq!(parse_window("90s"), Ok(Duration::from_secs(90)));
-        for bad in ["", "h", "24", "1.5h", "-1h", "2w", "1h30m", "99999999999999999999d"] {
-            assert!(parse_window(bad).is_err(), "{bad:?} was accepted");
-        }
-    }
 
     #[test]
     fn ages_are_short() {

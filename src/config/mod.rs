@@ -6,6 +6,7 @@
 //! tree before anything is deserialised, so an unknown key or a wrongly typed value is
 //! reported by its dotted path, every problem at once, instead of one serde error at a time.
 
+mod names;
 mod sections;
 
 use std::collections::BTreeMap;
@@ -15,6 +16,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use toml::Value;
 
+pub use names::Names;
 pub use sections::*;
 
 /// Environment names the seeds use, beside the generic `TAYGA_<SECTION>_<KEY>` form.

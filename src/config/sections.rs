@@ -416,8 +416,8 @@ impl Config {
     }
 
     /// The topic and group names of this install (DESIGN.md §2).
-    pub fn names(&self) -> crate::bus::Names {
-        crate::bus::Names::new(&self.kafka.topic_prefix)
+    pub fn names(&self) -> super::Names {
+        super::Names::new(&self.kafka.topic_prefix)
     }
 }
 

@@ -75,7 +75,7 @@ pub fn log_rows(request: &ExportLogsServiceRequest, ingest_ns: u64) -> Vec<LogRo
                     scope_name: scope_name.to_string(),
                     ingest_ns,
                 };
-                row.log_id = identity::log_id(&row);
+                row.log_id = identity::log_id(&row.content());
                 rows.push(row);
             }
         }

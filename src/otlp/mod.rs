@@ -17,6 +17,20 @@ use opentelemetry_proto::tonic::resource::v1::Resource;
 /// The service of data with no `service.name` resource attribute (the OpenTelemetry default).
 pub const UNKNOWN_SERVICE: &str = "unknown_service";
 
+/// A string attribute, as SDKs send `service.name` and most span attributes.
+pub fn string_attr(key: &str, value: &str) -> KeyValue {
+    KeyValue {
+        key: key.into(),
+        value: Some(AnyValue { value: Some(any_value::Value::StringValue(value.into())) }),
+        ..Default::default()
+    }
+}
+
+/// A resource that names only its service.
+pub fn service_resource(service: &str) -> Resource {
+    Resource { attributes: vec![string_attr("service.name", service)], ..Default::default() }
+}
+
 /// The `service.name` of a resource.
 pub fn service_name(resource: Option<&Resource>) -> &str {
     resource

@@ -368,18 +368,11 @@ pub fn split<R: OtlpRequest>(request: R, grouping: Grouping, max_bytes: usize) -
 #[cfg(test)]
 mod tests {
     use super::*;
-    use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
+    use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue};
     use proptest::prelude::*;
 
     fn resource(service: &str) -> Option<Resource> {
-        Some(Resource {
-            attributes: vec![KeyValue {
-                key: "service.name".into(),
-                value: Some(AnyValue { value: Some(any_value::Value::StringValue(service.into())) }),
-                ..Default::default()
-            }],
-            ..Default::default()
-        })
+        Some(crate::otlp::service_resource(service))
     }
 
     fn span(trace: u8, id: u8, payload: usize) -> Span {

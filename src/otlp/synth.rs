@@ -7,7 +7,7 @@ use opentelemetry_proto::tonic::logs::v1::{LogRecord, ResourceLogs, ScopeLogs};
 use opentelemetry_proto::tonic::resource::v1::Resource;
 use opentelemetry_proto::tonic::trace::v1::{status, ResourceSpans, ScopeSpans, Span, Status};
 
-use super::{ExportLogsServiceRequest, ExportTraceServiceRequest};
+use super::{string_attr, ExportLogsServiceRequest, ExportTraceServiceRequest};
 
 /// The shape of generated requests.
 #[derive(Debug, Clone, Copy)]
@@ -143,13 +143,6 @@ fn scope() -> InstrumentationScope {
     }
 }
 
-fn string_attr(key: &str, value: &str) -> KeyValue {
-    KeyValue {
-        key: key.into(),
-        value: Some(AnyValue { value: Some(any_value::Value::StringValue(value.into())) }),
-        ..Default::default()
-    }
-}
 
 fn int_attr(key: &str, value: i64) -> KeyValue {
     KeyValue {

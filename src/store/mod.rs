@@ -4,6 +4,7 @@
 pub mod logminer;
 pub mod migrate;
 pub mod read;
+mod records;
 pub mod remine;
 pub mod retention;
 pub mod rows;

@@ -3,7 +3,7 @@
 //! twice until a background merge collapses the copies, so every read here deduplicates,
 //! with `uniqExact` over the identity or `FINAL`. The raw counts are for checks and tests.
 //!
-//! Every statement runs on ClickHouse 18.16 and current ClickHouse (`tests/writer_chdb.rs`
+//! Every statement runs on ClickHouse 18.16 and current ClickHouse (`tests/it/writer_chdb.rs`
 //! runs them in chdb-core); `?` placeholders are filled with `.bind()`.
 
 use super::{LogRow, SpanRow, Store, StoreError};

@@ -1,6 +1,6 @@
 //! One struct per table, in the column order of `schema.rs`. The crate's schema validation
 //! is off (ClickHouse 18.16 lacks RowBinaryWithNamesAndTypes), so RowBinary is written by
-//! field position: `tests/store_rows.rs` round-trips a row of every table to prove each
+//! field position: `tests/it/store.rs` round-trips a row of every table to prove each
 //! struct still matches its table.
 
 use clickhouse::{Row, RowOwned, RowRead, RowWrite};

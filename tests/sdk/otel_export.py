@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Send one trace and one log with the standard OpenTelemetry Python SDK exporters, unchanged,
 to a Tayga ingest: `otel_export.py http|grpc ENDPOINT SERVICE`. Exits non-zero when an export
-fails. Used by tests/ingest.rs to prove that stock exporters work against Tayga."""
+fails. Used by tests/it/ingest.rs to prove that stock exporters work against Tayga."""
 import logging
 import sys
 

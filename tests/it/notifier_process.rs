@@ -3,8 +3,8 @@
 //! in-flight attempt finishes and its row is written, the process exits 0 in bounds; a
 //! backoff wait is not waited out).
 
-mod common;
-mod notifier_support;
+use crate::common;
+use crate::notifier_support;
 
 use std::net::TcpListener;
 use std::path::PathBuf;

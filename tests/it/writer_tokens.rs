@@ -2,8 +2,8 @@
 //! `insert_deduplication_token`) and chdb-core is not an HTTP server, so a stand-in server
 //! records what the writer's sink sends: in token mode one INSERT per record, each with
 //! `insert_deduplication_token=<topic>-<partition>-<offset>`, a retry sends only what failed;
-//! in batched mode one INSERT per table and no token. (tests/writer_chdb.rs proves that
-//! current ClickHouse deduplicates such inserts; tests/writer.rs runs the batched mode on 18.16.)
+//! in batched mode one INSERT per table and no token. (tests/it/writer_chdb.rs proves that
+//! current ClickHouse deduplicates such inserts; tests/it/writer.rs runs the batched mode on 18.16.)
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};

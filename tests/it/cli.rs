@@ -1,7 +1,7 @@
 //! The operator commands of the foundation, run as the real binary against the real
 //! ClickHouse and broker: config, migrate, topics, generated files, compose.yaml.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -4,8 +4,8 @@
 //! revoke stores and commits before giving partitions up; retention runs; the insert mode
 //! chosen on 18.16 is the batched one.
 
-mod common;
-mod writer_support;
+use crate::common;
+use crate::writer_support;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! retention drops only expired day partitions, and every statement also runs on current
 //! ClickHouse (chdb-core).
 
-mod common;
+use crate::common;
 
 use common::TestEnv;
 use tayga::store::*;

@@ -1,15 +1,14 @@
 //! Ingest against the real broker and ClickHouse: routing by trace id and by service, bad
 //! input, and failover between the broker and the direct path (seed 000, seed 001).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use common::{free_port, wait_for, OwnBroker, TestEnv};
-use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
+use common::{free_port, resource, wait_for, OwnBroker, TestEnv};
+use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue};
 use opentelemetry_proto::tonic::logs::v1::{LogRecord, ResourceLogs, ScopeLogs};
-use opentelemetry_proto::tonic::resource::v1::Resource;
 use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
 use prost::Message as _;
 use rdkafka::message::{Headers, Message};
@@ -18,17 +17,6 @@ use tayga::daemon::ingest::{start, Running};
 use tayga::daemon::Shutdown;
 use tayga::otlp::{hex_id, ExportLogsServiceRequest, ExportTraceServiceRequest};
 use tayga::store::SpanRow;
-
-fn resource(service: &str) -> Option<Resource> {
-    Some(Resource {
-        attributes: vec![KeyValue {
-            key: "service.name".into(),
-            value: Some(AnyValue { value: Some(any_value::Value::StringValue(service.into())) }),
-            ..Default::default()
-        }],
-        ..Default::default()
-    })
-}
 
 fn span(trace: [u8; 16], id: u64) -> Span {
     Span {

@@ -4,8 +4,8 @@
 //! answering scripted statuses. Backoff is configured to 0 s so ladders run fast; the
 //! production numbers are checked by the pure tests in src/daemon/notifier/.
 
-mod common;
-mod notifier_support;
+use crate::common;
+use crate::notifier_support;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -9,9 +9,8 @@ use std::path::PathBuf;
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
+use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue};
 use opentelemetry_proto::tonic::logs::v1::{LogRecord, ResourceLogs, ScopeLogs};
-use opentelemetry_proto::tonic::resource::v1::Resource;
 use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
 use prost::Message as _;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
@@ -20,28 +19,16 @@ use rdkafka::{Offset, TopicPartitionList};
 use tayga::bus::record::{headers, SignalKind};
 use tayga::config::Config;
 use tayga::daemon::Shutdown;
-use tayga::otlp::{hex_id, ExportLogsServiceRequest, ExportTraceServiceRequest};
+use tayga::otlp::{hex_id, string_attr, ExportLogsServiceRequest, ExportTraceServiceRequest};
 use tayga::store::{read, Store};
 
-use crate::common::TestEnv;
+pub use crate::common::{free_addr, resource, TestEnv};
 
 pub const INGEST_NS: u64 = 1_700_000_000_000_000_000;
 
 /// Nanoseconds of "now" rounded to the second, so rows land in today's partition.
 pub fn base_ns() -> u64 {
     tayga::store::now_ns() / 1_000_000_000 * 1_000_000_000
-}
-
-fn kv(key: &str, value: &str) -> KeyValue {
-    KeyValue {
-        key: key.into(),
-        value: Some(AnyValue { value: Some(any_value::Value::StringValue(value.into())) }),
-        ..Default::default()
-    }
-}
-
-fn resource(service: &str) -> Option<Resource> {
-    Some(Resource { attributes: vec![kv("service.name", service)], ..Default::default() })
 }
 
 /// The 16-byte id of trace `i` (never all zero).
@@ -62,7 +49,7 @@ pub fn trace(i: u32, spans: u32, start_ns: u64) -> ExportTraceServiceRequest {
         kind: 2,
         start_time_unix_nano: start_ns + u64::from(j) * 1_000,
         end_time_unix_nano: start_ns + u64::from(j) * 1_000 + 500,
-        attributes: vec![kv("http.route", &format!("/r/{i}/{j}"))],
+        attributes: vec![string_attr("http.route", &format!("/r/{i}/{j}"))],
         ..Default::default()
     };
     let (front, back): (Vec<u32>, Vec<u32>) = (0..spans).partition(|j| j % 2 == 0);
@@ -238,11 +225,6 @@ pub fn reset_writer_group(config: &Config) {
 }
 
 /// A free loopback address for `/metrics`.
-pub fn free_addr() -> String {
-    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    format!("127.0.0.1:{port}")
-}
-
 pub use crate::common::{metric, scrape};
 
 /// The writer running in this process (`tayga::daemon::writer::run`).

@@ -4,7 +4,7 @@
 //! inserts with `insert_deduplication_token` (a replayed token is discarded; a new token
 //! for the same identity is stored raw and collapsed by the deduplicated reads).
 
-mod common;
+use crate::common;
 
 use clickhouse::Row;
 use serde_json::{json, Value};

@@ -311,6 +311,16 @@ fn die_with_parent(cmd: &mut Command) {
 fn die_with_parent(_cmd: &mut Command) {}
 
 /// A port nobody listens on right now (bound, then released).
+/// A resource naming only its service, as the tests' OTLP data carries.
+pub fn resource(service: &str) -> Option<opentelemetry_proto::tonic::resource::v1::Resource> {
+    Some(tayga::otlp::service_resource(service))
+}
+
+/// `127.0.0.1:<a free port>`, for a listener a test starts.
+pub fn free_addr() -> String {
+    format!("127.0.0.1:{}", free_port())
+}
+
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }

@@ -2,16 +2,15 @@
 //! kill -9 and restart, late spans, and the memory caps under load. Each test produces
 //! `signals` records itself (OTLP protobuf + the `tayga-kind`/`tayga-ingest-ns` headers).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::{free_port, wait_for, ChildGuard, TestEnv};
-use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
+use common::{free_port, resource, wait_for, ChildGuard, TestEnv};
+use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue};
 use opentelemetry_proto::tonic::logs::v1::{LogRecord, ResourceLogs, ScopeLogs};
-use opentelemetry_proto::tonic::resource::v1::Resource;
 use opentelemetry_proto::tonic::trace::v1::{status, ResourceSpans, ScopeSpans, Span, Status};
 use prost::Message as _;
 use rdkafka::message::Message;
@@ -45,17 +44,6 @@ fn trace_id(n: u32) -> [u8; 16] {
     let mut t = [0xab; 16];
     t[12..].copy_from_slice(&n.to_be_bytes());
     t
-}
-
-fn resource(service: &str) -> Option<Resource> {
-    Some(Resource {
-        attributes: vec![KeyValue {
-            key: "service.name".into(),
-            value: Some(AnyValue { value: Some(any_value::Value::StringValue(service.into())) }),
-            ..Default::default()
-        }],
-        ..Default::default()
-    })
 }
 
 fn request(trace: [u8; 16], spans: &[S]) -> ExportTraceServiceRequest {

@@ -1,4 +1,4 @@
-//! Helpers shared by tests/notifier.rs and tests/notifier_process.rs: scripted webhook
+//! Helpers shared by tests/it/notifier.rs and tests/it/notifier_process.rs: scripted webhook
 //! receivers, alert publishing, and reads of delivery rows and committed offsets.
 #![allow(dead_code)]
 

@@ -3,7 +3,7 @@
 //! full re-read adds nothing; spikes and silences with deterministic ids; two replicas
 //! splitting the partitions and a kill -9 hand-over; republication after a broker outage.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::process::Stdio;

@@ -3,7 +3,7 @@
 //! test in its own database and topic prefix. The commands' clock is started at a chosen
 //! time with `TAYGA_NOW_NS` instead of waiting minutes.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -69,7 +69,7 @@ fn log(service: &str, body: &str, time_ns: u64) -> LogRow {
         ingest_ns: time_ns + SEC,
         ..Default::default()
     };
-    row.log_id = tayga::identity::log_id(&row);
+    row.log_id = tayga::identity::log_id(&row.content());
     row
 }
 

@@ -2,7 +2,7 @@
 //! keys, new-template candidates, minute counts with re-read hits counted once, alert
 //! versions and publication marks.
 
-mod common;
+use crate::common;
 
 use common::TestEnv;
 use tayga::alert::AlertKind;

@@ -4,8 +4,8 @@
 //! group's lag is M) while the writer retries with backoff, paused; ClickHouse started; after
 //! the drain the deduplicated count is exactly N + M.
 
-mod common;
-mod writer_support;
+use crate::common;
+use crate::writer_support;
 
 use std::time::{Duration, Instant};
 

@@ -2,8 +2,8 @@
 //! restart (nothing lost, nothing doubled); SIGTERM with records read but not stored (they
 //! are stored and committed before the process exits 0).
 
-mod common;
-mod writer_support;
+use crate::common;
+use crate::writer_support;
 
 use std::time::Duration;
 

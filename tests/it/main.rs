@@ -1,0 +1,27 @@
+//! The one integration-test binary (as ripgrep has): every area is a module, so the
+//! crate, rdkafka and the ClickHouse client are linked once, and `common` holds the
+//! fixtures and the harness every area shares. Each test still gets its own database and
+//! topic prefix (`common::TestEnv`), so tests run in parallel threads.
+
+mod common;
+mod notifier_support;
+mod writer_support;
+
+mod assembler;
+mod cli;
+mod ingest;
+mod logminer;
+mod logminer_commands;
+mod logminer_store;
+mod mine_cli;
+mod mine_loghub;
+mod mine_props;
+mod notifier;
+mod notifier_process;
+mod store;
+mod tidy;
+mod writer;
+mod writer_chdb;
+mod writer_outage;
+mod writer_process;
+mod writer_tokens;
