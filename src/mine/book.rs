@@ -102,7 +102,12 @@ impl Book {
                 }
                 self.dirty.remove(&gone);
             }
-            self.merges.push(Merge { service: service.to_string(), survivor: template_id, absorbed, merged_ns: seen_ns });
+            self.merges.push(Merge {
+                service: service.to_string(),
+                survivor: template_id,
+                absorbed,
+                merged_ns: seen_ns,
+            });
         }
         let seen = self.seen.entry(key.clone()).or_insert(seen);
         seen.first_ns = seen.first_ns.min(seen_ns);

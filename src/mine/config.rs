@@ -46,6 +46,10 @@ pub struct DrainConfig {
     /// (the line's included): a variable brings a new value with most lines, while a few
     /// events that differ in one word each repeat.
     pub merge_ratio: f64,
+    /// Siblings this many (the line's included) merge whatever their frequencies: events
+    /// that differ in one word come in handfuls, a variable's values keep coming. 0 turns
+    /// this off.
+    pub merge_values: usize,
 }
 
 impl Default for DrainConfig {
@@ -56,9 +60,10 @@ impl Default for DrainConfig {
             max_children: 100,
             max_clusters: 5000,
             parametrize_numeric_tokens: true,
-            merge_siblings: 3,
+            merge_siblings: 4,
             merge_positions: 2,
-            merge_ratio: 0.3,
+            merge_ratio: 0.7,
+            merge_values: 8,
         }
     }
 }

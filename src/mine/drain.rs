@@ -150,12 +150,10 @@ fn is_word(s: &str) -> bool {
 /// evidence against a match. That is so when they differ only in their placeholders
 /// (`rhost=<IP>`, `rhost=<HOST>`) or in the digits glued to their letters (`dn228` and
 /// `dn31`, `R02-M1` and `R17-M0`: the masker leaves such names alone because digits inside
-/// a word are as often part of it, `tty2`, `x86_64`), or when both are quoted (`'alice'`,
-/// `"/tmp/x y"`): a quoted token is a value the writer marked as one.
+/// a word are as often part of it, `tty2`, `x86_64`). Quoted words are not taken for
+/// values here (`service 'sparkDriver'` and `service 'BlockManager'` may be two events);
+/// the sibling merge finds the quoted positions that do vary.
 fn same_shape(a: &str, b: &str) -> bool {
-    if quoted(a) && quoted(b) && a.as_bytes()[0] == b.as_bytes()[0] {
-        return true;
-    }
     let (a, b) = (a.as_bytes(), b.as_bytes());
     let (mut i, mut j) = (0, 0);
     let mut swapped = false;
@@ -184,12 +182,6 @@ fn same_shape(a: &str, b: &str) -> bool {
             _ => return false,
         }
     }
-}
-
-/// A token wholly inside one pair of quotes, with something between them.
-fn quoted(s: &str) -> bool {
-    let b = s.as_bytes();
-    b.len() > 2 && matches!(b[0], b'\'' | b'"') && b[b.len() - 1] == b[0] && !b[1..b.len() - 1].contains(&b[0])
 }
 
 /// The end of a `<NAME>` placeholder starting at `i`.
@@ -383,6 +375,7 @@ pub(crate) struct Tree {
     merge_siblings: usize,
     merge_positions: usize,
     merge_ratio: f64,
+    merge_values: usize,
     roots: FastMap<usize, u32>,
     nodes: Vec<Option<Node>>,
     free_nodes: Vec<u32>,
@@ -414,6 +407,7 @@ impl Tree {
             merge_siblings: cfg.merge_siblings,
             merge_positions: cfg.merge_positions.clamp(1, MAX_MERGE_POSITIONS),
             merge_ratio: cfg.merge_ratio,
+            merge_values: cfg.merge_values,
             roots: FastMap::default(),
             nodes: Vec::new(),
             free_nodes: Vec::new(),
@@ -869,8 +863,8 @@ impl Tree {
                 continue;
             }
             let counts = found.iter().filter(|(_, e)| e.within(&d)).map(|&(slot, _)| self.cluster(slot).count);
-            let (members, top, lines, singles) =
-                counts.fold((0usize, 0u64, 0u64, 0u64), |(m, t, l, s), c| (m + 1, t.max(c), l + c, s + u64::from(c == 1)));
+            let (members, top, lines, singles) = counts
+                .fold((0usize, 0u64, 0u64, 0u64), |(m, t, l, s), c| (m + 1, t.max(c), l + c, s + u64::from(c == 1)));
             if members + 1 < self.merge_siblings + d.n - 1 {
                 continue;
             }
@@ -879,8 +873,11 @@ impl Tree {
             // the chance that the next line brings an unseen value (the line itself is
             // one more). A few events that differ in one word soon repeat (`VM Started`,
             // `VM Paused`; `GET`, `POST`; `user=root`, `user=guest`) and score low.
+            // Many values settle it whatever their frequencies (twenty hosts that each
+            // send a heartbeat a minute): events that differ in one word come in handfuls.
+            let many = self.merge_values > 0 && members + 1 >= self.merge_values + d.n - 1;
             let _ = top;
-            if ((singles + 1) as f64) < self.merge_ratio * (lines + 1) as f64 {
+            if !many && ((singles + 1) as f64) < self.merge_ratio * (lines + 1) as f64 {
                 continue;
             }
             let better = match best {

@@ -808,7 +808,10 @@ fn starts_time_phrase(word: &str, next: Option<&str>) -> bool {
     }
 }
 
-const ZONES: &[&str] = &["UTC", "GMT", "Z", "CET", "CEST", "EET", "EEST", "WET", "BST", "EST", "EDT", "CST", "CDT", "MST", "MDT", "PST", "PDT", "JST", "KST", "HKT", "AEST", "AEDT"];
+const ZONES: &[&str] = &[
+    "UTC", "GMT", "Z", "CET", "CEST", "EET", "EEST", "WET", "BST", "EST", "EDT", "CST", "CDT", "MST", "MDT", "PST",
+    "PDT", "JST", "KST", "HKT", "AEST", "AEDT",
+];
 
 /// A time written over several words, as one variable: syslog's `Dec  1 08:14:03`,
 /// `ctime`'s `Sat Jul  9 12:16:49 2005`, RFC 2822's `Tue, 01 May 2024 10:00:00 GMT`, and
@@ -849,7 +852,8 @@ fn time_phrase(b: &[u8], start: usize) -> Option<(usize, usize)> {
         w
     };
     let name = |w: &[u8]| std::str::from_utf8(w).is_ok_and(is_date_name);
-    let weekday = |w: &[u8]| name(w) && matches!(w.get(..3), Some(b"Mon" | b"Tue" | b"Wed" | b"Thu" | b"Fri" | b"Sat" | b"Sun"));
+    let weekday =
+        |w: &[u8]| name(w) && matches!(w.get(..3), Some(b"Mon" | b"Tue" | b"Wed" | b"Thu" | b"Fri" | b"Sat" | b"Sun"));
     let month = |w: &[u8]| name(w) && !weekday(w);
     let day = |w: &[u8]| (1..=2).contains(&w.len()) && w.iter().all(u8::is_ascii_digit);
     let year = |w: &[u8]| w.len() == 4 && w.iter().all(u8::is_ascii_digit);
@@ -874,9 +878,27 @@ fn time_phrase(b: &[u8], start: usize) -> Option<(usize, usize)> {
         (clocked && k > 1).then_some(k)
     };
     let iso = |w: &[u8]| iso_date(w, 0) == Some(w.len());
-    let used = matches(&[(&weekday, true), (&month, false), (&day, false), (&year, true), (&is_clock, false), (&year, true), (&is_zone, true), (&year, true)])
-        .or_else(|| matches(&[(&weekday, true), (&day, false), (&month, false), (&year, false), (&is_clock, false), (&is_zone, true)]))
-        .or_else(|| matches(&[(&iso, false), (&is_clock, false), (&is_zone, true)]))?;
+    let used = matches(&[
+        (&weekday, true),
+        (&month, false),
+        (&day, false),
+        (&year, true),
+        (&is_clock, false),
+        (&year, true),
+        (&is_zone, true),
+        (&year, true),
+    ])
+    .or_else(|| {
+        matches(&[
+            (&weekday, true),
+            (&day, false),
+            (&month, false),
+            (&year, false),
+            (&is_clock, false),
+            (&is_zone, true),
+        ])
+    })
+    .or_else(|| matches(&[(&iso, false), (&is_clock, false), (&is_zone, true)]))?;
     // Only the last word may carry closing punctuation; earlier words may end in `,`.
     for k in 0..used - 1 {
         let (s, e) = words[k];
@@ -1399,7 +1421,7 @@ mod tests {
             "2024-05-01 10:00:00 +0000",
         ] {
             let t = t.to_string();
-            let p = if t.len() == 10 && t.as_bytes()[4] != b':' { "<DATE>" } else { "<HH>:<MM>:<SS>" };
+            let p = if t.contains(':') { "<HH>:<MM>:<SS>" } else { "<DATE>" };
             assert_eq!(m(&format!("job started at {t} ok")), format!("job started at {p} ok"), "{t}");
             assert_eq!(m(&format!("[{t}] ok")), format!("[{p}] ok"), "{t}");
             assert_eq!(m(&format!("(at {t}).")), format!("(at {p})."), "{t}");

@@ -283,4 +283,6 @@ fn mine_line<'a>(
 }
 
 #[cfg(test)]
+mod synthetic;
+#[cfg(test)]
 mod tests;
