@@ -320,8 +320,10 @@ fn sql_lives_only_in_store() {
 fn the_checks_see_what_they_look_for() {
     // The checks themselves, on text made to break them: a check that sees nothing passes
     // for the wrong reason.
-    let layers: BTreeMap<String, usize> =
-        [("identity", 1), ("store", 4), ("daemon", 7)].into_iter().map(|(m, l)| (m.to_string(), l)).collect();
+    let layers: BTreeMap<String, usize> = [("identity", 1), ("store", 4), ("daemon", 7)]
+        .into_iter()
+        .map(|(m, l)| (m.to_string(), l))
+        .collect();
     let file = |rel: &str, text: &str| (root().join(rel), text.to_string());
     let files = vec![
         file("src/identity.rs", "use crate::{store::LogRow, identity};\nfn f() { crate::daemon::run(); }\n"),
@@ -331,14 +333,8 @@ fn the_checks_see_what_they_look_for() {
     ];
     let layer_problems = layer_violations(&files, &layers);
     assert_eq!(layer_problems.len(), 2, "{layer_problems:#?}");
-    assert!(
-        layer_problems[0].contains("src/identity.rs:1: `identity` (layer 1) imports `store`"),
-        "{layer_problems:#?}"
-    );
-    assert!(
-        layer_problems[1].contains("src/identity.rs:2: `identity` (layer 1) imports `daemon`"),
-        "{layer_problems:#?}"
-    );
+    assert!(layer_problems[0].contains("src/identity.rs:1: `identity` (layer 1) imports `store`"), "{layer_problems:#?}");
+    assert!(layer_problems[1].contains("src/identity.rs:2: `identity` (layer 1) imports `daemon`"), "{layer_problems:#?}");
     let sql_problems = sql_outside_store(&files);
     assert_eq!(sql_problems, vec!["src/daemon/x.rs:3: a SQL statement (`SELECT`) outside src/store/".to_string()]);
     let lexed = lex("let s = r##\"a \"# b\"##; // crate::x\nlet c = 'x'; let l: &'static str = \"y\";");
