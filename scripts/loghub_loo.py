@@ -6,10 +6,10 @@ Usage:
 
 Every combination of the --grid values (keys of [drain], e.g. merge_siblings=0,2,3,4) is
 run on every set with `tayga mine --mining-config`. Then, for each set in turn, the
-combination with the best average GA on the *other* sets (then PA, then the first listed)
-is chosen and scored on that set: the figure a setting chosen without a set would get on
-it. Printed: every combination's per-set GA, the default's per-set GA/PA/groups/born and
-spurious counts, and the leave-one-out per-set figures and averages.
+combination with the best average GA on the *other* sets (then PA, then the most
+templates there, i.e. the one that merged least, then the later listed) is chosen and scored on that set: the
+figure a setting chosen without a set would get on it. Printed: every combination's
+per-set GA, and the leave-one-out per-set GA, PA, groups, spurious counts and averages.
 
 Spurious counts are templates beyond the true number of events: `final` counts what is
 left at the end, `born` counts every template born (what a logminer whose new-template
@@ -91,7 +91,10 @@ def main():
 
         def key(i):
             r = results[i]
-            return (sum(r[o]["ga"] for o in others), sum(r[o]["pa"] for o in others), -i)
+            # Ties go to the setting that merged least on the other sets (most templates),
+            # then to the later in the grid (list values from loose to strict).
+            return (sum(r[o]["ga"] for o in others), sum(r[o]["pa"] for o in others),
+                    sum(r[o]["groups"] for o in others), i)
 
         best = max(range(len(combos)), key=key)
         r = results[best][s]

@@ -60,7 +60,7 @@ impl Default for DrainConfig {
             max_children: 100,
             max_clusters: 5000,
             parametrize_numeric_tokens: true,
-            merge_siblings: 4,
+            merge_siblings: 5,
             merge_positions: 2,
             merge_ratio: 0.7,
             merge_values: 8,

@@ -850,8 +850,11 @@ impl Tree {
             }
         }
         let words = tokens.iter().filter(|t| matches!(t, Tok::Lit(_, true))).count();
+        let mut diffs: Vec<Diff> = found.iter().map(|&(_, d)| d).collect();
+        diffs.sort_unstable();
+        diffs.dedup();
         let mut best: Option<(usize, Diff)> = None;
-        for &(_, d) in &found {
+        for d in diffs {
             // What the merged templates still agree on must be most of the line's words,
             // and at least two of them: `<*> bar` says little.
             let kept = tokens
@@ -863,8 +866,8 @@ impl Tree {
                 continue;
             }
             let counts = found.iter().filter(|(_, e)| e.within(&d)).map(|&(slot, _)| self.cluster(slot).count);
-            let (members, top, lines, singles) = counts
-                .fold((0usize, 0u64, 0u64, 0u64), |(m, t, l, s), c| (m + 1, t.max(c), l + c, s + u64::from(c == 1)));
+            let (members, lines, singles) =
+                counts.fold((0usize, 0u64, 0u64), |(m, l, s), c| (m + 1, l + c, s + u64::from(c == 1)));
             if members + 1 < self.merge_siblings + d.n - 1 {
                 continue;
             }
@@ -876,7 +879,6 @@ impl Tree {
             // Many values settle it whatever their frequencies (twenty hosts that each
             // send a heartbeat a minute): events that differ in one word come in handfuls.
             let many = self.merge_values > 0 && members + 1 >= self.merge_values + d.n - 1;
-            let _ = top;
             if !many && ((singles + 1) as f64) < self.merge_ratio * (lines + 1) as f64 {
                 continue;
             }

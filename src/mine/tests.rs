@@ -293,27 +293,28 @@ fn final_ids(m: &mut Miner, lines: &[String]) -> (Vec<u64>, usize) {
 fn siblings_that_differ_in_one_value_merge_without_an_announcement() {
     let mut m = miner();
     let mut ids = Vec::new();
-    for user in ["alice", "bob", "carol"] {
+    let users = ["alice", "bob", "carol", "dave"];
+    for user in users {
         let r = m.add("svc", &format!("Invalid user {user} from 10.0.0.1"));
         assert!(r.is_new(), "the threshold cannot see a variable in a 4-word line");
         ids.push(r.template_id);
     }
-    let r = m.add("svc", "Invalid user dave from 10.0.0.9");
+    let r = m.add("svc", "Invalid user erin from 10.0.0.9");
     assert!(!r.is_new(), "a merge never announces");
     assert_eq!(r.template, "Invalid user <*> from <IP>");
-    assert_eq!(r.count, 4, "the survivor takes every count");
+    assert_eq!(r.count, 5, "the survivor takes every count");
     let Change::Merged { absorbed, previous } = r.change.clone() else { panic!("{:?}", r.change) };
     // Equal counts: the smaller id survives.
     let survivor = *ids.iter().min().unwrap();
     assert_eq!(r.template_id, survivor);
-    let survivor_user = ["alice", "bob", "carol"][ids.iter().position(|&i| i == survivor).unwrap()];
+    let survivor_user = users[ids.iter().position(|&i| i == survivor).unwrap()];
     assert_eq!(previous, format!("Invalid user {survivor_user} from <IP>"));
     let mut others: Vec<u64> = ids.iter().copied().filter(|&i| i != survivor).collect();
     others.sort_unstable();
     assert_eq!(absorbed, others);
     assert_eq!(m.template_count("svc"), 1);
     // Later values join without a birth; so do the absorbed templates' own lines.
-    for user in ["erin", "bob"] {
+    for user in ["frank", "bob"] {
         let r = m.add("svc", &format!("Invalid user {user} from 10.0.0.2"));
         assert_eq!((r.template_id, r.change.clone()), (survivor, Change::Unchanged));
     }
@@ -333,10 +334,10 @@ fn events_that_differ_in_one_repeated_word_stay_apart() {
         }
     }
     assert_eq!(ids.len(), 4, "{:?}", m.templates("svc").collect::<Vec<_>>());
-    // The limit of an online method: four states that first show one after another, each
-    // once, look like four values of a variable, and merge.
+    // The limit of an online method: five states that first show one after another, each
+    // once, look like five values of a variable, and merge.
     let mut m = miner();
-    for state in ["Started", "Paused", "Resumed", "Stopped"] {
+    for state in ["Started", "Paused", "Resumed", "Stopped", "Deleted"] {
         m.add("svc", &format!("[instance: 1] VM {state} (Lifecycle Event)"));
     }
     assert_eq!(m.template_count("svc"), 1);
@@ -419,15 +420,4 @@ proptest::proptest! {
         proptest::prop_assert!(agree >= 0.98, "agreement {agree:.4}");
         proptest::prop_assert!(ga >= 0.98, "GA {ga:.4} shuffled");
     }
-}
-
-#[test]
-#[ignore = "writes the synthetic corpus for a look with `tayga mine`"]
-fn dump_synthetic_corpus() {
-    let (lines, truth) = synthetic::corpus(42, 6000);
-    let mut out = String::from("LineId,Content,EventId,EventTemplate\n");
-    for (i, (l, t)) in lines.iter().zip(&truth).enumerate() {
-        out.push_str(&format!("{},\"{}\",E{t},E{t}\n", i + 1, l.replace('"', "\"\"")));
-    }
-    std::fs::write(std::env::var("SYNTH_OUT").unwrap(), out).unwrap();
 }
