@@ -197,6 +197,14 @@ impl Masker {
             if !self.enabled {
                 out.push_str(word);
             } else if !self.custom.is_empty() && self.apply_custom(word, out) {
+            } else if classes & DIGIT == 0 && !b[s].is_ascii_uppercase() && b[s] != b'[' && b[s] != b'(' {
+                // Fast path: no rule can match a word with no digit that does not start
+                // like a date name (the common word), and a multi-word time needs one.
+                if classes & MASKABLE == 0 {
+                    out.push_str(word);
+                } else {
+                    self.mask_word(word, classes, out);
+                }
             } else if self.on(Rule::Time) && starts_time_phrase(word, next_str) && {
                 if let Some((end, word_end)) = time_phrase(b, s) {
                     push_time(&line[s..end], out);
@@ -385,7 +393,7 @@ impl Masker {
         let has = |bits: u16| k & bits == bits;
         // Before the address rules: `2024-05-01T10:00:00Z` would otherwise read as a host
         // `2024-05-01T10` with a port, and every minute would make a template of its own.
-        if c.is_ascii_digit() && k & (COLON | DASH | SLASH | DOT) != 0 && self.on(Rule::Time) {
+        if c.is_ascii_digit() && k & (COLON | DASH | SLASH) != 0 && self.on(Rule::Time) {
             if let Some((end, clocked)) = timestamp(b, i) {
                 return Some(Match::whole(if clocked { Rule::Time } else { Rule::Date }, end));
             }
@@ -612,7 +620,9 @@ const ALNUM: [u8; 256] = {
 };
 
 /// The next word at or after `i`: its start, end and the union of its bytes' classes.
-#[inline]
+/// Not inlined: in `mask_tokens` the loop's accumulator was spilled to the stack, a
+/// store per byte of every line.
+#[inline(never)]
 fn next_word(b: &[u8], mut i: usize) -> Option<(usize, usize, u16)> {
     while i < b.len() && CLASS[b[i] as usize] == SPACE {
         i += 1;
@@ -789,19 +799,26 @@ fn timestamp(b: &[u8], i: usize) -> Option<(usize, bool)> {
 #[inline]
 fn starts_time_phrase(word: &str, next: Option<&str>) -> bool {
     let Some(next) = next else { return false };
-    let core = word.trim_start_matches(['[', '(']).trim_end_matches(',').as_bytes();
-    let next = next.as_bytes();
+    let mut core = word.as_bytes();
+    while let [b'[' | b'(', rest @ ..] = core {
+        core = rest;
+    }
+    if let [rest @ .., b','] = core {
+        core = rest;
+    }
+    let Some(&first) = next.as_bytes().first() else { return false };
     match core.first() {
-        Some(c) if c.is_ascii_uppercase() => {
+        // The initials of month and weekday names.
+        Some(b'J' | b'F' | b'M' | b'A' | b'S' | b'O' | b'N' | b'D' | b'T' | b'W') => {
             (3..=9).contains(&core.len())
+                && (first.is_ascii_digit() || first.is_ascii_uppercase())
                 && std::str::from_utf8(core).is_ok_and(is_date_name)
-                && next.first().is_some_and(|c| c.is_ascii_digit() || c.is_ascii_uppercase())
         }
         Some(c) if c.is_ascii_digit() => {
             if core.len() <= 2 {
-                core.iter().all(u8::is_ascii_digit) && next.first().is_some_and(u8::is_ascii_uppercase)
+                first.is_ascii_uppercase() && core.iter().all(u8::is_ascii_digit)
             } else {
-                core.len() == 10 && iso_date(core, 0) == Some(10) && next.first().is_some_and(u8::is_ascii_digit)
+                core.len() == 10 && first.is_ascii_digit() && iso_date(core, 0) == Some(10)
             }
         }
         _ => false,
@@ -819,6 +836,7 @@ const ZONES: &[&str] = &[
 /// required, so `9 May` and `Sun Microsystems` stay as they are. Returns where the last
 /// word's core ends (its closing brackets and punctuation stay outside the variable) and
 /// where the word ends.
+#[inline(never)]
 fn time_phrase(b: &[u8], start: usize) -> Option<(usize, usize)> {
     // Up to 8 words: weekday, month, day, year, time, year, zone, year.
     let mut words: [(usize, usize); 8] = [(0, 0); 8];
