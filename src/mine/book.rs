@@ -91,17 +91,21 @@ impl Book {
         }
         let absorbed = result.absorbed().to_vec();
         let key = (service.to_string(), template_id);
-        let mut seen = *self.seen.get(&key).unwrap_or(&Seen { first_ns: seen_ns, last_ns: seen_ns });
+        let seen = self.seen.entry(key.clone()).or_insert(Seen { first_ns: seen_ns, last_ns: seen_ns });
+        seen.first_ns = seen.first_ns.min(seen_ns);
+        seen.last_ns = seen.last_ns.max(seen_ns);
         if !absorbed.is_empty() {
             // The survivor was first seen when the first of them was.
+            let mut folded = *seen;
             for id in &absorbed {
                 let gone = (service.to_string(), *id);
                 if let Some(s) = self.seen.remove(&gone) {
-                    seen.first_ns = seen.first_ns.min(s.first_ns);
-                    seen.last_ns = seen.last_ns.max(s.last_ns);
+                    folded.first_ns = folded.first_ns.min(s.first_ns);
+                    folded.last_ns = folded.last_ns.max(s.last_ns);
                 }
                 self.dirty.remove(&gone);
             }
+            self.seen.insert(key.clone(), folded);
             self.merges.push(Merge {
                 service: service.to_string(),
                 survivor: template_id,
@@ -109,9 +113,6 @@ impl Book {
                 merged_ns: seen_ns,
             });
         }
-        let seen = self.seen.entry(key.clone()).or_insert(seen);
-        seen.first_ns = seen.first_ns.min(seen_ns);
-        seen.last_ns = seen.last_ns.max(seen_ns);
         self.dirty.insert(key);
         self.hits.push(HitRow { service: service.to_string(), log_id, template_id, time_ns });
         Mined { template_id, new }
@@ -220,6 +221,39 @@ mod tests {
         assert_eq!(templates.len(), 1);
         assert_eq!(templates[0].template_id, c.template_id);
         assert_eq!(templates[0].count, 4);
+    }
+
+    #[test]
+    fn a_merge_folds_the_absorbed_into_the_survivor_and_is_handed_over() {
+        let mut book = Book::new(MiningConfig::default()).unwrap();
+        let users = ["alice", "bob", "carol", "dave"];
+        let ids: Vec<u64> = users
+            .iter()
+            .enumerate()
+            .map(|(i, u)| book.mine("web", i as u64, 0, &format!("Invalid user {u} from 10.0.0.1"), 100 + i as u64).template_id)
+            .collect();
+        // Stored once before the merge, as a flush between lines would.
+        let (rows, _) = book.take_pending(200);
+        assert_eq!(rows.len(), 4);
+        let m = book.mine("web", 9, 0, "Invalid user erin from 10.0.0.1", 300);
+        assert!(!m.new, "a merge is never announced");
+        let merges = book.take_merges();
+        assert_eq!(merges.len(), 1);
+        let merge = &merges[0];
+        assert_eq!((merge.service.as_str(), merge.survivor, merge.merged_ns), ("web", m.template_id, 300));
+        let mut absorbed: Vec<u64> = ids.iter().copied().filter(|&i| i != m.template_id).collect();
+        absorbed.sort_unstable();
+        assert_eq!(merge.absorbed, absorbed);
+        let (rows, hits) = book.take_pending(400);
+        assert_eq!(hits.len(), 1);
+        assert_eq!(rows.len(), 1, "only the survivor's row: {rows:?}");
+        let t = &rows[0];
+        assert_eq!((t.template_id, t.count, t.first_seen_ns, t.last_seen_ns), (m.template_id, 5, 100, 300));
+        assert_eq!(t.template, "Invalid user <*> from <IP>");
+        assert_eq!(book.template_count(), 1);
+        // A failed store puts the merges back ahead of newer ones.
+        book.restore_merges(merges.clone());
+        assert_eq!(book.take_merges(), merges);
     }
 
     #[test]
