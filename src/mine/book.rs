@@ -230,7 +230,9 @@ mod tests {
         let ids: Vec<u64> = users
             .iter()
             .enumerate()
-            .map(|(i, u)| book.mine("web", i as u64, 0, &format!("Invalid user {u} from 10.0.0.1"), 100 + i as u64).template_id)
+            .map(|(i, u)| {
+                book.mine("web", i as u64, 0, &format!("Invalid user {u} from 10.0.0.1"), 100 + i as u64).template_id
+            })
             .collect();
         // Stored once before the merge, as a flush between lines would.
         let (rows, _) = book.take_pending(200);
