@@ -24,6 +24,9 @@ pub struct Book {
     merges: Vec<Merge>,
 }
 
+/// Most merges kept waiting for [`Book::take_merges`].
+const MAX_PENDING_MERGES: usize = 10_000;
+
 /// Templates found to be one (see [`crate::mine::Change::Merged`]): `absorbed` no longer
 /// exist, their lines and counts are `survivor`'s from now on. What the store must do
 /// with it is in docs/mining.md, *Merging and identity*.
@@ -106,6 +109,11 @@ impl Book {
                 self.dirty.remove(&gone);
             }
             self.seen.insert(key.clone(), folded);
+            if self.merges.len() >= MAX_PENDING_MERGES {
+                // Until a caller takes them (today's logminer does not), the oldest go:
+                // memory stays bounded, and a lost merge only leaves absorbed rows live.
+                self.merges.drain(..MAX_PENDING_MERGES / 10);
+            }
             self.merges.push(Merge {
                 service: service.to_string(),
                 survivor: template_id,
