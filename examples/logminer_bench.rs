@@ -19,11 +19,11 @@ use prost::Message as _;
 use rdkafka::admin::{AdminClient, AdminOptions};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::producer::{FutureProducer, FutureRecord};
-use tayga::bus::record::{headers, SignalKind};
 use tayga::config::Config;
 use tayga::daemon::Shutdown;
 use tayga::otlp::ExportLogsServiceRequest;
 use tayga::store::Store;
+use tayga::wire::record::{headers, SignalKind};
 
 fn arg(name: &str, default: usize) -> usize {
     let args: Vec<String> = std::env::args().collect();
@@ -147,7 +147,7 @@ async fn main() -> anyhow::Result<()> {
         tokio::spawn(async move { tayga::daemon::logminer::serve(&config, shutdown).await })
     };
     loop {
-        let hits: u64 = store.client().query("SELECT count() FROM log_hits").fetch_one().await.unwrap_or(0);
+        let hits: u64 = store.query_for_tests("SELECT count() FROM log_hits").fetch_one().await.unwrap_or(0);
         if hits as usize >= total {
             break;
         }
@@ -156,7 +156,7 @@ async fn main() -> anyhow::Result<()> {
     }
     let wall = started.elapsed().as_secs_f64();
     let cpu = cpu_seconds() - cpu_before;
-    let templates: u64 = store.client().query("SELECT count() FROM log_templates FINAL").fetch_one().await?;
+    let templates: u64 = store.query_for_tests("SELECT count() FROM log_templates FINAL").fetch_one().await?;
     // Detection passes over the finished state: time a few.
     let mut passes = Vec::new();
     for _ in 0..3 {

@@ -20,12 +20,12 @@ use rdkafka::admin::{AdminClient, AdminOptions};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::producer::{FutureProducer, FutureRecord};
-use tayga::bus::record::{headers, SignalKind};
 use tayga::config::Config;
 use tayga::daemon::Shutdown;
 use tayga::otlp::flatten::{log_rows, span_rows};
 use tayga::otlp::{hex_id, ExportLogsServiceRequest, ExportTraceServiceRequest};
 use tayga::store::{LogRow, SpanRow, Store};
+use tayga::wire::record::{headers, SignalKind};
 
 fn arg(name: &str, default: usize) -> usize {
     let args: Vec<String> = std::env::args().collect();
@@ -178,8 +178,8 @@ async fn main() -> anyhow::Result<()> {
             store.insert(chunk).await?;
         }
         let raw_secs = started.elapsed().as_secs_f64();
-        store.execute("emptying", "TRUNCATE TABLE spans").await?;
-        store.execute("emptying", "TRUNCATE TABLE logs").await?;
+        store.query_for_tests("TRUNCATE TABLE spans").execute().await?;
+        store.query_for_tests("TRUNCATE TABLE logs").execute().await?;
 
         // Pre-fill the topic.
         tayga::bus::topics::ensure_topics(&config.kafka, &config.names()).await?;
@@ -218,10 +218,10 @@ async fn main() -> anyhow::Result<()> {
         let writer_secs = loop {
             anyhow::ensure!(Instant::now() < deadline, "the writer did not store every row in time");
             if let Some(text) = scrape().await {
-                if first.is_none() && metric(&text, "tayga_writer_records_consumed_total") > 0.0 {
+                if first.is_none() && metric(&text, "tayga_writer_consumed_records_total") > 0.0 {
                     first = Some(Instant::now());
                 }
-                if metric(&text, "tayga_writer_rows_written_total") >= total_rows {
+                if metric(&text, "tayga_writer_written_rows_total") >= total_rows {
                     break first.map_or(0.0, |f| f.elapsed().as_secs_f64());
                 }
             }
@@ -259,10 +259,10 @@ async fn main() -> anyhow::Result<()> {
             let mut n = 0;
             for (_, kind, value) in &values {
                 let h = headers(*kind, now);
-                let rec = tayga::bus::record::decode(Some(h.as_borrowed()), Some(value))?;
+                let rec = tayga::wire::record::decode(Some(h.as_borrowed()), Some(value))?;
                 n += match &rec.payload {
-                    tayga::bus::record::SignalPayload::Traces(r) => span_rows(r, rec.ingest_ns).len(),
-                    tayga::bus::record::SignalPayload::Logs(r) => log_rows(r, rec.ingest_ns).len(),
+                    tayga::wire::record::SignalPayload::Traces(r) => span_rows(r, rec.ingest_ns).len(),
+                    tayga::wire::record::SignalPayload::Logs(r) => log_rows(r, rec.ingest_ns).len(),
                 };
             }
             anyhow::ensure!(n as f64 == total_rows);

@@ -153,7 +153,7 @@ pub enum DeliveriesCommand {
     /// The (alert, target) delivery rows of one alert: status, attempts, last error
     Show {
         /// The alert's id, as printed by `tayga alerts list` and sent in webhook payloads
-        #[arg(long, value_name = "ID", value_parser = crate::alert::parse_id)]
+        #[arg(long, value_name = "ID", value_parser = crate::wire::alert::parse_id)]
         alert_id: u64,
     },
 }
@@ -185,7 +185,7 @@ pub struct AlertsListArgs {
     pub service: Option<String>,
     /// Only alerts of this kind
     #[arg(long, value_name = "KIND", value_parser = alert_kind_parser())]
-    pub kind: Option<crate::alert::AlertKind>,
+    pub kind: Option<crate::wire::alert::AlertKind>,
     /// Only active alerts: refreshed (last_at) within the last 5 minutes
     #[arg(long)]
     pub active: bool,
@@ -196,16 +196,18 @@ pub struct AlertsListArgs {
 
 /// `new_template`, `spike` or `silence`, read by `AlertKind`'s `FromStr` (and offered as
 /// completions).
-fn alert_kind_parser() -> impl clap::builder::TypedValueParser<Value = crate::alert::AlertKind> {
+fn alert_kind_parser() -> impl clap::builder::TypedValueParser<Value = crate::wire::alert::AlertKind> {
     use clap::builder::TypedValueParser;
-    clap::builder::PossibleValuesParser::new(crate::alert::AlertKind::ALL.map(crate::alert::AlertKind::as_str))
-        .try_map(|s| s.parse::<crate::alert::AlertKind>())
+    clap::builder::PossibleValuesParser::new(
+        crate::wire::alert::AlertKind::ALL.map(crate::wire::alert::AlertKind::as_str),
+    )
+    .try_map(|s| s.parse::<crate::wire::alert::AlertKind>())
 }
 
 #[derive(Debug, Args)]
 pub struct AlertsRepublishArgs {
     /// Republish this alert's newest version, even if it was already published
-    #[arg(long, value_name = "ID", value_parser = crate::alert::parse_id, conflicts_with = "since")]
+    #[arg(long, value_name = "ID", value_parser = crate::wire::alert::parse_id, conflicts_with = "since")]
     pub alert_id: Option<u64>,
     /// Republish unmarked alerts updated within this window, e.g. 30m, 24h, 7d
     /// (default: logminer.republish_window_hours, 24h)

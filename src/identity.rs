@@ -26,9 +26,9 @@ pub fn template_id(service: &str, template: &str) -> u64 {
 /// A template is new only once, so a `new_template` alert's start is not part of it; a
 /// spike starts at the first minute over its threshold, a silence at the template's last
 /// log. Callers pass the start as they define it, in nanoseconds.
-pub fn alert_id(kind: crate::alert::AlertKind, template_id: u64, start_ns: u64) -> u64 {
+pub fn alert_id(kind: crate::wire::alert::AlertKind, template_id: u64, start_ns: u64) -> u64 {
     let start = match kind {
-        crate::alert::AlertKind::NewTemplate => 0u64,
+        crate::wire::alert::AlertKind::NewTemplate => 0u64,
         _ => start_ns,
     };
     hash_fields(&[b"alert", kind.as_str().as_bytes(), &template_id.to_le_bytes(), &start.to_le_bytes()])
@@ -138,7 +138,7 @@ mod tests {
 
     #[test]
     fn alert_ids_name_kind_subject_and_start() {
-        use crate::alert::AlertKind::*;
+        use crate::wire::alert::AlertKind::*;
         assert_eq!(alert_id(NewTemplate, 7, 1), alert_id(NewTemplate, 7, 2), "a template is new once");
         assert_ne!(alert_id(Spike, 7, 1), alert_id(Spike, 7, 2), "a later spike is another alert");
         assert_ne!(alert_id(Spike, 7, 1), alert_id(Silence, 7, 1));

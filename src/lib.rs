@@ -1,7 +1,6 @@
 //! Tayga: an observability pipeline for OpenTelemetry traces and logs. See ARCHITECTURE.md
 //! for the map of this crate and the rules each layer keeps.
 
-pub mod alert;
 pub mod bus;
 pub mod cli;
 pub mod cmd;
@@ -11,4 +10,4 @@ pub mod identity;
 pub mod mine;
 pub mod otlp;
 pub mod store;
-pub mod story;
+pub mod wire;

@@ -6,9 +6,9 @@
 use rdkafka::message::OwnedHeaders;
 
 use super::producer::{OutRecord, Publisher};
-use crate::alert::Alert;
 use crate::store::logminer::mark_published;
 use crate::store::{now_ns, AlertRow, Store, StoreError};
+use crate::wire::alert::Alert;
 
 /// Why publication stopped early.
 #[derive(Debug, thiserror::Error)]
@@ -16,7 +16,7 @@ pub enum PublishAlertsError {
     #[error(transparent)]
     Send(#[from] super::producer::PublishError),
     #[error("alert {alert_id:016x} cannot be encoded: {source}")]
-    Encode { alert_id: u64, source: crate::alert::AlertError },
+    Encode { alert_id: u64, source: crate::wire::alert::AlertError },
     #[error("recording publications failed: {0}")]
     Mark(#[from] StoreError),
 }

@@ -5,7 +5,6 @@
 pub mod alerts;
 pub mod consume;
 pub mod producer;
-pub mod record;
 pub mod topics;
 
 use std::time::Duration;
@@ -16,8 +15,6 @@ use crate::config::KafkaConfig;
 
 /// Partitions of the stories and alerts topics (seed 000): fixed, not `kafka.partitions`.
 pub const SMALL_TOPIC_PARTITIONS: i32 = 3;
-
-pub use crate::config::Names;
 
 /// Settings every client of this install shares.
 pub fn client_config(kafka: &KafkaConfig) -> ClientConfig {

@@ -4,12 +4,13 @@ use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::{Offset, TopicPartitionList};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
-use super::{client_config, Names, SMALL_TOPIC_PARTITIONS};
+use super::consume::lag::{committed_offsets, group_reader, partition_lag};
+use super::{client_config, SMALL_TOPIC_PARTITIONS};
 use crate::config::KafkaConfig;
+use crate::config::Names;
 
 #[derive(Debug, thiserror::Error)]
 pub enum TopicError {
@@ -191,30 +192,13 @@ pub fn watermarks(kafka: &KafkaConfig, topic: &str, partitions: i32) -> Result<V
 }
 
 fn group_lag(kafka: &KafkaConfig, group: &str, topic: &str, watermarks: &[(i64, i64)]) -> Result<GroupLag, TopicError> {
-    let consumer: BaseConsumer = client_config(kafka)
-        .set("group.id", group)
-        .set("enable.auto.commit", "false")
-        .create()
+    let consumer = group_reader(kafka, group)
         .map_err(|source| TopicError::Unreachable { brokers: kafka.brokers.clone(), source })?;
-    let mut wanted = TopicPartitionList::new();
-    for p in 0..watermarks.len() as i32 {
-        wanted.add_partition(topic, p);
-    }
-    let committed = consumer
-        .committed_offsets(wanted, super::ADMIN_TIMEOUT)
+    let committed = committed_offsets(&consumer, topic, 0..watermarks.len() as i32, super::ADMIN_TIMEOUT)
         .map_err(|source| TopicError::Read { what: format!("committed offsets of group {group}"), source })?;
-    let mut total_committed = None;
-    let mut lag = 0;
-    for (p, (low, high)) in watermarks.iter().enumerate() {
-        let offset = committed.find_partition(topic, p as i32).map(|e| e.offset());
-        match offset {
-            Some(Offset::Offset(o)) => {
-                *total_committed.get_or_insert(0) += o;
-                lag += (high - o.max(*low)).max(0);
-            }
-            _ => lag += high - low,
-        }
-    }
+    let total_committed = committed.iter().filter_map(|(_, o)| *o).reduce(|a, b| a + b);
+    let lag =
+        committed.iter().zip(watermarks).map(|((_, point), (low, high))| partition_lag(*low, *high, *point)).sum();
     Ok(GroupLag { group: group.to_string(), committed: total_committed, lag })
 }
 

@@ -14,7 +14,6 @@ use anyhow::Context;
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 use serde::Serialize;
 
-use crate::alert::{format_id, Alert};
 use crate::bus::alerts::publish_and_mark;
 use crate::bus::producer::Publisher;
 use crate::bus::topics::partition_counts;
@@ -23,6 +22,7 @@ use crate::cmd::time::{format_time, Clock};
 use crate::config::Config;
 use crate::store::logminer::{active_cutoff_ns, alerts, published_versions, unmarked_alerts, AlertQuery};
 use crate::store::{AlertRow, Store};
+use crate::wire::alert::{format_id, Alert};
 
 pub async fn run(config: &Config, sub: &AlertsCommand, json: bool, out: &mut dyn Write) -> anyhow::Result<()> {
     match sub {

@@ -10,12 +10,12 @@ use anyhow::Context;
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 use serde::Serialize;
 
-use crate::alert::format_id;
 use crate::cli::DeliveriesCommand;
 use crate::cmd::time::format_time;
 use crate::config::Config;
-use crate::daemon::notifier::store::latest_for_alert;
+use crate::store::deliveries::latest_for_alert;
 use crate::store::{DeliveryRow, Store};
+use crate::wire::alert::format_id;
 
 #[derive(Debug, Serialize)]
 struct Shown<'a> {

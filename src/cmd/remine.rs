@@ -18,7 +18,7 @@ use serde::Serialize;
 use crate::cli::RemineArgs;
 use crate::cmd::time::{format_age, format_time, Clock};
 use crate::config::Config;
-use crate::mine::book::Book;
+use crate::daemon::logminer::book::Book;
 use crate::store::logminer::{
     store_mined, watermark_key, write_state, Heartbeat, State, GLOBAL_WATERMARK, MASKING_EPOCH_START, MASKING_VERSION,
 };
@@ -167,10 +167,12 @@ pub async fn run(config: &Config, args: &RemineArgs, json: bool, out: &mut dyn W
                 // is the first log of the template, not the time of this run.
                 book.mine(&log.service, log.log_id, log.time_ns, &log.body, log.time_ns);
             }
-            let (rows, page_hits) = book.take_pending(clock.now_ns());
-            templates.extend(rows.into_iter().map(|r| ((r.service.clone(), r.template_id), r)));
-            store_mined(&store, &[], &page_hits).await.context("storing re-mined hits")?;
-            hits += page_hits.len() as u64;
+            let pending = book.pending(clock.now_ns());
+            let receipt = pending.receipt();
+            templates.extend(pending.templates.into_iter().map(|r| ((r.service.clone(), r.template_id), r)));
+            store_mined(&store, &[], pending.hits).await.context("storing re-mined hits")?;
+            hits += pending.hits.len() as u64;
+            book.stored(receipt);
             bar.inc(page.len() as u64);
             let full = page.len() as u64 == PAGE_LOGS;
             after = page.into_iter().last();

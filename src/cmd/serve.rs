@@ -12,7 +12,7 @@ use crate::daemon::{self, Shutdown};
 
 /// The services this build can run, in start order. `serve all` runs exactly these.
 pub const AVAILABLE: &[Service] =
-    &[Service::Ingest, Service::Writer, Service::Assembler, Service::Logminer, Service::Notifier];
+    &[Service::Ingest, Service::Writer, Service::Assembler, Service::Logminer, Service::Notifier, Service::Api];
 
 pub async fn run(loaded: Loaded, service: Service) -> anyhow::Result<()> {
     let config = loaded.config;
@@ -63,6 +63,7 @@ async fn serve_one(service: Service, config: &Config, shutdown: Shutdown) -> any
         Service::Notifier => daemon::notifier::serve(config, shutdown).await,
         Service::Assembler => daemon::assembler::serve(config, shutdown).await,
         Service::Logminer => daemon::logminer::serve(config, shutdown).await,
+        Service::Api => daemon::api::serve(config, shutdown).await,
         other => anyhow::bail!("`tayga serve {}` is not in this build yet", name(other)),
     }
 }

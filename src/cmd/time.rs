@@ -101,7 +101,6 @@ mod tests {
         assert_eq!(format_time(4_102_444_799_000_000_000), "2099-12-31T23:59:59.000Z");
     }
 
-
     #[test]
     fn ages_are_short() {
         assert_eq!(format_age(Duration::from_secs(45)), "45s");

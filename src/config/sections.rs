@@ -314,6 +314,18 @@ pub struct ApiConfig {
     pub scrape_interval_secs: u64,
     /// `host:port` of the logminer's metrics; resolved on every tick, each address scraped.
     pub logminer_metrics: String,
+    /// Where the recorder scrapes the other services (`host:port`, resolved on every tick
+    /// like the logminer's); empty means the service's own listen address in this
+    /// configuration (single node). Containers set their service names.
+    pub ingest_metrics: String,
+    pub writer_metrics: String,
+    pub assembler_metrics: String,
+    pub notifier_metrics: String,
+    /// When set, every request must carry `Authorization: Bearer <token>`. Required to
+    /// listen on an address other than loopback.
+    pub token: String,
+    /// Every ClickHouse query an API request makes is cut off after this long (503).
+    pub query_timeout_secs: u64,
 }
 
 impl Default for ApiConfig {
@@ -322,6 +334,12 @@ impl Default for ApiConfig {
             listen_addr: "127.0.0.1:8080".into(),
             scrape_interval_secs: 15,
             logminer_metrics: "127.0.0.1:9403".into(),
+            ingest_metrics: String::new(),
+            writer_metrics: String::new(),
+            assembler_metrics: String::new(),
+            notifier_metrics: String::new(),
+            token: String::new(),
+            query_timeout_secs: 10,
         }
     }
 }
@@ -412,6 +430,7 @@ impl Config {
             }
         }
         check(self.api.scrape_interval_secs >= 1, "api.scrape_interval_secs must be at least 1".into());
+        check(self.api.query_timeout_secs >= 1, "api.query_timeout_secs must be at least 1".into());
         problems
     }
 

@@ -1,12 +1,18 @@
 //! What every daemon shares (DESIGN.md §10): logging set up for containers, a shutdown
-//! signal raised by SIGTERM/SIGINT, and the small HTTP server for `/health` and `/metrics`.
-//! Each daemon lives in a submodule and is started by `tayga serve <service>`.
+//! signal raised by SIGTERM/SIGINT, the small HTTP server for `/health` and `/metrics`, and
+//! the start-up retries. Each daemon lives in a submodule and is started by
+//! `tayga serve <service>`; the consuming ones go through [`run`] ([`runtime`]), ingest
+//! uses the server, the shutdown and the topic creation without a consumer.
 
+pub mod api;
 pub mod assembler;
 pub mod ingest;
 pub mod logminer;
 pub mod notifier;
+pub mod runtime;
 pub mod writer;
+
+pub use self::runtime::{run, Spec};
 
 use std::future::Future;
 use std::io::IsTerminal;

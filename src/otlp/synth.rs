@@ -143,7 +143,6 @@ fn scope() -> InstrumentationScope {
     }
 }
 
-
 fn int_attr(key: &str, value: i64) -> KeyValue {
     KeyValue {
         key: key.into(),

@@ -8,6 +8,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 
+use super::statements::Statement;
 use super::{AlertPublicationRow, AlertRow, HitRow, StateRow, Store, StoreError, TemplateRow};
 
 /// The global new-template watermark. It seeds a partition without its own key; only
@@ -23,6 +24,8 @@ const HEARTBEAT_PREFIX: &str = "logminer_heartbeat_ns:";
 /// Binds: cutoff (ns).
 const DELETE_HEARTBEATS_SQL: &str =
     "ALTER TABLE logminer_state DELETE WHERE key LIKE 'logminer_heartbeat_ns:%' AND updated_ns < ?";
+/// Every key's newest version.
+const LOAD_STATE_REST: &str = "FINAL";
 /// Binds: masking version.
 const LOAD_TEMPLATES_REST: &str = "FINAL WHERE masking_version = ? ORDER BY last_seen_ns, template_id";
 /// Binds: services, masking version, after (ns), up to (ns).
@@ -63,7 +66,7 @@ pub struct State {
 impl State {
     pub async fn load(store: &Store) -> Result<State, StoreError> {
         let rows = store
-            .select::<StateRow>("FINAL")
+            .select::<StateRow>(LOAD_STATE_REST)
             .fetch_all::<StateRow>()
             .await
             .map_err(|e| store.query_error("reading logminer_state", e))?;
@@ -301,10 +304,14 @@ pub struct AlertQuery {
     pub service: Option<String>,
     /// Any of these services.
     pub services: Option<Vec<String>>,
-    pub kind: Option<crate::alert::AlertKind>,
+    pub kind: Option<crate::wire::alert::AlertKind>,
     /// Only alerts whose `last_at` is at or after this (the active ones, see
     /// [`active_cutoff_ns`]).
     pub last_at_since_ns: Option<u64>,
+    /// Only alerts whose `last_at` is before this (the inactive ones).
+    pub last_at_before_ns: Option<u64>,
+    /// Keyset cursor in the list's order: alerts after this (last_at, alert_id).
+    pub after: Option<(u64, u64)>,
     pub limit: Option<u64>,
 }
 
@@ -329,6 +336,12 @@ fn alerts_rest(q: &AlertQuery) -> String {
     if q.last_at_since_ns.is_some() {
         conditions.push("last_at >= ?");
     }
+    if q.last_at_before_ns.is_some() {
+        conditions.push("last_at < ?");
+    }
+    if q.after.is_some() {
+        conditions.push("(last_at < ? OR (last_at = ? AND alert_id > ?))");
+    }
     let limit = q.limit.map(|n| format!(" LIMIT {n}")).unwrap_or_default();
     format!("FINAL WHERE {} ORDER BY last_at DESC, alert_id{limit}", conditions.join(" AND "))
 }
@@ -344,9 +357,9 @@ fn unmarked_rest(by_service: bool, limit: u64) -> String {
     )
 }
 
-/// Every query of this module with its placeholders as written (the widest variant of the
-/// dynamic ones), for the portability check on current ClickHouse.
-pub fn statements() -> Vec<String> {
+/// Every query of this module with sample binds (the widest variant of the dynamic ones),
+/// for the registry (and, in this order, for `tests/it/logminer_store.rs`).
+pub fn statements() -> Vec<Statement> {
     use clickhouse::Row as _;
     let select =
         |table: &str, columns: &[&str], rest: &str| format!("SELECT {} FROM {table} {rest}", columns.join(", "));
@@ -355,19 +368,39 @@ pub fn statements() -> Vec<String> {
         ids: Some(Vec::new()),
         service: Some(String::new()),
         services: Some(Vec::new()),
-        kind: Some(crate::alert::AlertKind::Spike),
+        kind: Some(crate::wire::alert::AlertKind::Spike),
         last_at_since_ns: Some(0),
+        last_at_before_ns: Some(0),
+        after: Some((0, 0)),
         limit: Some(10),
     };
     vec![
-        DELETE_HEARTBEATS_SQL.to_string(),
-        select("log_templates", TemplateRow::COLUMN_NAMES, LOAD_TEMPLATES_REST),
-        select("log_templates", TemplateRow::COLUMN_NAMES, CANDIDATES_REST),
-        MINUTE_COUNTS_SQL.to_string(),
-        EXISTING_ALERT_IDS_SQL.to_string(),
-        select("log_alerts", AlertRow::COLUMN_NAMES, &unmarked_rest(true, 10)),
-        select("log_alert_publications", AlertPublicationRow::COLUMN_NAMES, PUBLISHED_REST),
-        select("log_alerts", AlertRow::COLUMN_NAMES, &alerts_rest(&every_filter)),
+        Statement::new("logminer.delete_heartbeats", DELETE_HEARTBEATS_SQL).binds(["0"]),
+        Statement::new(
+            "logminer.load_templates",
+            select("log_templates", TemplateRow::COLUMN_NAMES, LOAD_TEMPLATES_REST),
+        )
+        .binds(["'v1'"]),
+        Statement::new(
+            "logminer.new_template_candidates",
+            select("log_templates", TemplateRow::COLUMN_NAMES, CANDIDATES_REST),
+        )
+        .binds(["['a']", "'v1'", "0", "1"]),
+        Statement::new("logminer.minute_counts", MINUTE_COUNTS_SQL).binds(["['a','b']", "0"]),
+        Statement::new("logminer.existing_alert_ids", EXISTING_ALERT_IDS_SQL).binds(["[5,8]"]),
+        Statement::new(
+            "logminer.unmarked_alerts",
+            select("log_alerts", AlertRow::COLUMN_NAMES, &unmarked_rest(true, 10)),
+        )
+        .binds(["0", "['a']"]),
+        Statement::new(
+            "logminer.published_versions",
+            select("log_alert_publications", AlertPublicationRow::COLUMN_NAMES, PUBLISHED_REST),
+        )
+        .binds(["[5]"]),
+        Statement::new("logminer.alerts", select("log_alerts", AlertRow::COLUMN_NAMES, &alerts_rest(&every_filter)))
+            .binds(["0", "[5]", "'a'", "['a']", "'spike'", "0", "9", "9", "9", "0"]),
+        Statement::new("logminer.load_state", select("logminer_state", StateRow::COLUMN_NAMES, LOAD_STATE_REST)),
     ]
 }
 
@@ -392,6 +425,12 @@ pub async fn alerts(store: &Store, q: &AlertQuery) -> Result<Vec<AlertRow>, Stor
     }
     if let Some(since) = q.last_at_since_ns {
         query = query.bind(since);
+    }
+    if let Some(before) = q.last_at_before_ns {
+        query = query.bind(before);
+    }
+    if let Some((last_at, id)) = q.after {
+        query = query.bind(last_at).bind(last_at).bind(id);
     }
     query.fetch_all::<AlertRow>().await.map_err(|e| store.query_error("reading log_alerts", e))
 }

@@ -4,8 +4,14 @@
 
 use serde::Serialize;
 
-use super::schema::{MIGRATIONS, MIGRATIONS_TABLE_DDL};
+use super::schema::{create_database_sql, MIGRATIONS, MIGRATIONS_TABLE_DDL};
+use super::statements::Statement;
 use super::{now_ns, MigrationRow, Store, StoreError};
+
+/// Does the database exist? Sent with the server's default database. Binds: database.
+pub const DATABASE_EXISTS_SQL: &str = "SELECT count() FROM system.databases WHERE name = ?";
+/// Versions recorded in `schema_migrations`, ascending.
+pub const APPLIED_VERSIONS_SQL: &str = "SELECT DISTINCT version FROM schema_migrations ORDER BY version";
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct MigrationReport {
@@ -22,14 +28,14 @@ pub async fn migrate(store: &Store) -> Result<MigrationReport, StoreError> {
     let server_version = store.server_version().await?;
     let server = store.server_client();
     let exists: u64 = server
-        .query("SELECT count() FROM system.databases WHERE name = ?")
+        .query(DATABASE_EXISTS_SQL)
         .bind(store.database())
         .fetch_one()
         .await
         .map_err(|source| store.query_error("looking up the database", source))?;
     if exists == 0 {
         server
-            .query(&format!("CREATE DATABASE IF NOT EXISTS {}", store.database()))
+            .query(&create_database_sql(store.database()))
             .execute()
             .await
             .map_err(|source| store.query_error(&format!("creating database {}", store.database()), source))?;
@@ -66,7 +72,7 @@ pub async fn migrate(store: &Store) -> Result<MigrationReport, StoreError> {
 pub async fn applied_versions(store: &Store) -> Result<Vec<u32>, StoreError> {
     store
         .client()
-        .query("SELECT DISTINCT version FROM schema_migrations ORDER BY version")
+        .query(APPLIED_VERSIONS_SQL)
         .fetch_all::<u32>()
         .await
         .map_err(|source| store.query_error("reading schema_migrations", source))
@@ -75,4 +81,9 @@ pub async fn applied_versions(store: &Store) -> Result<Vec<u32>, StoreError> {
 /// Every statement `migrate` may run, in order, for `--print` and the portability test.
 pub fn all_statements() -> Vec<&'static str> {
     std::iter::once(MIGRATIONS_TABLE_DDL).chain(MIGRATIONS.iter().flat_map(|m| m.statements.iter().copied())).collect()
+}
+
+/// The reads of this module not in [`all_statements`], for the registry.
+pub fn statements() -> Vec<Statement> {
+    vec![Statement::new("migrate.applied_versions", APPLIED_VERSIONS_SQL)]
 }

@@ -1,14 +1,26 @@
 //! The ClickHouse side of Tayga: a client set up for both 18.16 and current servers, the
-//! schema and its migrations, the row structs, and retention.
+//! schema and its migrations, the row structs, retention, and every query the daemons and
+//! commands run.
+//!
+//! This is the only module that talks SQL (ARCHITECTURE.md): the client is private to it,
+//! every statement is a named function of one of its files, and every statement is listed
+//! in [`statements::all`], which `tests/it/store.rs` runs on 18.16 and on current
+//! ClickHouse. Tests read what they assert on through [`Store::query_for_tests`], which no
+//! code under `src/` outside this module may call (`tests/it/tidy.rs` checks, with the SQL).
 
+pub mod deliveries;
+pub mod insert;
 pub mod logminer;
 pub mod migrate;
+pub mod query;
 pub mod read;
 mod records;
 pub mod remine;
 pub mod retention;
 pub mod rows;
 pub mod schema;
+pub mod statements;
+pub mod stories;
 
 use clickhouse::Client;
 
@@ -59,9 +71,30 @@ impl Store {
         }
     }
 
-    /// The client, bound to this store's database.
-    pub fn client(&self) -> &Client {
+    /// The same store with a ClickHouse setting sent on every query (the API bounds each
+    /// query with `max_execution_time`, so a slow scan fails instead of holding a request).
+    pub fn with_setting(mut self, name: &str, value: &str) -> Store {
+        self.client = self.client.with_setting(name, value);
+        self
+    }
+
+    /// The client, bound to this store's database. Private to `store/`: code elsewhere calls
+    /// the named functions of this module, so every statement is in the registry.
+    pub(in crate::store) fn client(&self) -> &Client {
         &self.client
+    }
+
+    /// Any SQL, for tests and the examples' benchmarks to read what they check (`src/`
+    /// outside `store/` never calls it). Not in the registry; `?` placeholders take `.bind()`.
+    #[doc(hidden)]
+    pub fn query_for_tests(&self, sql: &str) -> clickhouse::query::Query {
+        self.client.query(sql)
+    }
+
+    /// `SELECT ?fields FROM <T's table> <rest>`, for tests, as [`Store::query_for_tests`].
+    #[doc(hidden)]
+    pub fn select_for_tests<T: TableRow>(&self, rest: &str) -> clickhouse::query::Query {
+        self.select::<T>(rest)
     }
 
     pub fn database(&self) -> &str {
@@ -76,37 +109,30 @@ impl Store {
     /// The server's version string, e.g. `18.16.1`.
     pub async fn server_version(&self) -> Result<String, StoreError> {
         self.server_client()
-            .query("SELECT version()")
+            .query(SERVER_VERSION_SQL)
             .fetch_one::<String>()
             .await
             .map_err(|source| StoreError::Unreachable { url: self.url.clone(), source })
     }
 
     /// Runs one statement that returns nothing.
-    pub async fn execute(&self, what: &str, sql: &str) -> Result<(), StoreError> {
+    pub(in crate::store) async fn execute(&self, what: &str, sql: &str) -> Result<(), StoreError> {
         self.client.query(sql).execute().await.map_err(|source| self.query_error(what, source))
     }
 
-    /// Inserts rows in one INSERT.
+    /// Inserts rows through the one insert path ([`insert`]): bounded in time, and split so
+    /// that no INSERT covers more day partitions than current servers accept.
     pub async fn insert<T: TableRow>(&self, rows: &[T]) -> Result<(), StoreError> {
-        if rows.is_empty() {
-            return Ok(());
-        }
-        let what = || format!("inserting {} rows into {}", rows.len(), T::TABLE);
-        let mut insert = self.client.insert::<T>(T::TABLE).await.map_err(|source| self.query_error(&what(), source))?;
-        for row in rows {
-            insert.write(row).await.map_err(|source| self.query_error(&what(), source))?;
-        }
-        insert.end().await.map_err(|source| self.query_error(&what(), source))
+        insert::insert_rows(self, rows.iter(), None).await
     }
 
     /// Reads rows of `T`'s table; `rest` follows `FROM table` (`FINAL`, `WHERE …`, `ORDER BY …`)
     /// and may hold `?` placeholders filled by `bind`.
-    pub fn select<T: TableRow>(&self, rest: &str) -> clickhouse::query::Query {
+    pub(in crate::store) fn select<T: TableRow>(&self, rest: &str) -> clickhouse::query::Query {
         self.client.query(&format!("SELECT ?fields FROM {} {rest}", T::TABLE))
     }
 
-    pub(crate) fn query_error(&self, what: &str, source: clickhouse::error::Error) -> StoreError {
+    pub(in crate::store) fn query_error(&self, what: &str, source: clickhouse::error::Error) -> StoreError {
         if matches!(source, clickhouse::error::Error::Network(_)) {
             StoreError::Unreachable { url: self.url.clone(), source }
         } else {
@@ -116,7 +142,7 @@ impl Store {
 
     /// Drops this store's database and everything in it. Tests use it to clean up.
     pub async fn drop_database(&self) -> Result<(), StoreError> {
-        let sql = format!("DROP DATABASE IF EXISTS {}", self.database);
+        let sql = schema::drop_database_sql(&self.database);
         self.server_client()
             .query(&sql)
             .execute()
@@ -124,6 +150,10 @@ impl Store {
             .map_err(|source| self.query_error("dropping the database", source))
     }
 }
+
+/// The server's version. Sent with the server's default database, so it answers before ours
+/// exists.
+pub const SERVER_VERSION_SQL: &str = "SELECT version()";
 
 /// Nanoseconds since the Unix epoch, the unit of every timestamp column.
 pub fn now_ns() -> u64 {

@@ -3,9 +3,11 @@
 //! twice until a background merge collapses the copies, so every read here deduplicates,
 //! with `uniqExact` over the identity or `FINAL`. The raw counts are for checks and tests.
 //!
-//! Every statement runs on ClickHouse 18.16 and current ClickHouse (`tests/it/writer_chdb.rs`
-//! runs them in chdb-core); `?` placeholders are filled with `.bind()`.
+//! Every statement runs on ClickHouse 18.16 and current ClickHouse (the registry test in
+//! `tests/it/store.rs`, and `tests/it/writer_chdb.rs` for the answers in chdb-core); `?`
+//! placeholders are filled with `.bind()`.
 
+use super::statements::Statement;
 use super::{LogRow, SpanRow, Store, StoreError};
 
 /// Rows in `spans`, copies included.
@@ -22,16 +24,17 @@ pub const TRACE_SPANS_REST: &str = "FINAL WHERE trace_id = ? ORDER BY start_ns, 
 /// After `FROM logs`: the logs of one trace, each once, in time order. Binds: trace id.
 pub const TRACE_LOGS_REST: &str = "FINAL WHERE trace_id = ? ORDER BY time_ns, log_id";
 
-/// Every read statement as the client builds it (`?fields` is the row struct's columns, each
-/// `?` a bound value), for the portability check.
-pub fn statements() -> Vec<String> {
+/// This module's statements with sample binds, for the registry (and, in this order, for
+/// `tests/it/writer_chdb.rs`).
+pub fn statements() -> Vec<Statement> {
+    let trace = "'0af7651916cd43dd8448eb211c80319c'";
     vec![
-        COUNT_SPANS_RAW_SQL.to_string(),
-        COUNT_SPANS_DEDUP_SQL.to_string(),
-        COUNT_LOGS_RAW_SQL.to_string(),
-        COUNT_LOGS_DEDUP_SQL.to_string(),
-        format!("SELECT ?fields FROM {} {TRACE_SPANS_REST}", <SpanRow as super::TableRow>::TABLE),
-        format!("SELECT ?fields FROM {} {TRACE_LOGS_REST}", <LogRow as super::TableRow>::TABLE),
+        Statement::new("read.count_spans_raw", COUNT_SPANS_RAW_SQL),
+        Statement::new("read.count_spans_dedup", COUNT_SPANS_DEDUP_SQL),
+        Statement::new("read.count_logs_raw", COUNT_LOGS_RAW_SQL),
+        Statement::new("read.count_logs_dedup", COUNT_LOGS_DEDUP_SQL),
+        Statement::select::<SpanRow>("read.trace_spans", TRACE_SPANS_REST).binds([trace]),
+        Statement::select::<LogRow>("read.trace_logs", TRACE_LOGS_REST).binds([trace]),
     ]
 }
 

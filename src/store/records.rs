@@ -1,12 +1,12 @@
 //! Rows and the types of lower layers: an alert as its `log_alerts` row, a story as its
 //! `stories` row, a log row as the content its id is computed from. The formats
-//! (`crate::alert`, `crate::story`) and `crate::identity` know nothing of tables, so the
+//! (`crate::wire::alert`, `crate::wire::story`) and `crate::identity` know nothing of tables, so the
 //! conversions live here, beside the rows.
 
 use super::{AlertRow, LogRow, StoryRow};
-use crate::alert::{Alert, AlertError, ALERT_FORMAT_VERSION};
 use crate::identity::LogContent;
-use crate::story::{Story, STORY_FORMAT_VERSION};
+use crate::wire::alert::{Alert, AlertError, ALERT_FORMAT_VERSION};
+use crate::wire::story::{Story, STORY_FORMAT_VERSION};
 
 impl LogRow {
     /// What [`crate::identity::log_id`] hashes.

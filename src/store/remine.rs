@@ -13,6 +13,7 @@ use std::time::Duration;
 use clickhouse::Row;
 use serde::Deserialize;
 
+use super::statements::Statement;
 use super::{LogRow, Store, StoreError};
 
 /// Logs per service at or after a time. Binds: since (ns).
@@ -34,16 +35,18 @@ pub const DELETE_TEMPLATES_SQL: &str = "ALTER TABLE log_templates DELETE WHERE m
 pub const PENDING_TEMPLATE_MUTATIONS_SQL: &str =
     "SELECT count() FROM system.mutations WHERE database = ? AND table = 'log_templates' AND is_done = 0";
 
-/// Every statement with its placeholders as written, for the portability check.
-pub fn statements() -> Vec<String> {
-    let page = |rest: &str| format!("SELECT ?fields FROM logs {rest}1000");
+/// This module's statements with sample binds, for the registry (and, in this order, for
+/// `tests/it/logminer_commands.rs`). Pages are shown with a limit of 1000.
+pub fn statements() -> Vec<Statement> {
+    let page = |name: &str, rest: &str| Statement::select::<LogRow>(name, &format!("{rest}1000"));
     vec![
-        SERVICE_SUMMARY_SQL.to_string(),
-        MINUTE_COUNTS_SQL.to_string(),
-        page(FIRST_PAGE_REST),
-        page(NEXT_PAGE_REST),
-        DELETE_TEMPLATES_SQL.to_string(),
-        PENDING_TEMPLATE_MUTATIONS_SQL.to_string(),
+        Statement::new("remine.service_summary", SERVICE_SUMMARY_SQL).binds(["0"]),
+        Statement::new("remine.minute_counts", MINUTE_COUNTS_SQL).binds(["0"]),
+        page("remine.first_page", FIRST_PAGE_REST).binds(["0", "1"]),
+        page("remine.next_page", NEXT_PAGE_REST).binds(["0", "1", "0", "0", "'a'", "'a'", "0"]),
+        Statement::new("remine.delete_templates", DELETE_TEMPLATES_SQL).binds(["'v1'"]),
+        Statement::new("remine.pending_template_mutations", PENDING_TEMPLATE_MUTATIONS_SQL)
+            .binds(["currentDatabase()"]),
     ]
 }
 

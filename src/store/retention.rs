@@ -5,7 +5,8 @@
 use clickhouse::Row;
 use serde::Deserialize;
 
-use super::schema::DAY_PARTITIONED;
+use super::schema::{drop_partition_sql, DayPartitioned, DAY_PARTITIONED};
+use super::statements::Statement;
 use super::{Store, StoreError};
 use crate::config::RetentionConfig;
 
@@ -37,7 +38,7 @@ pub async fn drop_expired(
     now_secs: u64,
 ) -> Result<Vec<DroppedPartition>, StoreError> {
     let mut dropped = Vec::new();
-    for (table, key) in DAY_PARTITIONED {
+    for DayPartitioned { table, retention: key, .. } in DAY_PARTITIONED {
         let days = key.days(retention);
         if days == 0 {
             continue;
@@ -56,13 +57,23 @@ pub async fn drop_expired(
             // Partition ids are YYYYMMDD digits read back from system.parts, never user input.
             debug_assert!(partition.bytes().all(|b| b.is_ascii_digit()));
             store
-                .execute(
-                    &format!("dropping partition {partition} of {table}"),
-                    &format!("ALTER TABLE {table} DROP PARTITION {partition}"),
-                )
+                .execute(&format!("dropping partition {partition} of {table}"), &drop_partition_sql(table, &partition))
                 .await?;
             dropped.push(DroppedPartition { table: table.to_string(), partition });
         }
     }
     Ok(dropped)
+}
+
+/// This module's statements with sample binds, for the registry.
+pub fn statements(database: &str) -> Vec<Statement> {
+    vec![
+        Statement::new("retention.expired_partitions", EXPIRED_PARTITIONS_SQL).binds([
+            format!("'{database}'"),
+            "'spans'".into(),
+            "1764460800".into(),
+            "7".into(),
+        ]),
+        Statement::new("retention.drop_partition", drop_partition_sql("spans", "19700101")),
+    ]
 }

@@ -9,12 +9,33 @@ use serde::{Deserialize, Serialize};
 /// A row type and the table it belongs to.
 pub trait TableRow: RowOwned + RowRead + RowWrite + Send + Sync {
     const TABLE: &'static str;
+    /// The column whose day names the row's partition (`schema::DAY_PARTITIONED`); `None`
+    /// for an unpartitioned table.
+    const PARTITION_COLUMN: Option<&'static str>;
+
+    /// The value of [`TableRow::PARTITION_COLUMN`], in nanoseconds.
+    fn partition_ns(&self) -> Option<u64>;
 }
 
 macro_rules! table_row {
     ($ty:ident, $table:literal) => {
         impl TableRow for $ty {
             const TABLE: &'static str = $table;
+            const PARTITION_COLUMN: Option<&'static str> = None;
+
+            fn partition_ns(&self) -> Option<u64> {
+                None
+            }
+        }
+    };
+    ($ty:ident, $table:literal, partitioned by $column:ident) => {
+        impl TableRow for $ty {
+            const TABLE: &'static str = $table;
+            const PARTITION_COLUMN: Option<&'static str> = Some(stringify!($column));
+
+            fn partition_ns(&self) -> Option<u64> {
+                Some(self.$column)
+            }
         }
     };
 }
@@ -41,7 +62,7 @@ pub struct SpanRow {
     pub link_count: u32,
     pub ingest_ns: u64,
 }
-table_row!(SpanRow, "spans");
+table_row!(SpanRow, "spans", partitioned by start_ns);
 
 #[derive(Debug, Clone, PartialEq, Default, Row, Serialize, Deserialize)]
 pub struct LogRow {
@@ -61,7 +82,7 @@ pub struct LogRow {
     pub scope_name: String,
     pub ingest_ns: u64,
 }
-table_row!(LogRow, "logs");
+table_row!(LogRow, "logs", partitioned by time_ns);
 
 #[derive(Debug, Clone, PartialEq, Default, Row, Serialize, Deserialize)]
 pub struct TemplateRow {
@@ -83,7 +104,7 @@ pub struct HitRow {
     pub template_id: u64,
     pub time_ns: u64,
 }
-table_row!(HitRow, "log_hits");
+table_row!(HitRow, "log_hits", partitioned by time_ns);
 
 #[derive(Debug, Clone, PartialEq, Default, Row, Serialize, Deserialize)]
 pub struct StoryRow {
@@ -102,7 +123,7 @@ pub struct StoryRow {
     pub truncated: u8,
     pub version_ns: u64,
 }
-table_row!(StoryRow, "stories");
+table_row!(StoryRow, "stories", partitioned by start_ns);
 
 #[derive(Debug, Clone, PartialEq, Default, Row, Serialize, Deserialize)]
 pub struct AlertRow {
@@ -119,7 +140,7 @@ pub struct AlertRow {
     pub stored_ns: u64,
     pub updated_ns: u64,
 }
-table_row!(AlertRow, "log_alerts");
+table_row!(AlertRow, "log_alerts", partitioned by first_at);
 
 #[derive(Debug, Clone, PartialEq, Default, Row, Serialize, Deserialize)]
 pub struct AlertPublicationRow {
@@ -147,7 +168,7 @@ pub struct DeliveryRow {
     pub created_ns: u64,
     pub updated_ns: u64,
 }
-table_row!(DeliveryRow, "notifier_deliveries");
+table_row!(DeliveryRow, "notifier_deliveries", partitioned by created_ns);
 
 #[derive(Debug, Clone, PartialEq, Default, Row, Serialize, Deserialize)]
 pub struct MetricSampleRow {
@@ -159,7 +180,7 @@ pub struct MetricSampleRow {
     pub label_values: Vec<String>,
     pub value: f64,
 }
-table_row!(MetricSampleRow, "pipeline_metrics");
+table_row!(MetricSampleRow, "pipeline_metrics", partitioned by ts_ns);
 
 #[derive(Debug, Clone, PartialEq, Default, Row, Serialize, Deserialize)]
 pub struct MigrationRow {
@@ -168,3 +189,32 @@ pub struct MigrationRow {
     pub applied_ns: u64,
 }
 table_row!(MigrationRow, "schema_migrations");
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::schema;
+
+    fn agrees<T: TableRow>() {
+        assert_eq!(T::PARTITION_COLUMN, schema::partition_column(T::TABLE), "{}", T::TABLE);
+        assert!(T::PARTITION_COLUMN.is_none_or(|c| T::COLUMN_NAMES.contains(&c)), "{}", T::TABLE);
+    }
+
+    #[test]
+    fn every_row_struct_names_the_partition_column_of_its_table() {
+        agrees::<SpanRow>();
+        agrees::<LogRow>();
+        agrees::<TemplateRow>();
+        agrees::<HitRow>();
+        agrees::<StoryRow>();
+        agrees::<AlertRow>();
+        agrees::<AlertPublicationRow>();
+        agrees::<StateRow>();
+        agrees::<DeliveryRow>();
+        agrees::<MetricSampleRow>();
+        agrees::<MigrationRow>();
+        let row = SpanRow { start_ns: 7, ..Default::default() };
+        assert_eq!(row.partition_ns(), Some(7));
+        assert_eq!(StateRow::default().partition_ns(), None);
+    }
+}

@@ -203,18 +203,105 @@ PARTITION BY ",
 ORDER BY (service, metric, ts_ns)"
         ),
     ],
+},
+Migration {
+    version: 2,
+    name: "trace_logs: the logs of a trace by primary key",
+    statements: &[
+        // `logs` is ordered by (service, log_id), so "the logs of trace T" would scan every
+        // log, and even reading them by key costs a granule per service of the trace. This
+        // copy of every log that has a trace id, ordered by trace id, puts a trace's logs
+        // side by side: one granule. It doubles the storage of traced logs (not of the
+        // others); partitioned like `logs`, with the same retention.
+        concat!(
+            "CREATE TABLE IF NOT EXISTS trace_logs (
+    log_id UInt64,
+    service String,
+    time_ns UInt64,
+    observed_ns UInt64,
+    severity_number UInt8,
+    severity_text String,
+    body String,
+    trace_id String,
+    span_id String,
+    attr_keys Array(String),
+    attr_values Array(String),
+    resource_keys Array(String),
+    resource_values Array(String),
+    scope_name String,
+    ingest_ns UInt64
+) ENGINE = ReplacingMergeTree(ingest_ns)
+PARTITION BY ",
+            day_of!("time_ns"),
+            "
+ORDER BY (trace_id, service, log_id)"
+        ),
+        // Filled on every insert into `logs`, whoever inserts (writer or ingest's direct path).
+        "CREATE MATERIALIZED VIEW IF NOT EXISTS trace_logs_mv TO trace_logs AS
+SELECT * FROM logs WHERE trace_id != ''",
+        // Logs stored before this migration.
+        "INSERT INTO trace_logs SELECT * FROM logs WHERE trace_id != ''",
+    ],
 }];
 
-/// Tables whose partitions are days, with the retention key that governs each.
-pub const DAY_PARTITIONED: &[(&str, RetentionKey)] = &[
-    ("spans", RetentionKey::Spans),
-    ("logs", RetentionKey::Logs),
-    ("log_hits", RetentionKey::LogHits),
-    ("stories", RetentionKey::Stories),
-    ("log_alerts", RetentionKey::LogAlerts),
-    ("notifier_deliveries", RetentionKey::NotifierDeliveries),
-    ("pipeline_metrics", RetentionKey::PipelineMetrics),
+/// Creates our database (a plain identifier, checked by `Config::validate`).
+pub fn create_database_sql(database: &str) -> String {
+    format!("CREATE DATABASE IF NOT EXISTS {database}")
+}
+
+/// Drops our database and everything in it (tests clean up with it).
+pub fn drop_database_sql(database: &str) -> String {
+    format!("DROP DATABASE IF EXISTS {database}")
+}
+
+/// Drops one day partition (`YYYYMMDD`, read back from `system.parts`) of a table: how
+/// retention expires rows on every version (`store::retention`).
+pub fn drop_partition_sql(table: &str, partition: &str) -> String {
+    format!("ALTER TABLE {table} DROP PARTITION {partition}")
+}
+
+/// Seed 001: blocks remembered per table for `insert_deduplication_token`.
+pub const DEDUP_WINDOW: u32 = 1000;
+
+/// Turns the token window on, one statement per table the writer fills with tokens.
+///
+/// A table setting applied by the writer at start (`store::insert::enable_token_window`),
+/// not a migration: migrations run on every server, 18.16 has no such setting, and the
+/// ALTER is idempotent and cheap. Current servers only.
+pub fn token_window_statements() -> Vec<String> {
+    ["spans", "logs"]
+        .iter()
+        .map(|t| format!("ALTER TABLE {t} MODIFY SETTING non_replicated_deduplication_window = {DEDUP_WINDOW}"))
+        .collect()
+}
+
+/// A table partitioned by day: `PARTITION BY toYYYYMMDD(toDateTime(intDiv(<column>, 1e9)))`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DayPartitioned {
+    pub table: &'static str,
+    /// The nanosecond timestamp whose day names the partition (the row structs' partition
+    /// column, `TableRow::PARTITION_COLUMN`, must agree; a unit test checks).
+    pub column: &'static str,
+    pub retention: RetentionKey,
+}
+
+/// Tables whose partitions are days, with their partition column and the retention key
+/// that governs each.
+pub const DAY_PARTITIONED: &[DayPartitioned] = &[
+    DayPartitioned { table: "spans", column: "start_ns", retention: RetentionKey::Spans },
+    DayPartitioned { table: "logs", column: "time_ns", retention: RetentionKey::Logs },
+    DayPartitioned { table: "trace_logs", column: "time_ns", retention: RetentionKey::Logs },
+    DayPartitioned { table: "log_hits", column: "time_ns", retention: RetentionKey::LogHits },
+    DayPartitioned { table: "stories", column: "start_ns", retention: RetentionKey::Stories },
+    DayPartitioned { table: "log_alerts", column: "first_at", retention: RetentionKey::LogAlerts },
+    DayPartitioned { table: "notifier_deliveries", column: "created_ns", retention: RetentionKey::NotifierDeliveries },
+    DayPartitioned { table: "pipeline_metrics", column: "ts_ns", retention: RetentionKey::PipelineMetrics },
 ];
+
+/// The partition column of a day-partitioned table; `None` for the small unpartitioned ones.
+pub fn partition_column(table: &str) -> Option<&'static str> {
+    DAY_PARTITIONED.iter().find(|d| d.table == table).map(|d| d.column)
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RetentionKey {
@@ -251,6 +338,16 @@ pub fn table_names() -> Vec<String> {
         .collect()
 }
 
+/// Every materialized view the schema creates (`trace_logs_mv`), in creation order.
+pub fn view_names() -> Vec<String> {
+    MIGRATIONS
+        .iter()
+        .flat_map(|m| m.statements.iter())
+        .filter_map(|s| s.strip_prefix("CREATE MATERIALIZED VIEW IF NOT EXISTS "))
+        .map(|rest| rest.split_whitespace().next().unwrap_or_default().to_string())
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -265,11 +362,46 @@ mod tests {
     #[test]
     fn every_day_partitioned_table_exists_in_the_schema() {
         let tables = table_names();
-        for (table, _) in DAY_PARTITIONED {
+        for DayPartitioned { table, .. } in DAY_PARTITIONED {
             assert!(tables.iter().any(|t| t == table), "{table} is not created by any migration");
         }
         assert!(tables.contains(&"notifier_deliveries".to_string()));
-        assert_eq!(tables.len(), 10);
+        assert_eq!(tables.len(), 11);
+        assert_eq!(view_names(), vec!["trace_logs_mv".to_string()]);
+    }
+
+    #[test]
+    fn every_day_partitioned_table_is_partitioned_by_its_column_and_no_other_is() {
+        let ddl = |table: &str| {
+            MIGRATIONS
+                .iter()
+                .flat_map(|m| m.statements.iter())
+                .find(|s| {
+                    s.strip_prefix("CREATE TABLE IF NOT EXISTS ").is_some_and(|r| r.starts_with(&format!("{table} ")))
+                })
+                .unwrap_or_else(|| panic!("no DDL for {table}"))
+        };
+        for table in table_names() {
+            let partition_by = ddl(&table).lines().find_map(|l| l.strip_prefix("PARTITION BY "));
+            match partition_column(&table) {
+                Some(column) => {
+                    let want = format!("toYYYYMMDD(toDateTime(intDiv({column}, 1000000000)))");
+                    assert_eq!(partition_by, Some(want.as_str()), "{table}");
+                }
+                None => assert_eq!(partition_by, None, "{table} is partitioned but not in DAY_PARTITIONED"),
+            }
+        }
+    }
+
+    #[test]
+    fn the_token_window_covers_both_tables_the_writer_fills() {
+        assert_eq!(
+            token_window_statements(),
+            vec![
+                "ALTER TABLE spans MODIFY SETTING non_replicated_deduplication_window = 1000",
+                "ALTER TABLE logs MODIFY SETTING non_replicated_deduplication_window = 1000",
+            ]
+        );
     }
 
     #[test]

@@ -15,12 +15,12 @@ use opentelemetry_proto::tonic::trace::v1::{status, ResourceSpans, ScopeSpans, S
 use prost::Message as _;
 use rdkafka::message::Message;
 use tayga::bus::producer::{OutRecord, Publisher};
-use tayga::bus::record::{headers, SignalKind};
 use tayga::config::Config;
 use tayga::daemon::Shutdown;
 use tayga::otlp::{hex_id, ExportLogsServiceRequest, ExportTraceServiceRequest};
 use tayga::store::{Store, StoryRow};
-use tayga::story::Story;
+use tayga::wire::record::{headers, SignalKind};
+use tayga::wire::story::Story;
 
 const T0: u64 = 1_764_460_800_000_000_000;
 
@@ -126,7 +126,7 @@ async fn prepare(env: &TestEnv) -> Store {
 /// The deduplicated stories (FINAL), by trace id.
 async fn stories(store: &Store) -> BTreeMap<String, StoryRow> {
     store
-        .select::<StoryRow>("FINAL ORDER BY trace_id")
+        .select_for_tests::<StoryRow>("FINAL ORDER BY trace_id")
         .fetch_all::<StoryRow>()
         .await
         .unwrap()
@@ -267,16 +267,14 @@ async fn a_late_span_updates_its_story_without_a_second_row() {
     assert_ne!(second[&id].fingerprint, first[&id].fingerprint, "the late span added an edge");
     // One row in deduplicated reads, by FINAL and by argMax.
     let n: u64 = store
-        .client()
-        .query("SELECT count() FROM stories FINAL WHERE trace_id = ?")
+        .query_for_tests("SELECT count() FROM stories FINAL WHERE trace_id = ?")
         .bind(&id)
         .fetch_one()
         .await
         .unwrap();
     assert_eq!(n, 1);
     let (rows, spans): (u64, u32) = store
-        .client()
-        .query("SELECT uniqExact(trace_id), argMax(span_count, version_ns) FROM stories WHERE trace_id = ?")
+        .query_for_tests("SELECT uniqExact(trace_id), argMax(span_count, version_ns) FROM stories WHERE trace_id = ?")
         .bind(&id)
         .fetch_one()
         .await
@@ -286,7 +284,7 @@ async fn a_late_span_updates_its_story_without_a_second_row() {
     // counter can trail the row this test has just read: wait for it, then check it exactly.
     wait_metric(
         port,
-        "tayga_assembler_stories_emitted_total",
+        "tayga_assembler_emitted_stories_total",
         "the second story counted",
         Duration::from_secs(10),
         |v| v >= 2.0,
@@ -294,7 +292,7 @@ async fn a_late_span_updates_its_story_without_a_second_row() {
     .await;
     let text = metrics(port).await.unwrap();
     assert_eq!(metric(&text, "tayga_assembler_late_spans_total"), Some(1.0), "{text}");
-    assert_eq!(metric(&text, "tayga_assembler_stories_emitted_total"), Some(2.0), "{text}");
+    assert_eq!(metric(&text, "tayga_assembler_emitted_stories_total"), Some(2.0), "{text}");
     shutdown.trigger();
     tokio::time::timeout(Duration::from_secs(20), task).await.unwrap().unwrap().unwrap();
 }
@@ -353,7 +351,7 @@ async fn kill_9_with_open_traces_then_restart_every_trace_is_one_story() {
     assert_eq!(fingerprints.len(), 1, "every trace rebuilt whole: one shape");
     // Exactly one story per trace in deduplicated reads.
     let (rows, traces): (u64, u64) =
-        store.client().query("SELECT count(), uniqExact(trace_id) FROM stories FINAL").fetch_one().await.unwrap();
+        store.query_for_tests("SELECT count(), uniqExact(trace_id) FROM stories FINAL").fetch_one().await.unwrap();
     assert_eq!((rows, traces), (11, 11));
     let late = metrics(port).await.and_then(|t| metric(&t, "tayga_assembler_late_spans_total"));
     assert_eq!(late, Some(0.0), "restart rebuilt the open traces; nothing was late");
@@ -432,7 +430,7 @@ async fn many_concurrent_traces_stay_under_the_open_trace_cap() {
     assert!(peak_open <= CAP as f64, "open traces {peak_open} > cap {CAP}");
     assert!(early > 0.0, "the cap was hit and counted");
     let (rows, traces): (u64, u64) =
-        store.client().query("SELECT count(), uniqExact(trace_id) FROM stories FINAL").fetch_one().await.unwrap();
+        store.query_for_tests("SELECT count(), uniqExact(trace_id) FROM stories FINAL").fetch_one().await.unwrap();
     assert_eq!((rows, traces), (u64::from(TRACES), u64::from(TRACES)));
     assert_eq!(complete, TRACES as usize, "late children reopened their stored traces");
     assert!(hwm < 200_000, "peak RSS {hwm} kB is not bounded");
@@ -496,6 +494,6 @@ async fn a_restart_never_replaces_a_stored_story_with_a_partial_rebuild() {
     .await;
     assert_eq!(got[&ida], stored_a, "A's stored story is kept, not replaced by a rebuild from its last record");
     let (rows, traces): (u64, u64) =
-        store.client().query("SELECT count(), uniqExact(trace_id) FROM stories FINAL").fetch_one().await.unwrap();
+        store.query_for_tests("SELECT count(), uniqExact(trace_id) FROM stories FINAL").fetch_one().await.unwrap();
     assert_eq!((rows, traces), (2, 2));
 }

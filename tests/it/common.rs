@@ -173,12 +173,12 @@ pub fn read_topic(config: &Config, topic: &str, partitions: i32, expected: usize
 
 /// Every record on the alerts topic, from the beginning, as (key, alert): at least
 /// `expected`, and any more that follow them.
-pub fn read_alerts(config: &Config, expected: usize) -> Vec<(String, tayga::alert::Alert)> {
+pub fn read_alerts(config: &Config, expected: usize) -> Vec<(String, tayga::wire::alert::Alert)> {
     read_topic(config, &config.names().alerts, tayga::bus::SMALL_TOPIC_PARTITIONS, expected)
         .iter()
         .map(|m| {
             let alert =
-                tayga::alert::Alert::from_json(m.payload().unwrap_or_default()).expect("a valid alert document");
+                tayga::wire::alert::Alert::from_json(m.payload().unwrap_or_default()).expect("a valid alert document");
             (key_of(m), alert)
         })
         .collect()
@@ -406,4 +406,98 @@ pub fn run_in_chdb(what: &str, items: &[serde_json::Value]) {
         String::from_utf8_lossy(&output.stderr)
     );
     assert_eq!(stdout.lines().filter(|l| l.starts_with("ok")).count(), items.len(), "{stdout}");
+}
+
+/// A client of consumer group `group` that never joins it: it reads or sets the group's
+/// committed offsets.
+pub fn group_client(config: &Config, group: &str) -> BaseConsumer {
+    tayga::bus::client_config(&config.kafka)
+        .set("group.id", group)
+        .set("enable.auto.commit", "false")
+        .create()
+        .expect("a client of the consumer group")
+}
+
+/// A ClickHouse server of this test's own, on free ports, started and stopped with
+/// `scripts/services.sh` (never the shared one: other tests use it).
+pub struct PrivateClickHouse {
+    home: tempfile::TempDir,
+    pub http_port: u16,
+    pub tcp_port: u16,
+}
+
+/// Ports for a private server: HTTP, TCP, and the interserver port services.sh derives
+/// (TCP + 9), all free now. They are taken below Linux's ephemeral range (32768 and up):
+/// an OS-assigned port can be reused at once as the local port of some outgoing connection
+/// (the suite makes hundreds), and the derived one was never checked at all, so the server
+/// sometimes could not bind and never answered.
+fn clickhouse_ports() -> (u16, u16) {
+    let free = |port: u16| std::net::TcpListener::bind(("127.0.0.1", port)).is_ok();
+    let seed = std::process::id() as u64
+        ^ std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64;
+    for attempt in 0..500u64 {
+        let http = 20_000 + ((seed.wrapping_mul(6364136223846793005).wrapping_add(attempt * 7919)) % 12_000) as u16;
+        let tcp = http + 1;
+        if free(http) && free(tcp) && free(tcp + 9) {
+            return (http, tcp);
+        }
+    }
+    panic!("no free ports for a private ClickHouse between 20000 and 32010");
+}
+
+impl PrivateClickHouse {
+    pub fn start() -> PrivateClickHouse {
+        let (http_port, tcp_port) = clickhouse_ports();
+        let ch = PrivateClickHouse { home: tempfile::tempdir().unwrap(), http_port, tcp_port };
+        ch.up();
+        ch
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.http_port)
+    }
+
+    fn services(&self, what: &str) {
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/services.sh");
+        let out = Command::new(script)
+            .arg(what)
+            .env("TAYGA_HOME", self.home.path())
+            .env("TAYGA_CH_HTTP_PORT", self.http_port.to_string())
+            .env("TAYGA_CH_TCP_PORT", self.tcp_port.to_string())
+            .output()
+            .expect("scripts/services.sh runs");
+        assert!(out.status.success(), "services.sh {what} failed: {}", String::from_utf8_lossy(&out.stderr));
+    }
+
+    pub fn up(&self) {
+        self.services("start-clickhouse");
+    }
+
+    pub fn down(&self) {
+        self.services("stop-clickhouse");
+    }
+
+    /// Sends `signal` ("STOP", "CONT") to the server process, to freeze it as a hung server
+    /// would be: connections are accepted by the kernel and never answered.
+    pub fn signal(&self, signal: &str) {
+        let pid = self.pid().expect("the private ClickHouse runs");
+        let status = Command::new("kill").arg(format!("-{signal}")).arg(&pid).status().unwrap();
+        assert!(status.success(), "kill -{signal} of the private ClickHouse failed");
+    }
+
+    /// The server's pid, as services.sh recorded it while the server runs.
+    fn pid(&self) -> Option<String> {
+        let pid = std::fs::read_to_string(self.home.path().join("clickhouse/pid")).ok()?;
+        Some(pid.trim().to_string())
+    }
+}
+
+impl Drop for PrivateClickHouse {
+    fn drop(&mut self) {
+        // A server left frozen (by a failing test) must run again to stop.
+        if let Some(pid) = self.pid() {
+            let _ = Command::new("kill").arg("-CONT").arg(pid).status();
+        }
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.down()));
+    }
 }

@@ -238,7 +238,7 @@ fn gzip(bytes: &[u8]) -> Vec<u8> {
 
 async fn stored_span_ids(env: &TestEnv) -> Vec<String> {
     let store = env.store();
-    let rows: Vec<SpanRow> = store.select::<SpanRow>("FINAL ORDER BY span_id").fetch_all().await.unwrap();
+    let rows: Vec<SpanRow> = store.select_for_tests::<SpanRow>("FINAL ORDER BY span_id").fetch_all().await.unwrap();
     rows.into_iter().map(|r| r.span_id).collect()
 }
 

@@ -14,15 +14,15 @@ use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
 use opentelemetry_proto::tonic::logs::v1::{LogRecord, ResourceLogs, ScopeLogs};
 use opentelemetry_proto::tonic::resource::v1::Resource;
 use prost::Message as _;
-use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
+use rdkafka::consumer::{CommitMode, Consumer};
 use rdkafka::{Offset, TopicPartitionList};
-use tayga::alert::{format_id, AlertKind};
 use tayga::bus::producer::{OutRecord, Publisher};
-use tayga::bus::record::{headers, SignalKind};
 use tayga::config::Config;
 use tayga::identity::alert_id;
 use tayga::otlp::ExportLogsServiceRequest;
 use tayga::store::{now_ns, AlertRow, Store, TemplateRow};
+use tayga::wire::alert::{format_id, AlertKind};
+use tayga::wire::record::{headers, SignalKind};
 
 const WAIT: Duration = Duration::from_secs(90);
 const MIN: u64 = 60_000_000_000;
@@ -130,12 +130,12 @@ async fn prepare(env: &TestEnv) -> Store {
 }
 
 async fn alerts(store: &Store) -> Vec<AlertRow> {
-    store.select::<AlertRow>("FINAL ORDER BY first_at, alert_id").fetch_all::<AlertRow>().await.unwrap()
+    store.select_for_tests::<AlertRow>("FINAL ORDER BY first_at, alert_id").fetch_all::<AlertRow>().await.unwrap()
 }
 
 async fn templates(store: &Store, service: &str) -> Vec<TemplateRow> {
     store
-        .select::<TemplateRow>("FINAL WHERE service = ? ORDER BY first_seen_ns")
+        .select_for_tests::<TemplateRow>("FINAL WHERE service = ? ORDER BY first_seen_ns")
         .bind(service)
         .fetch_all::<TemplateRow>()
         .await
@@ -143,16 +143,12 @@ async fn templates(store: &Store, service: &str) -> Vec<TemplateRow> {
 }
 
 async fn count(store: &Store, sql: &str) -> u64 {
-    store.client().query(sql).fetch_one::<u64>().await.unwrap()
+    store.query_for_tests(sql).fetch_one::<u64>().await.unwrap()
 }
 
 fn reset_group(config: &Config) {
     let names = config.names();
-    let consumer: BaseConsumer = tayga::bus::client_config(&config.kafka)
-        .set("group.id", &names.logminer_group)
-        .set("enable.auto.commit", "false")
-        .create()
-        .unwrap();
+    let consumer = common::group_client(config, &names.logminer_group);
     let mut tpl = TopicPartitionList::new();
     for p in 0..config.kafka.partitions {
         let (low, _) = consumer.fetch_watermarks(&names.logs, p, Duration::from_secs(10)).unwrap();
@@ -210,7 +206,7 @@ async fn a_new_line_shape_raises_one_alert_and_a_full_reread_adds_nothing() {
     let replica = Replica::start(&env, "r1", 1);
     wait_for("the re-read to be mined", WAIT, || {
         let r = &replica;
-        async move { (r.metric("tayga_logminer_logs_mined_total").await? >= 6.0).then_some(()) }
+        async move { (r.metric("tayga_logminer_mined_logs_total").await? >= 6.0).then_some(()) }
     })
     .await;
     // One more pass after the re-read is mined, so any alert it would raise is stored.
@@ -414,7 +410,7 @@ async fn an_alert_stored_while_the_broker_is_down_is_republished_when_it_returns
     // Past the 10 s delivery timeout: the publication failed, the alert stays unmarked.
     wait_for("a failed publication", WAIT, || {
         let r = &replica;
-        async move { (r.metric("tayga_logminer_publish_failures_total").await? >= 1.0).then_some(()) }
+        async move { (r.metric("tayga_logminer_publish_errors_total").await? >= 1.0).then_some(()) }
     })
     .await;
     let unmarked = tayga::store::logminer::unmarked_alerts(&store, None, 0, 10).await.unwrap();
@@ -432,7 +428,7 @@ async fn an_alert_stored_while_the_broker_is_down_is_republished_when_it_returns
                 &format!("SELECT count() FROM log_alert_publications WHERE alert_id = {}", alert.alert_id),
             )
             .await;
-            (marks >= 1 && r.metric("tayga_logminer_alerts_republished_total").await? >= 1.0).then_some(())
+            (marks >= 1 && r.metric("tayga_logminer_republished_alerts_total").await? >= 1.0).then_some(())
         }
     })
     .await;

@@ -10,11 +10,11 @@ use std::path::Path;
 
 use common::{run, TestEnv};
 use serde_json::Value;
-use tayga::alert::{format_id, AlertKind};
 use tayga::config::Config;
-use tayga::mine::book::Book;
+use tayga::daemon::logminer::book::Book;
 use tayga::store::logminer::*;
 use tayga::store::{now_ns, remine as remine_sql, AlertRow, HitRow, LogRow, Store, TemplateRow};
+use tayga::wire::alert::{format_id, AlertKind};
 
 const SEC: u64 = 1_000_000_000;
 const MIN: u64 = 60 * SEC;
@@ -105,8 +105,9 @@ fn mined_offline(config: &Config, logs: &[LogRow]) -> (Vec<TemplateRow>, BTreeMa
     for l in &sorted {
         book.mine(&l.service, l.log_id, l.time_ns, &l.body, l.time_ns);
     }
-    let (templates, hits) = book.take_pending(0);
-    (comparable(templates), hits.into_iter().map(|h| ((h.service, h.log_id), h.template_id)).collect())
+    let pending = book.pending(0);
+    let hits = pending.hits.iter().map(|h| ((h.service.clone(), h.log_id), h.template_id)).collect();
+    (comparable(pending.templates), hits)
 }
 
 fn comparable(mut templates: Vec<TemplateRow>) -> Vec<TemplateRow> {
@@ -119,7 +120,7 @@ fn comparable(mut templates: Vec<TemplateRow>) -> Vec<TemplateRow> {
 
 async fn stored_hits(store: &Store) -> BTreeMap<(String, u64), u64> {
     store
-        .select::<HitRow>("FINAL ORDER BY service, log_id")
+        .select_for_tests::<HitRow>("FINAL ORDER BY service, log_id")
         .fetch_all::<HitRow>()
         .await
         .unwrap()
@@ -247,7 +248,7 @@ fn the_remine_sql_runs_on_current_clickhouse() {
             "INSERT INTO logs VALUES (42, 'checkout', {T0}, 0, 9, 'INFO', 'cart loaded', '', '', [], [], [], [], '', {ingest})"
         )));
     }
-    let s = remine_sql::statements();
+    let s: Vec<String> = remine_sql::statements().into_iter().map(|s| s.sql).collect();
     assert_eq!(s.len(), 6, "a new statement needs a line here");
     let cols = LogRow::COLUMN_NAMES;
     items.push(serde_json::json!({"sql": common::fill_placeholders(&s[0], &[], &["0"]), "expect": format!("\"checkout\",1,{T0},{T0}")}));

@@ -5,9 +5,9 @@
 use crate::common;
 
 use common::TestEnv;
-use tayga::alert::AlertKind;
 use tayga::store::logminer::*;
 use tayga::store::{AlertRow, HitRow, TemplateRow};
+use tayga::wire::alert::AlertKind;
 
 const MIN: u64 = 60_000_000_000;
 
@@ -120,8 +120,8 @@ fn the_logminer_queries_run_on_current_clickhouse() {
             .into(),
     ));
     items.push(Value::String("INSERT INTO log_alert_publications VALUES (5, 9, 10)".into()));
-    let s = statements();
-    assert_eq!(s.len(), 8, "a new statement needs a line here");
+    let s: Vec<String> = statements().into_iter().map(|s| s.sql).collect();
+    assert_eq!(s.len(), 9, "a new statement needs a line here");
     items.push(Value::String(fill(&s[0], &[], &["0"])));
     items.push(Value::String(fill(&s[1], &[], &["'v1'"])));
     items.push(Value::String(fill(&s[2], &[], &["['a']", "'v1'", "0", "1"])));
@@ -129,6 +129,7 @@ fn the_logminer_queries_run_on_current_clickhouse() {
     items.push(json!({"sql": fill(&s[4], &[], &["[5,8]"]), "expect": "5"}));
     items.push(json!({"sql": format!("SELECT alert_id FROM ({})", fill(&s[5], &[], &["0", "['a']"])), "expect": "6"}));
     items.push(Value::String(fill(&s[6], &[], &["[5]"])));
-    items.push(Value::String(fill(&s[7], &[], &["0", "[5]", "'a'", "['a']", "'spike'", "0"])));
+    items.push(Value::String(fill(&s[7], &[], &["0", "[5]", "'a'", "['a']", "'spike'", "0", "9", "9", "9", "0"])));
+    items.push(Value::String(fill(&s[8], &[], &[])));
     common::run_in_chdb("the logminer SQL", &items);
 }

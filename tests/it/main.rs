@@ -7,11 +7,13 @@ mod common;
 mod notifier_support;
 mod writer_support;
 
+mod api;
 mod assembler;
 mod cli;
 mod ingest;
 mod logminer;
 mod logminer_commands;
+mod logminer_freeze;
 mod logminer_store;
 mod mine_cli;
 mod mine_loghub;

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use common::{wait_for, ChildGuard, TestEnv};
 use notifier_support::*;
-use tayga::alert::AlertKind;
+use tayga::wire::alert::AlertKind;
 
 /// A running `tayga serve notifier`, logging into a file.
 struct Daemon {

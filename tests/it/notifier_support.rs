@@ -13,9 +13,9 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
 use rdkafka::producer::{FutureProducer, FutureRecord};
-use tayga::alert::{Alert, AlertKind, ALERT_FORMAT_VERSION};
 use tayga::config::{Config, TargetConfig};
 use tayga::store::{now_ns, DeliveryRow, Store};
+use tayga::wire::alert::{Alert, AlertKind, ALERT_FORMAT_VERSION};
 
 /// What a receiver answers to one request.
 #[derive(Debug, Clone)]
@@ -175,7 +175,7 @@ pub fn notifier_config(base: &Config, targets: Vec<TargetConfig>) -> Config {
 
 /// The latest row of every target of an alert.
 pub async fn rows(store: &Store, alert_id: u64) -> Vec<DeliveryRow> {
-    tayga::daemon::notifier::store::latest_for_alert(store, alert_id).await.unwrap()
+    tayga::store::deliveries::latest_for_alert(store, alert_id).await.unwrap()
 }
 
 pub async fn row(store: &Store, alert_id: u64, target: &str) -> Option<DeliveryRow> {

@@ -17,7 +17,7 @@ fn strings(prefix: &str) -> Vec<String> {
 async fn round_trip<T: TableRow + PartialEq + std::fmt::Debug + Clone>(store: &Store, row: T) {
     store.insert(std::slice::from_ref(&row)).await.unwrap_or_else(|e| panic!("insert into {}: {e}", T::TABLE));
     let back: Vec<T> =
-        store.select::<T>("").fetch_all().await.unwrap_or_else(|e| panic!("select from {}: {e}", T::TABLE));
+        store.select_for_tests::<T>("").fetch_all().await.unwrap_or_else(|e| panic!("select from {}: {e}", T::TABLE));
     assert_eq!(back, vec![row], "{} does not read back what was written", T::TABLE);
 }
 
@@ -160,9 +160,15 @@ async fn every_row_struct_round_trips_through_its_table() {
     )
     .await;
     // schema_migrations was written by migrate itself: read it through its struct.
-    let migrations: Vec<MigrationRow> = store.select::<MigrationRow>("").fetch_all().await.unwrap();
-    assert_eq!(migrations.len(), 1);
-    assert_eq!(migrations[0].version, 1);
+    let migrations: Vec<MigrationRow> = store.select_for_tests::<MigrationRow>("").fetch_all().await.unwrap();
+    assert_eq!(migrations.len(), schema::MIGRATIONS.len());
+    assert_eq!(migrations.iter().map(|m| m.version).max(), schema::MIGRATIONS.last().map(|m| m.version));
+    // trace_logs is a copy of every traced log, filled by a materialized view and read
+    // through LogRow: the inserted log comes back whole.
+    let logs: Vec<LogRow> = store.select_for_tests::<LogRow>("").fetch_all().await.unwrap();
+    let copies: Vec<LogRow> =
+        store.query_for_tests("SELECT ?fields FROM trace_logs").fetch_all::<LogRow>().await.unwrap();
+    assert_eq!(copies, logs.into_iter().filter(|l| !l.trace_id.is_empty()).collect::<Vec<_>>());
 }
 
 #[tokio::test]
@@ -193,10 +199,10 @@ async fn retention_drops_only_expired_day_partitions() {
     let tables: Vec<&str> = dropped.iter().map(|d| d.table.as_str()).collect();
     assert_eq!(tables, vec!["spans", "notifier_deliveries"], "{dropped:?}");
 
-    let spans: Vec<SpanRow> = store.select::<SpanRow>("ORDER BY span_id").fetch_all().await.unwrap();
+    let spans: Vec<SpanRow> = store.select_for_tests::<SpanRow>("ORDER BY span_id").fetch_all().await.unwrap();
     let ids: Vec<&str> = spans.iter().map(|s| s.span_id.as_str()).collect();
     assert_eq!(ids, vec!["recent", "today"]);
-    let deliveries: Vec<DeliveryRow> = store.select::<DeliveryRow>("").fetch_all().await.unwrap();
+    let deliveries: Vec<DeliveryRow> = store.select_for_tests::<DeliveryRow>("").fetch_all().await.unwrap();
     assert_eq!(deliveries.len(), 1);
     assert_eq!(deliveries[0].target, "kept");
 
@@ -204,17 +210,130 @@ async fn retention_drops_only_expired_day_partitions() {
     assert!(retention::drop_expired(&store, &retention, now_ns / 1_000_000_000).await.unwrap().is_empty());
 }
 
-/// Every statement Tayga runs against ClickHouse also runs on a current engine.
+/// The registry: every statement Tayga runs, on ClickHouse 18.16 (all but the token path,
+/// which 18.16 lacks) and on a current engine (chdb-core), in its running order on a
+/// database that does not exist yet.
+#[tokio::test]
+async fn every_registered_statement_runs_on_18_16_and_in_chdb() {
+    let env = TestEnv::new("registry");
+    let store = env.store();
+    let mut default_db = env.config.clickhouse.clone();
+    default_db.database = "default".into();
+    let server = Store::new(&default_db);
+    let all = statements::all(store.database());
+    let mut ran = 0;
+    for s in all.iter().filter(|s| !s.current_only) {
+        let target = if s.server_level { &server } else { &store };
+        target
+            .query_for_tests(&s.bound())
+            .execute()
+            .await
+            .unwrap_or_else(|e| panic!("{} failed on ClickHouse 18.16: {e}\n{}", s.name, s.bound()));
+        ran += 1;
+    }
+    assert_eq!(all.len() - ran, 4, "only the token window and the token inserts are left to current servers");
+    let left: u64 = server
+        .query_for_tests("SELECT count() FROM system.databases WHERE name = ?")
+        .bind(store.database())
+        .fetch_one()
+        .await
+        .unwrap();
+    assert_eq!(left, 0, "the run ends with the database's drop");
+
+    let items: Vec<serde_json::Value> =
+        statements::all("tayga_check").iter().map(|s| serde_json::Value::String(s.bound())).collect();
+    common::run_in_chdb("the registered statements", &items);
+}
+
+const MANY_DAYS: u64 = 240;
+
+fn span_on_day(day: u64) -> SpanRow {
+    SpanRow { trace_id: "t".into(), span_id: format!("s{day:03}"), start_ns: day * DAY_NS + 1, ..Default::default() }
+}
+
+/// Current ClickHouse refuses an INSERT block over more than 100 partitions; the insert
+/// path cuts rows over 240 days into inserts the engine accepts, and keeps every row.
 #[test]
-fn every_statement_runs_on_current_clickhouse_in_chdb() {
-    let mut statements: Vec<String> = migrate::all_statements().into_iter().map(String::from).collect();
-    statements.push(
-        retention::EXPIRED_PARTITIONS_SQL
-            .replacen('?', "'tayga_check'", 1)
-            .replacen('?', "'spans'", 1)
-            .replacen('?', "1764460800", 1)
-            .replacen('?', "7", 1),
-    );
-    let items: Vec<serde_json::Value> = statements.into_iter().map(serde_json::Value::String).collect();
-    common::run_in_chdb("the schema and retention statements", &items);
+fn rows_over_many_days_are_cut_into_inserts_current_clickhouse_accepts() {
+    let rows: Vec<SpanRow> = (0..MANY_DAYS).map(span_on_day).collect();
+    let days: Vec<u64> = rows.iter().map(|r| r.start_ns / DAY_NS).collect();
+    let groups = insert::partition_groups(&days, insert::MAX_UTC_DAYS_PER_INSERT);
+    assert!(groups.len() > 1);
+    let mut items: Vec<serde_json::Value> =
+        migrate::all_statements().into_iter().map(serde_json::Value::from).collect();
+    for (g, group) in groups.iter().enumerate() {
+        let group_rows: Vec<SpanRow> = group.iter().map(|&i| rows[i].clone()).collect();
+        items
+            .push(serde_json::Value::String(statements::Statement::insert(format!("g{g}"), &group_rows, None).bound()));
+    }
+    items.push(serde_json::json!({"sql": "SELECT count(), uniqExact(span_id) FROM spans", "expect": "240,240"}));
+    common::run_in_chdb("inserts over many days", &items);
+}
+
+#[tokio::test]
+async fn rows_over_many_days_are_each_stored_once() {
+    let env = TestEnv::new("many_days");
+    let store = env.migrated_store().await;
+    let rows: Vec<SpanRow> = (0..MANY_DAYS).map(span_on_day).collect();
+    store.insert(&rows).await.unwrap();
+    let back: Vec<SpanRow> = store.select_for_tests::<SpanRow>("ORDER BY span_id").fetch_all().await.unwrap();
+    assert_eq!(back, rows);
+    let partitions: u64 = store
+        .query_for_tests(
+            "SELECT uniqExact(partition) FROM system.parts WHERE database = ? AND table = 'spans' AND active",
+        )
+        .bind(store.database())
+        .fetch_one()
+        .await
+        .unwrap();
+    assert_eq!(partitions, MANY_DAYS);
+}
+
+fn delivery(status: &str, attempts: u32, created_ns: u64, updated_ns: u64) -> DeliveryRow {
+    DeliveryRow {
+        alert_id: 11,
+        target: "ops".into(),
+        status: status.into(),
+        attempts,
+        last_error: format!("try {attempts}"),
+        created_ns,
+        updated_ns,
+    }
+}
+
+fn story(trace_id: &str, span_count: u32, version_ns: u64) -> StoryRow {
+    StoryRow { trace_id: trace_id.into(), span_count, start_ns: 1, version_ns, ..Default::default() }
+}
+
+/// The notifier's and the assembler's reads give the same answers on both engines: the
+/// newest version of each delivery (argMax, no alias shadowing a column) and of each story.
+#[tokio::test]
+async fn the_deliveries_and_stories_reads_answer_alike_on_18_16_and_in_chdb() {
+    let deliveries_rows = [delivery("pending", 1, 100, 100), delivery("delivered", 2, 100, 300)];
+    let story_rows = [story("t1", 3, 10), story("t1", 5, 20), story("t2", 1, 10)];
+    let spans = [SpanRow { trace_id: "t1".into(), span_id: "a".into(), ..Default::default() }];
+
+    let env = TestEnv::new("reads_alike");
+    let store = env.migrated_store().await;
+    store.insert(&deliveries_rows).await.unwrap();
+    store.insert(&story_rows).await.unwrap();
+    store.insert(&spans).await.unwrap();
+    let latest = deliveries::latest_for_alert(&store, 11).await.unwrap();
+    assert_eq!(latest, vec![DeliveryRow { created_ns: 100, ..deliveries_rows[1].clone() }]);
+    let counts = stories::stored_span_counts(&store, &["t1", "t2", "t3"]).await.unwrap();
+    assert_eq!(counts, std::collections::HashMap::from([("t1".to_string(), 5), ("t2".to_string(), 1)]));
+    assert_eq!(stories::spans_of_traces(&store, &["t1", "t2"]).await.unwrap(), spans.to_vec());
+
+    let mut items: Vec<serde_json::Value> =
+        migrate::all_statements().into_iter().map(serde_json::Value::from).collect();
+    items.push(statements::Statement::insert("d", &deliveries_rows, None).bound().into());
+    items.push(statements::Statement::insert("s", &story_rows, None).bound().into());
+    let latest = statements::Statement::new("l", deliveries::LATEST_BY_ALERT_SQL).binds(["11"]);
+    items.push(serde_json::json!({"sql": latest.bound(), "expect": "11,\"ops\",\"delivered\",2,\"try 2\",100,300"}));
+    let counts = statements::Statement::new("c", stories::span_counts_sql(3)).binds(["'t1'", "'t2'", "'t3'"]);
+    items.push(serde_json::json!({
+        "sql": format!("SELECT * FROM ({}) ORDER BY trace_id", counts.bound()),
+        "expect": "\"t1\",5\n\"t2\",1",
+    }));
+    common::run_in_chdb("the deliveries and stories reads", &items);
 }

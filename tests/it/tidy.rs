@@ -3,7 +3,10 @@
 //!
 //! - **Layers**: the table under "Layers" in ARCHITECTURE.md is read from the document
 //!   itself; a module may name (`crate::x`) only modules of lower layers.
-//! - **SQL lives in `store/`**: no string literal outside `src/store/` holds a statement.
+//! - **SQL lives in `store/`**: no string literal outside `src/store/` holds a statement, and
+//!   no code outside it names the client (`clickhouse::`, the tests' raw queries).
+//! - **Every statement is registered**: each statement constant or builder of `store/` is
+//!   used where `store::statements::all` is built.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -287,6 +290,10 @@ fn is_sql(literal: &str) -> Option<&'static str> {
     SQL_PHRASES.iter().find(|p| literal.contains(*p)).map(|p| p.trim())
 }
 
+/// What only `store/` may name in code: the client crate, and `Store`'s raw queries for
+/// tests (the client itself is private to `store/`).
+const CLIENT_MARKERS: &[&str] = &["clickhouse::", "query_for_tests", "select_for_tests"];
+
 fn sql_outside_store(files: &[(PathBuf, String)]) -> Vec<String> {
     let store = root().join("src/store");
     let mut problems = Vec::new();
@@ -295,9 +302,15 @@ fn sql_outside_store(files: &[(PathBuf, String)]) -> Vec<String> {
             continue;
         }
         let rel = path.strip_prefix(root()).unwrap().display().to_string();
-        for (line, literal) in lex(text).strings {
+        let lexed = lex(text);
+        for (line, literal) in lexed.strings {
             if let Some(phrase) = is_sql(&literal) {
                 problems.push(format!("{rel}:{line}: a SQL statement (`{phrase}`) outside src/store/"));
+            }
+        }
+        for (n, code) in lexed.code.lines().enumerate() {
+            for marker in CLIENT_MARKERS.iter().filter(|m| code.contains(*m)) {
+                problems.push(format!("{rel}:{}: `{marker}` outside src/store/", n + 1));
             }
         }
     }
@@ -316,27 +329,89 @@ fn sql_lives_only_in_store() {
     assert!(problems.is_empty(), "SQL outside src/store/ (ARCHITECTURE.md, invariants):\n{}", problems.join("\n"));
 }
 
+/// A statement constant (`…_SQL`, `…_REST`, `…_DDL`) or builder (`fn …_sql`, `fn …_rest`) of
+/// any file under `src/store/` is used where the registry is built (a file's `statements()`,
+/// `migrate::all_statements`, or `statements.rs`), so `tests/it/store.rs` runs it.
+fn unregistered_statements(files: &[(PathBuf, String)]) -> Vec<String> {
+    let store = root().join("src/store");
+    let mut registering = String::new();
+    let mut declared = Vec::new();
+    for (path, text) in files.iter().filter(|(p, _)| p.starts_with(&store)) {
+        if path.ends_with("statements.rs") {
+            registering.push_str(text);
+            continue;
+        }
+        for start in ["pub fn statements(", "pub fn all_statements("] {
+            if let Some(at) = text.find(start) {
+                let body = &text[at..];
+                registering.push_str(&body[..body.find("\n}\n").unwrap_or(body.len())]);
+            }
+        }
+        for line in text.lines().map(str::trim_start) {
+            let line = line.strip_prefix("pub ").unwrap_or(line);
+            let name = if let Some(rest) = line.strip_prefix("const ") {
+                rest.split(':').next().filter(|n| n.ends_with("_SQL") || n.ends_with("_REST") || n.ends_with("_DDL"))
+            } else if let Some(rest) = line.strip_prefix("fn ") {
+                rest.split('(').next().filter(|n| n.ends_with("_sql") || n.ends_with("_rest"))
+            } else {
+                None
+            };
+            if let Some(name) = name {
+                let rel = path.strip_prefix(root()).unwrap().display();
+                declared.push((format!("{rel}: `{name}` is not registered"), name.to_string()));
+            }
+        }
+    }
+    declared.into_iter().filter(|(_, name)| !registering.contains(name.as_str())).map(|(problem, _)| problem).collect()
+}
+
+#[test]
+fn every_statement_of_store_is_registered() {
+    let problems = unregistered_statements(&sources());
+    assert!(problems.is_empty(), "statements missing from store::statements::all:\n{}", problems.join("\n"));
+}
+
 #[test]
 fn the_checks_see_what_they_look_for() {
     // The checks themselves, on text made to break them: a check that sees nothing passes
     // for the wrong reason.
-    let layers: BTreeMap<String, usize> = [("identity", 1), ("store", 4), ("daemon", 7)]
-        .into_iter()
-        .map(|(m, l)| (m.to_string(), l))
-        .collect();
+    let layers: BTreeMap<String, usize> =
+        [("identity", 1), ("store", 4), ("daemon", 7)].into_iter().map(|(m, l)| (m.to_string(), l)).collect();
     let file = |rel: &str, text: &str| (root().join(rel), text.to_string());
     let files = vec![
         file("src/identity.rs", "use crate::{store::LogRow, identity};\nfn f() { crate::daemon::run(); }\n"),
         file("src/daemon/x.rs", "// crate::nothing in a comment\nuse crate::store::{Store, read};\nconst Q: &str = \"SELECT count() FROM t\";\nconst OP: &str = \"SELECT orders\";\n"),
         file("src/store/q.rs", "const Q: &str = r#\"SELECT x FROM t FINAL\"#;"),
         file("src/store/ok.rs", "fn f<'a>(c: char) -> bool { c == '\"' || c == '\\'' }\nconst S: &str = \"a \\\" b\";"),
+        file("src/daemon/y.rs", "// clickhouse:: in a comment\nfn f(s: &Store) { s.query_for_tests(Q); }\n"),
+        file("src/store/z.rs", "fn f(s: &Store) { s.client().query(Q); let _: clickhouse::Client; }"),
     ];
     let layer_problems = layer_violations(&files, &layers);
     assert_eq!(layer_problems.len(), 2, "{layer_problems:#?}");
-    assert!(layer_problems[0].contains("src/identity.rs:1: `identity` (layer 1) imports `store`"), "{layer_problems:#?}");
-    assert!(layer_problems[1].contains("src/identity.rs:2: `identity` (layer 1) imports `daemon`"), "{layer_problems:#?}");
+    assert!(
+        layer_problems[0].contains("src/identity.rs:1: `identity` (layer 1) imports `store`"),
+        "{layer_problems:#?}"
+    );
+    assert!(
+        layer_problems[1].contains("src/identity.rs:2: `identity` (layer 1) imports `daemon`"),
+        "{layer_problems:#?}"
+    );
     let sql_problems = sql_outside_store(&files);
-    assert_eq!(sql_problems, vec!["src/daemon/x.rs:3: a SQL statement (`SELECT`) outside src/store/".to_string()]);
+    assert_eq!(
+        sql_problems,
+        vec![
+            "src/daemon/x.rs:3: a SQL statement (`SELECT`) outside src/store/".to_string(),
+            "src/daemon/y.rs:2: `query_for_tests` outside src/store/".to_string(),
+        ]
+    );
+    let registry = vec![
+        file("src/store/a.rs", "const A_SQL: &str = \"\";\npub fn b_rest() {}\npub fn statements() { A_SQL }\n}\n"),
+        file("src/store/q/c.rs", "pub const C_SQL: &str = \"\";\n"),
+    ];
+    assert_eq!(
+        unregistered_statements(&registry),
+        ["src/store/a.rs: `b_rest` is not registered", "src/store/q/c.rs: `C_SQL` is not registered"]
+    );
     let lexed = lex("let s = r##\"a \"# b\"##; // crate::x\nlet c = 'x'; let l: &'static str = \"y\";");
     assert_eq!(lexed.strings, vec![(1, "a \"# b".to_string()), (2, "y".to_string())]);
     assert!(!lexed.code.contains("crate::x"));

@@ -11,11 +11,11 @@ use std::time::Duration;
 
 use common::{wait_for, TestEnv};
 use rdkafka::message::{Header, OwnedHeaders};
-use tayga::bus::record::{headers, SignalKind, KIND_HEADER};
 use tayga::daemon::writer::sink::{self, InsertMode};
 use tayga::otlp::flatten::{log_rows, span_rows};
 use tayga::otlp::hex_id;
 use tayga::store::{read, SpanRow};
+use tayga::wire::record::{headers, SignalKind, KIND_HEADER};
 use writer_support::*;
 
 const WAIT: Duration = Duration::from_secs(60);
@@ -58,12 +58,12 @@ async fn stores_every_span_and_log_once_and_a_full_reread_adds_no_duplicate() {
     let time_ns = stored_logs.first().map_or(0, |l| l.time_ns);
     assert_eq!(stored_logs, log_rows(&writer_support::logs(5, 3, time_ns), INGEST_NS));
 
-    let consumed = writer.metric("tayga_writer_records_consumed_total").await.unwrap();
+    let consumed = writer.metric("tayga_writer_consumed_records_total").await.unwrap();
     assert_eq!(consumed, records as f64);
     let m = scrape(&writer.metrics_addr).await.unwrap();
     for name in [
-        "tayga_writer_rows_written_total",
-        "tayga_writer_insert_seconds_bucket",
+        "tayga_writer_written_rows_total",
+        "tayga_writer_insert_duration_seconds_bucket",
         "tayga_writer_lag_records",
         "tayga_writer_insert_retries_total",
         "tayga_writer_undecodable_records_total",
@@ -71,7 +71,7 @@ async fn stores_every_span_and_log_once_and_a_full_reread_adds_no_duplicate() {
     ] {
         assert!(m.contains(name), "{name} missing from /metrics:\n{m}");
     }
-    assert_eq!(metric(&m, "tayga_writer_rows_written_total"), (spans + 10 + logs) as f64);
+    assert_eq!(metric(&m, "tayga_writer_written_rows_total"), (spans + 10 + logs) as f64);
     let health: serde_json::Value =
         reqwest::get(format!("http://{}/health", writer.metrics_addr)).await.unwrap().json().await.unwrap();
     assert_eq!(health["service"], "writer");
@@ -84,7 +84,7 @@ async fn stores_every_span_and_log_once_and_a_full_reread_adds_no_duplicate() {
     assert_eq!(writer_lag(&config).await, Some(records));
     let writer = InProcess::start(&config);
     wait_for("the whole topic re-read and committed", WAIT, || async {
-        let consumed = writer.metric("tayga_writer_records_consumed_total").await?;
+        let consumed = writer.metric("tayga_writer_consumed_records_total").await?;
         (consumed == records as f64 && writer_lag(&config).await? == 0).then_some(())
     })
     .await;
@@ -93,9 +93,9 @@ async fn stores_every_span_and_log_once_and_a_full_reread_adds_no_duplicate() {
     println!("after the re-read: {after:?}");
     assert_eq!((after.spans, after.logs), (spans + 5, logs), "0 duplicates in deduplicated reads");
     assert_eq!(after.spans_raw, 2 * c.spans_raw, "ClickHouse 18.16 has no insert tokens: the re-read is stored raw");
-    let final_count: u64 = store.client().query("SELECT count() FROM spans FINAL").fetch_one().await.unwrap();
+    let final_count: u64 = store.query_for_tests("SELECT count() FROM spans FINAL").fetch_one().await.unwrap();
     assert_eq!(final_count, spans + 5, "FINAL sees each span once");
-    store.execute("merging", "OPTIMIZE TABLE spans FINAL").await.unwrap();
+    store.query_for_tests("OPTIMIZE TABLE spans FINAL").execute().await.unwrap();
     assert_eq!(read::count_spans_raw(&store).await.unwrap(), spans + 5, "a merge collapses the copies");
 }
 
@@ -122,7 +122,7 @@ async fn undecodable_records_are_skipped_counted_and_committed_past() {
     })
     .await;
     assert_eq!(writer.metric("tayga_writer_undecodable_records_total").await, Some(3.0));
-    assert_eq!(writer.metric("tayga_writer_records_consumed_total").await, Some(5.0));
+    assert_eq!(writer.metric("tayga_writer_consumed_records_total").await, Some(5.0));
     writer.stop().await;
 }
 
@@ -139,7 +139,7 @@ async fn a_revoke_stores_and_commits_before_the_partitions_go() {
 
     let first = InProcess::start(&config);
     wait_for("the first writer to read every record", WAIT, || async {
-        (first.metric("tayga_writer_records_consumed_total").await? == 40.0).then_some(())
+        (first.metric("tayga_writer_consumed_records_total").await? == 40.0).then_some(())
     })
     .await;
     let store = env.store();
@@ -176,7 +176,12 @@ async fn the_writer_runs_retention() {
         (read::count_spans_raw(&store).await.ok()? == 1).then_some(())
     })
     .await;
-    assert_eq!(writer.metric("tayga_writer_retention_partitions_dropped_total").await, Some(1.0));
+    // The sweep counts its drops once it has gone over every table, a moment after the rows
+    // went: wait for the count, and for exactly one.
+    wait_for("the drop counted", WAIT, || async {
+        (writer.metric("tayga_writer_retention_dropped_partitions_total").await == Some(1.0)).then_some(())
+    })
+    .await;
     assert_eq!(read::fetch_trace(&store, "bb").await.unwrap().len(), 1);
     writer.stop().await;
 }
@@ -185,6 +190,6 @@ async fn the_writer_runs_retention() {
 async fn clickhouse_18_16_gets_batched_inserts() {
     let env = TestEnv::new("writer_mode");
     let store = env.migrated_store().await;
-    assert!(!sink::supports_tokens(&store).await.unwrap(), "18.16 has no insert_deduplication_token");
+    assert!(!tayga::store::insert::supports_tokens(&store).await.unwrap(), "18.16 has no insert_deduplication_token");
     assert_eq!(sink::choose_mode(&store).await.unwrap(), InsertMode::Batched);
 }

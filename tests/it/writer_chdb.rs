@@ -8,7 +8,9 @@ use crate::common;
 
 use clickhouse::Row;
 use serde_json::{json, Value};
-use tayga::daemon::writer::sink::{token, window_statements, TOKEN_SUPPORT_SQL};
+use tayga::daemon::writer::sink::token;
+use tayga::store::insert::TOKEN_SUPPORT_SQL;
+use tayga::store::schema::token_window_statements;
 use tayga::store::{migrate, read, LogRow, SpanRow};
 
 fn span_insert(token: &str) -> String {
@@ -38,7 +40,7 @@ fn bound(sql: &str, columns: &[&str]) -> String {
 fn the_writer_sql_runs_on_current_clickhouse_and_tokens_deduplicate() {
     let mut items: Vec<Value> = migrate::all_statements().into_iter().map(|s| json!(s)).collect();
     items.push(json!({"sql": TOKEN_SUPPORT_SQL, "expect": "1"}));
-    items.extend(window_statements().into_iter().map(|s| json!(s)));
+    items.extend(token_window_statements().into_iter().map(|s| json!(s)));
     items.push(json!({
         "sql": "SELECT count() FROM system.tables WHERE database = currentDatabase() AND name IN ('spans', 'logs') \
                 AND engine_full LIKE '%non_replicated_deduplication_window = 1000%'",
@@ -52,7 +54,7 @@ fn the_writer_sql_runs_on_current_clickhouse_and_tokens_deduplicate() {
     items.push(json!(log_insert(&token("t.signals", 4, 2))));
     items.push(json!(span_insert(&token("t.signals", 5, 1))));
     let expect = ["2", "1", "1", "1"];
-    let statements = read::statements();
+    let statements: Vec<String> = read::statements().into_iter().map(|s| s.sql).collect();
     for (sql, want) in statements.iter().zip(expect) {
         items.push(json!({"sql": sql, "expect": want}));
     }

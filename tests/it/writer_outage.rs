@@ -33,8 +33,10 @@ async fn a_clickhouse_outage_waits_in_the_broker_and_drains_exactly() {
     })
     .await;
 
-    ch.down();
+    // From before the stop: the writer's first failure can come while `down` still waits for
+    // the server to exit, and the backoff bound must count from there.
     let stopped = Instant::now();
+    ch.down();
     let sent = 80;
     let (s2, l2) = send_mix(&producer, &env, 100, sent, 4, 4).await;
     let retries = wait_for("the writer retrying, paused, while ClickHouse is down", WAIT, || async {

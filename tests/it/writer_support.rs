@@ -1,10 +1,9 @@
 //! Shared by the writer tests: OTLP data with known identities, a producer that writes
 //! signals records exactly as ingest does (`bus::record::headers`, OTLP protobuf value, keyed
-//! by trace id), the writer in-process or as the real binary, a private ClickHouse server
-//! that a test may stop, and reads of counts, lag and metrics.
+//! by trace id), the writer in-process or as the real binary, and reads of counts, lag and
+//! metrics.
 #![allow(dead_code)]
 
-use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
@@ -16,13 +15,13 @@ use prost::Message as _;
 use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::{Offset, TopicPartitionList};
-use tayga::bus::record::{headers, SignalKind};
 use tayga::config::Config;
 use tayga::daemon::Shutdown;
 use tayga::otlp::{hex_id, string_attr, ExportLogsServiceRequest, ExportTraceServiceRequest};
 use tayga::store::{read, Store};
+use tayga::wire::record::{headers, SignalKind};
 
-pub use crate::common::{free_addr, resource, TestEnv};
+pub use crate::common::{free_addr, resource, PrivateClickHouse, TestEnv};
 
 pub const INGEST_NS: u64 = 1_700_000_000_000_000_000;
 
@@ -325,71 +324,5 @@ impl Drop for Daemon {
             }
         }
         // The child is killed and reaped by its ChildGuard, dropped next.
-    }
-}
-
-/// A ClickHouse server of this test's own, on free ports, started and stopped with
-/// `scripts/services.sh` (never the shared one: other tests use it).
-pub struct PrivateClickHouse {
-    home: tempfile::TempDir,
-    pub http_port: u16,
-    pub tcp_port: u16,
-}
-
-/// Ports for a private server: HTTP, TCP, and the interserver port services.sh derives
-/// (TCP + 9), all free now. They are taken below Linux's ephemeral range (32768 and up):
-/// an OS-assigned port can be reused at once as the local port of some outgoing connection
-/// (the suite makes hundreds), and the derived one was never checked at all, so the server
-/// sometimes could not bind and never answered.
-fn clickhouse_ports() -> (u16, u16) {
-    let free = |port: u16| TcpListener::bind(("127.0.0.1", port)).is_ok();
-    let seed = std::process::id() as u64
-        ^ std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64;
-    for attempt in 0..500u64 {
-        let http = 20_000 + ((seed.wrapping_mul(6364136223846793005).wrapping_add(attempt * 7919)) % 12_000) as u16;
-        let tcp = http + 1;
-        if free(http) && free(tcp) && free(tcp + 9) {
-            return (http, tcp);
-        }
-    }
-    panic!("no free ports for a private ClickHouse between 20000 and 32010");
-}
-
-impl PrivateClickHouse {
-    pub fn start() -> PrivateClickHouse {
-        let (http_port, tcp_port) = clickhouse_ports();
-        let ch = PrivateClickHouse { home: tempfile::tempdir().unwrap(), http_port, tcp_port };
-        ch.up();
-        ch
-    }
-
-    pub fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.http_port)
-    }
-
-    fn services(&self, what: &str) {
-        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/services.sh");
-        let out = Command::new(script)
-            .arg(what)
-            .env("TAYGA_HOME", self.home.path())
-            .env("TAYGA_CH_HTTP_PORT", self.http_port.to_string())
-            .env("TAYGA_CH_TCP_PORT", self.tcp_port.to_string())
-            .output()
-            .expect("scripts/services.sh runs");
-        assert!(out.status.success(), "services.sh {what} failed: {}", String::from_utf8_lossy(&out.stderr));
-    }
-
-    pub fn up(&self) {
-        self.services("start-clickhouse");
-    }
-
-    pub fn down(&self) {
-        self.services("stop-clickhouse");
-    }
-}
-
-impl Drop for PrivateClickHouse {
-    fn drop(&mut self) {
-        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.down()));
     }
 }

@@ -2,7 +2,8 @@
 //! `insert_deduplication_token`) and chdb-core is not an HTTP server, so a stand-in server
 //! records what the writer's sink sends: in token mode one INSERT per record, each with
 //! `insert_deduplication_token=<topic>-<partition>-<offset>`, a retry sends only what failed;
-//! in batched mode one INSERT per table and no token. (tests/it/writer_chdb.rs proves that
+//! in batched mode one INSERT per table and no token; a record over more than 50 days is cut
+//! into one INSERT per 50 days, each with its own token. (tests/it/writer_chdb.rs proves that
 //! current ClickHouse deduplicates such inserts; tests/it/writer.rs runs the batched mode on 18.16.)
 
 use std::collections::BTreeMap;
@@ -124,4 +125,19 @@ async fn batched_mode_sends_one_insert_per_table_and_no_token() {
     assert!(sql[0].contains("logs") && sql[1].contains("spans"), "{sql:?}");
     assert!(tokens(&seen).is_empty());
     assert!(b.spans_stored && b.logs_stored);
+}
+
+#[tokio::test]
+async fn a_record_over_more_days_than_one_insert_may_cover_is_cut_with_a_token_per_insert() {
+    let (url, seen) = stand_in().await;
+    let sink = sink(&url, InsertMode::Tokens);
+    let day_ns = 86_400 * 1_000_000_000;
+    // 120 days: three inserts of at most 50 days (store::insert), so that current
+    // ClickHouse's limit of 100 partitions per insert block holds in any time zone.
+    let spans: Vec<SpanRow> = (0..120).map(|d| SpanRow { start_ns: d * day_ns, ..Default::default() }).collect();
+    let mut b = Batch::default();
+    b.push(2, 5, Rows::Spans(Arc::new(spans)), Instant::now());
+    sink.write(&mut b).await.unwrap();
+    assert_eq!(tokens(&seen), vec!["p.signals-2-5-g0", "p.signals-2-5-g1", "p.signals-2-5-g2"]);
+    assert!(b.records[0].stored);
 }

@@ -17,7 +17,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
 use super::trace::{SpanInfo, TraceContent};
-use crate::story::Story;
+use crate::wire::story::Story;
 
 /// The closing rules and caps (from `[assembler]`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,12 +1,13 @@
 //! The assembler (DESIGN.md §6, issue 8): reads `<prefix>.signals` in group
 //! `<prefix>-assembler`, keeps open traces in memory per partition, and turns each closed
-//! trace into a story ([`crate::story::Story`]), stored in the `stories` table and published
+//! trace into a story ([`crate::wire::story::Story`]), stored in the `stories` table and published
 //! to `<prefix>.stories` keyed by fingerprint. docs/stories.md describes it for operators.
 //!
 //! - [`trace`]: a trace's content and the story built from it (pure).
 //! - [`buffer`]: open/pending/stored traces, closing rules, caps, the commit frontier (pure).
-//! - [`metrics`]: the Prometheus metrics.
-//! - this file: the consumer loop, storing and publishing, commits, rebalances.
+//! - [`metrics`]: what the assembler reports (each event logs and counts).
+//! - this file: the consumer loop on the shared daemon runtime and consumer kit, storing
+//!   and publishing, commits, rebalances.
 //!
 //! Guarantees, and where each is kept:
 //! - offsets are committed explicitly, per partition, at [`Buffer::frontier`]: never past
@@ -36,25 +37,23 @@ use serde_json::json;
 use self::buffer::{Buffer, Item, Limits, Outcome, PendingStory};
 use self::metrics::AssemblerMetrics;
 use self::trace::SpanInfo;
-use crate::bus::consume::{commit_moved, lag, LoggedConsumer, RebalanceLog, Rebalanced};
+use crate::bus::consume::poll::{Polled, Poller};
+use crate::bus::consume::{self, commit_moved, lag, Group, LoggedConsumer, Rebalanced};
 use crate::bus::producer::{OutRecord, Publisher};
-use crate::bus::record::{self, SignalPayload};
-use crate::bus::Names;
-use crate::config::{AssemblerConfig, Config, KafkaConfig};
-use crate::daemon::{serve_http, HealthFn, Shutdown};
+use crate::config::Names;
+use crate::config::{AssemblerConfig, Config};
+use crate::daemon::{HealthFn, Shutdown, Spec};
 use crate::otlp::flatten::{log_rows, span_rows};
-use crate::store::{now_ns, SpanRow, Store, StoryRow};
+use crate::store::{now_ns, stories, Store, StoryRow};
+use crate::wire::record::{self, SignalPayload};
 
-pub const MAX_POLL_INTERVAL_MS: u64 = 300_000;
 /// How long a stored trace is kept for late spans (bounded also by the caps).
 pub const LATE_WINDOW: Duration = Duration::from_secs(300);
 /// How often offsets are committed (when a frontier moved).
 const COMMIT_EVERY: Duration = Duration::from_secs(1);
-/// How often the lag gauge is refreshed from the broker.
-const LAG_EVERY: Duration = Duration::from_secs(5);
 
-/// `tayga serve assembler`: prepares topics and schema, serves `/health` and `/metrics` on
-/// `assembler.metrics_addr`, and runs until `shutdown`.
+/// `tayga serve assembler`: the shared daemon start-up ([`crate::daemon::run`]) on
+/// `assembler.metrics_addr`, then the consumer loop until `shutdown`.
 pub async fn serve(config: &Config, shutdown: Shutdown) -> anyhow::Result<()> {
     let mut registry = Registry::default();
     let metrics = AssemblerMetrics::new(&mut registry);
@@ -65,15 +64,8 @@ pub async fn serve(config: &Config, shutdown: Shutdown) -> anyhow::Result<()> {
                    "open_traces": m.open_traces.get(), "spans_buffered": m.spans_buffered.get()})
         })
     };
-    let (_, http) = serve_http(&config.assembler.metrics_addr, Arc::new(registry), health, shutdown.clone()).await?;
-    let result = async {
-        crate::daemon::prepare(config, &shutdown).await?;
-        run(config, metrics, shutdown.clone()).await
-    }
-    .await;
-    shutdown.trigger();
-    let _ = http.await;
-    result
+    let spec = Spec { group: Group::Assembler, metrics_addr: config.assembler.metrics_addr.clone(), registry, health };
+    crate::daemon::run(config, shutdown.clone(), spec, |_| run(config, metrics, shutdown)).await
 }
 
 /// The closing rules and caps of `[assembler]`.
@@ -85,16 +77,6 @@ pub fn limits(config: &AssemblerConfig) -> Limits {
         max_buffered_spans: usize::try_from(config.max_buffered_spans).unwrap_or(usize::MAX).max(1),
         late_window_ms: LATE_WINDOW.as_millis() as u64,
     }
-}
-
-/// The consumer settings: explicit commits only.
-pub fn consumer_config(kafka: &KafkaConfig, names: &Names) -> rdkafka::ClientConfig {
-    crate::bus::consumer_config(
-        kafka,
-        &names.assembler_group,
-        "tayga-assembler",
-        Duration::from_millis(MAX_POLL_INTERVAL_MS),
-    )
 }
 
 /// What a record carries for the assembler: its spans and logs with a valid trace id.
@@ -135,12 +117,7 @@ struct Daemon {
 /// Consumes until `shutdown`.
 pub async fn run(config: &Config, metrics: AssemblerMetrics, shutdown: Shutdown) -> anyhow::Result<()> {
     let names = config.names();
-    let consumer: Arc<LoggedConsumer> = Arc::new(
-        consumer_config(&config.kafka, &names)
-            .create_with_context(RebalanceLog::default())
-            .context("creating the Kafka consumer")?,
-    );
-    consumer.subscribe(&[&names.signals]).with_context(|| format!("subscribing to {}", names.signals))?;
+    let consumer = consume::subscribe(&config.kafka, &names, Group::Assembler, metrics.consumer.clone())?;
     let publisher = Publisher::new(&config.kafka).context("creating the Kafka producer")?;
     let limits = limits(&config.assembler);
     tracing::info!(
@@ -158,15 +135,12 @@ pub async fn run(config: &Config, metrics: AssemblerMetrics, shutdown: Shutdown)
         committed: BTreeMap::new(),
     };
     let tick_every = Duration::from_millis((limits.idle_close_ms / 4).clamp(50, 1000));
-    let mut tick = tokio::time::interval(tick_every);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut poller = Poller::new(&d.consumer, &d.names.signals, tick_every);
     let mut last_commit = Instant::now();
-    let mut last_lag = Instant::now() - LAG_EVERY;
     loop {
-        let message = tokio::select! {
-            biased;
-            _ = shutdown.triggered() => break,
-            _ = tick.tick() => {
+        let message = match poller.next(shutdown.triggered()).await {
+            Polled::Stopped => break,
+            Polled::Tick => {
                 d.apply_changes();
                 let now = d.now_ms();
                 d.buffer.close_due(now);
@@ -175,35 +149,22 @@ pub async fn run(config: &Config, metrics: AssemblerMetrics, shutdown: Shutdown)
                     d.commit().await;
                     last_commit = Instant::now();
                 }
-                if last_lag.elapsed() >= LAG_EVERY {
-                    d.refresh_lag().await;
-                    last_lag = Instant::now();
-                }
+                poller.refresh_lag_when_due(d.refresh_lag()).await;
                 d.gauges();
                 continue;
             }
-            message = d.consumer.recv() => message.map(|m| m.detach()),
-        };
-        let message = match message {
-            Ok(m) => m,
-            Err(e) => {
-                tracing::warn!(error = %e, "reading from the signals topic failed");
-                shutdown.sleep(Duration::from_millis(500)).await;
-                continue;
-            }
+            Polled::Record(message) => message,
         };
         d.apply_changes();
         if !d.buffer.is_assigned(message.partition()) {
             // Read before a revoke we have applied: its next owner reads it.
             continue;
         }
-        d.metrics.records.inc();
+        d.metrics.consumer.consumed();
         let items = match items_of(message.headers().map(|h| h.as_borrowed()), message.payload()) {
             Ok(items) => items,
             Err(e) => {
-                tracing::error!(error = %e, partition = message.partition(), offset = message.offset(),
-                    "skipping a record that cannot be decoded");
-                d.metrics.invalid_records.inc();
+                d.metrics.consumer.undecodable(&d.names.signals, message.partition(), message.offset(), &e);
                 Vec::new()
             }
         };
@@ -219,11 +180,7 @@ pub async fn run(config: &Config, metrics: AssemblerMetrics, shutdown: Shutdown)
     tracing::info!(open_traces = d.buffer.open_traces(), "assembler stopped; open traces will be rebuilt at restart");
     let consumer = d.consumer.clone();
     drop(d);
-    let _ = tokio::task::spawn_blocking(move || {
-        consumer.unsubscribe();
-        drop(consumer);
-    })
-    .await;
+    consume::leave(consumer).await;
     Ok(())
 }
 
@@ -233,17 +190,12 @@ impl Daemon {
     }
 
     fn count(&self, o: Outcome) {
-        self.metrics.late_spans.inc_by(o.late_spans);
-        self.metrics.early_closes.inc_by(o.early_closes);
-        self.metrics.truncated.inc_by(o.truncated);
-        self.metrics.dropped_spans.inc_by(o.dropped_spans);
+        self.metrics.outcome(o);
         self.gauges();
     }
 
     fn gauges(&self) {
-        self.metrics.open_traces.set(self.buffer.open_traces() as i64);
-        self.metrics.pending_traces.set(self.buffer.pending_traces() as i64);
-        self.metrics.spans_buffered.set(self.buffer.buffered_spans() as i64);
+        self.metrics.buffered(self.buffer.open_traces(), self.buffer.pending_traces(), self.buffer.buffered_spans());
     }
 
     fn apply_changes(&mut self) {
@@ -256,15 +208,13 @@ impl Daemon {
                         dropped += self.buffer.revoke(*p);
                         self.committed.remove(p);
                     }
-                    self.metrics.revoked_traces.inc_by(dropped as u64);
-                    tracing::info!(?partitions, dropped, "partitions revoked: their open traces are dropped");
+                    self.metrics.traces_revoked(&partitions, dropped);
                 }
                 Rebalanced::Assigned(partitions) => {
                     for p in &partitions {
                         self.buffer.revoke(*p);
                         self.buffer.assign(*p);
                     }
-                    tracing::info!(?partitions, "partitions assigned");
                 }
             }
         }
@@ -279,8 +229,7 @@ impl Daemon {
             return;
         }
         if let Err(e) = self.complete_rebuilt(&mut pending, version_ns).await {
-            tracing::warn!(error = %e, "cannot check stored stories; retrying");
-            self.metrics.store_failures.inc();
+            self.metrics.store_failed(&format!("{e:#}"), pending.len());
             return;
         }
         if pending.is_empty() {
@@ -309,15 +258,11 @@ impl Daemon {
                 for p in &pending {
                     self.buffer.mark_stored(p.partition, &p.story.trace_id, now);
                 }
-                self.metrics.stories_emitted.inc_by(pending.len() as u64);
-                tracing::debug!(stories = pending.len(), "stories stored and published");
+                self.metrics.stories_stored(pending.len());
                 let o = self.buffer.enforce_caps();
                 self.count(o);
             }
-            Err(e) => {
-                self.metrics.store_failures.inc();
-                tracing::warn!(error = %e, stories = pending.len(), "storing or publishing stories failed; retrying");
-            }
+            Err(e) => self.metrics.store_failed(&format!("{e:#}"), pending.len()),
         }
     }
 
@@ -329,34 +274,15 @@ impl Daemon {
         if first.is_empty() {
             return Ok(());
         }
-        let mut stored: HashMap<String, u32> = HashMap::new();
-        for chunk in first.chunks(500) {
-            let sql = format!(
-                "SELECT trace_id, argMax(span_count, version_ns) FROM stories WHERE trace_id IN ({}) GROUP BY trace_id",
-                placeholders(chunk.len())
-            );
-            let mut q = self.store.client().query(&sql);
-            for id in chunk {
-                q = q.bind(*id);
-            }
-            for (id, count) in q.fetch_all::<(String, u32)>().await.context("reading stored stories")? {
-                stored.insert(id, count);
-            }
-        }
+        let stored: HashMap<String, u32> =
+            stories::stored_span_counts(&self.store, &first).await.context("reading stored stories")?;
         if stored.is_empty() {
             return Ok(());
         }
         let ids: Vec<&str> = stored.keys().map(String::as_str).collect();
         let mut spans: HashMap<String, Vec<(String, SpanInfo)>> = HashMap::new();
-        for chunk in ids.chunks(200) {
-            let mut q =
-                self.store.select::<SpanRow>(&format!("FINAL WHERE trace_id IN ({})", placeholders(chunk.len())));
-            for id in chunk {
-                q = q.bind(*id);
-            }
-            for row in q.fetch_all::<SpanRow>().await.context("reading stored spans")? {
-                spans.entry(row.trace_id.clone()).or_default().push((row.span_id.clone(), SpanInfo::from_row(&row)));
-            }
+        for row in stories::spans_of_traces(&self.store, &ids).await.context("reading stored spans")? {
+            spans.entry(row.trace_id.clone()).or_default().push((row.span_id.clone(), SpanInfo::from_row(&row)));
         }
         let mut kept = Vec::with_capacity(pending.len());
         for mut p in pending.drain(..) {
@@ -388,14 +314,8 @@ impl Daemon {
     /// Lag: over the assigned partitions, high watermark − commit frontier.
     async fn refresh_lag(&self) {
         let parts = self.buffer.partitions().into_iter().map(|p| (p, self.buffer.frontier(p))).collect();
-        if let Some(lag) = lag(&self.consumer, &self.names.signals, parts).await {
-            self.metrics.lag.set(lag);
-        }
+        lag(&self.consumer, &self.names.signals, parts).await;
     }
-}
-
-fn placeholders(n: usize) -> String {
-    vec!["?"; n].join(", ")
 }
 
 #[cfg(test)]
@@ -404,8 +324,8 @@ mod tests {
     use rdkafka::message::{Message as _, OwnedMessage, Timestamp};
 
     use super::*;
-    use crate::bus::record::{headers, SignalKind};
     use crate::otlp::{ExportLogsServiceRequest, ExportTraceServiceRequest};
+    use crate::wire::record::{headers, SignalKind};
     use opentelemetry_proto::tonic::logs::v1::{LogRecord, ResourceLogs, ScopeLogs};
     use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
 

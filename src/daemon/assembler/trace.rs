@@ -3,7 +3,7 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use crate::identity::story_fingerprint;
-use crate::story::{Story, MISSING_ROOT, STORY_FORMAT_VERSION};
+use crate::wire::story::{Story, MISSING_ROOT, STORY_FORMAT_VERSION};
 
 /// A call edge: the parent's (service, operation), if in the trace, and the child's.
 type Edge<'a> = (Option<(&'a str, &'a str)>, (&'a str, &'a str));

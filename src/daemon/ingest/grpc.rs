@@ -9,7 +9,6 @@ use opentelemetry_proto::tonic::collector::trace::v1::{ExportTraceServiceRequest
 use tonic::codec::CompressionEncoding;
 use tonic::{Request, Response, Status};
 
-use super::metrics::labels;
 use super::pipeline::ExportRequest;
 use super::Ingest;
 
@@ -20,18 +19,14 @@ impl Grpc {
     async fn export<R: ExportRequest>(&self, request: Request<R>) -> Result<Response<R::Response>, Status> {
         let request = request.into_inner();
         let ingest = &self.0;
-        ingest.metrics.bytes.get_or_create(&labels([("signal", R::SIGNAL)])).inc_by(request.encoded_len() as u64);
+        ingest.metrics.received(R::SIGNAL, request.encoded_len());
         let result = R::export(&ingest.pipeline, request).await;
         let outcome = match &result {
             Ok(a) if a.rejected > 0 => "partial",
             Ok(_) => "ok",
             Err(_) => "unavailable",
         };
-        ingest
-            .metrics
-            .requests
-            .get_or_create(&labels([("signal", R::SIGNAL), ("transport", "grpc"), ("outcome", outcome)]))
-            .inc();
+        ingest.metrics.answered(R::SIGNAL, "grpc", outcome);
         result.map(|a| Response::new(R::response(a))).map_err(|e| Status::unavailable(e.to_string()))
     }
 }

@@ -12,7 +12,6 @@ use axum::routing::post;
 use axum::Router;
 use prost::Message;
 
-use super::metrics::labels;
 use super::pipeline::{ExportRequest, Unavailable};
 use super::Ingest;
 use crate::otlp::decode::{decode, encoding_of, DecodeError, Encoding};
@@ -48,7 +47,7 @@ async fn export<R: ExportRequest>(State(ingest): State<Arc<Ingest>>, headers: He
     let Ok(body) = axum::body::to_bytes(body, limit).await else {
         return ingest.refuse(R::SIGNAL, encoding, &DecodeError::TooLarge { limit });
     };
-    ingest.metrics.bytes.get_or_create(&labels([("signal", R::SIGNAL)])).inc_by(body.len() as u64);
+    ingest.metrics.received(R::SIGNAL, body.len());
     let request: R = match decode(&body, content_type, header_str(&headers, header::CONTENT_ENCODING), limit) {
         Ok(request) => request,
         Err(e) => return ingest.refuse(R::SIGNAL, encoding, &e),
@@ -84,11 +83,8 @@ fn encoded<M: Message + serde::Serialize>(
 }
 
 impl Ingest {
-    fn refuse(&self, signal: &str, encoding: Encoding, error: &DecodeError) -> Response {
-        self.metrics
-            .requests
-            .get_or_create(&labels([("signal", signal), ("transport", "http"), ("outcome", "bad_request")]))
-            .inc();
+    fn refuse(&self, signal: &'static str, encoding: Encoding, error: &DecodeError) -> Response {
+        self.metrics.answered(signal, "http", "bad_request");
         let status = StatusCode::from_u16(error.http_status()).unwrap_or(StatusCode::BAD_REQUEST);
         // gRPC code INVALID_ARGUMENT (3) for bad input, as OTLP maps it.
         encoded(status, encoding, &RpcStatus { code: 3, message: error.to_string() }, &[])
@@ -96,24 +92,18 @@ impl Ingest {
 
     fn answer<M: Message + serde::Serialize>(
         &self,
-        signal: &str,
+        signal: &'static str,
         encoding: Encoding,
         result: Result<(M, bool), Unavailable>,
     ) -> Response {
         match result {
             Ok((response, partial)) => {
                 let outcome = if partial { "partial" } else { "ok" };
-                self.metrics
-                    .requests
-                    .get_or_create(&labels([("signal", signal), ("transport", "http"), ("outcome", outcome)]))
-                    .inc();
+                self.metrics.answered(signal, "http", outcome);
                 encoded(StatusCode::OK, encoding, &response, &[])
             }
             Err(e) => {
-                self.metrics
-                    .requests
-                    .get_or_create(&labels([("signal", signal), ("transport", "http"), ("outcome", "unavailable")]))
-                    .inc();
+                self.metrics.answered(signal, "http", "unavailable");
                 // gRPC code UNAVAILABLE (14): the client keeps its batch and retries.
                 let retry_after = self.probe_interval.as_secs().max(1).to_string();
                 encoded(

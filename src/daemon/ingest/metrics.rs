@@ -1,33 +1,59 @@
-//! Ingest's metrics, registered once and shared by the HTTP and gRPC front ends.
+//! What ingest reports, shared by the HTTP and gRPC front ends: one method per event, each
+//! counting (and logging where an operator needs the line) together (docs/metrics.md).
 
+use std::fmt::Display;
+use std::time::Duration;
+
+use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 
-pub type Labels = Vec<(&'static str, String)>;
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RequestLabels {
+    pub signal: &'static str,
+    /// `http` or `grpc`.
+    pub transport: &'static str,
+    /// `ok`, `partial`, `bad_request` or `unavailable`.
+    pub outcome: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct SignalLabel {
+    pub signal: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RejectLabels {
+    pub signal: &'static str,
+    pub reason: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PathLabel {
+    /// `redpanda` or `direct`.
+    pub path: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct TopicLabel {
+    /// `signals` or `logs`.
+    pub topic: &'static str,
+}
 
 #[derive(Clone)]
 pub struct IngestMetrics {
-    /// Requests by signal, transport and outcome (ok, partial, bad_request, unavailable).
-    pub requests: Family<Labels, Counter>,
-    /// Spans or logs stored or published, by signal.
-    pub accepted: Family<Labels, Counter>,
-    /// Spans or logs refused, by signal and reason.
-    pub rejected: Family<Labels, Counter>,
-    /// Request body bytes as received, by signal.
-    pub bytes: Family<Labels, Counter>,
-    /// Records acknowledged by the broker, by topic.
-    pub records: Family<Labels, Counter>,
-    /// Requests carried by each path.
-    pub path_requests: Family<Labels, Counter>,
-    /// Failures that marked a path down.
-    pub path_failures: Family<Labels, Counter>,
-    /// 1 when a path is up (its breaker closed), 0 when it is skipped.
-    pub path_up: Family<Labels, Gauge>,
-    /// Time from a decoded request to its acknowledgement, by signal.
-    pub latency: Family<Labels, Histogram>,
+    requests: Family<RequestLabels, Counter>,
+    accepted: Family<SignalLabel, Counter>,
+    rejected: Family<RejectLabels, Counter>,
+    bytes: Family<SignalLabel, Counter>,
+    published: Family<TopicLabel, Counter>,
+    path_requests: Family<PathLabel, Counter>,
+    path_errors: Family<PathLabel, Counter>,
+    path_up: Family<PathLabel, Gauge>,
+    latency: Family<SignalLabel, Histogram>,
 }
 
 impl IngestMetrics {
@@ -37,26 +63,58 @@ impl IngestMetrics {
             accepted: Family::default(),
             rejected: Family::default(),
             bytes: Family::default(),
-            records: Family::default(),
+            published: Family::default(),
             path_requests: Family::default(),
-            path_failures: Family::default(),
+            path_errors: Family::default(),
             path_up: Family::default(),
             latency: Family::new_with_constructor(|| Histogram::new(exponential_buckets(0.0005, 2.0, 16))),
         };
         let r = registry.sub_registry_with_prefix("tayga_ingest");
         r.register("requests", "OTLP export requests by signal, transport and outcome", metrics.requests.clone());
-        r.register("items_accepted", "Spans and logs acknowledged to clients", metrics.accepted.clone());
-        r.register("items_rejected", "Spans and logs refused, by reason", metrics.rejected.clone());
+        r.register("accepted_items", "Spans and logs acknowledged to clients", metrics.accepted.clone());
+        r.register("rejected_items", "Spans and logs refused, by reason", metrics.rejected.clone());
         r.register("received_bytes", "Request body bytes received", metrics.bytes.clone());
-        r.register("records_published", "Records acknowledged by the broker, by topic", metrics.records.clone());
+        r.register("published_records", "Records acknowledged by the broker, by topic", metrics.published.clone());
         r.register("path_requests", "Requests carried by each ingest path", metrics.path_requests.clone());
-        r.register("path_failures", "Failures that marked an ingest path down", metrics.path_failures.clone());
+        r.register("path_errors", "Failures that marked an ingest path down", metrics.path_errors.clone());
         r.register("path_up", "Whether an ingest path is in use (1) or skipped (0)", metrics.path_up.clone());
         r.register("request_duration_seconds", "Time to store or publish a request", metrics.latency.clone());
         metrics
     }
-}
 
-pub fn labels<const N: usize>(pairs: [(&'static str, &str); N]) -> Labels {
-    pairs.into_iter().map(|(k, v)| (k, v.to_string())).collect()
+    /// A request body arrived (before it is decoded).
+    pub fn received(&self, signal: &'static str, bytes: usize) {
+        self.bytes.get_or_create(&SignalLabel { signal }).inc_by(bytes as u64);
+    }
+
+    /// A request was answered.
+    pub fn answered(&self, signal: &'static str, transport: &'static str, outcome: &'static str) {
+        self.requests.get_or_create(&RequestLabels { signal, transport, outcome }).inc();
+    }
+
+    /// Items that can never be published (a single item over the record limit).
+    pub fn rejected_too_large(&self, signal: &'static str, items: usize) {
+        self.rejected.get_or_create(&RejectLabels { signal, reason: "too_large" }).inc_by(items as u64);
+    }
+
+    /// A request's items were made durable on `path`, `took` after it was decoded.
+    pub fn accepted(&self, signal: &'static str, path: &'static str, items: usize, took: Duration) {
+        self.path_requests.get_or_create(&PathLabel { path }).inc();
+        self.accepted.get_or_create(&SignalLabel { signal }).inc_by(items as u64);
+        self.latency.get_or_create(&SignalLabel { signal }).observe(took.as_secs_f64());
+    }
+
+    /// A path failed a request: it is skipped until the probe finds it back.
+    pub fn path_failed(&self, path: &'static str, error: &dyn Display) {
+        self.path_errors.get_or_create(&PathLabel { path }).inc();
+        tracing::warn!(path, error = %error, "ingest path failed; skipping it until a probe finds it back");
+    }
+
+    pub fn published(&self, topic: &'static str) {
+        self.published.get_or_create(&TopicLabel { topic }).inc();
+    }
+
+    pub fn set_path_up(&self, path: &'static str, up: bool) {
+        self.path_up.get_or_create(&PathLabel { path }).set(i64::from(up));
+    }
 }

@@ -10,14 +10,14 @@ use opentelemetry_proto::tonic::collector::logs::v1::{ExportLogsPartialSuccess, 
 use opentelemetry_proto::tonic::collector::trace::v1::{ExportTracePartialSuccess, ExportTraceServiceResponse};
 
 use super::failover::{Failover, Health, Path};
-use super::metrics::{labels, IngestMetrics};
+use super::metrics::IngestMetrics;
 use crate::bus::producer::{OutRecord, Publisher};
-use crate::bus::record::{headers, SignalKind};
-use crate::bus::Names;
+use crate::config::Names;
 use crate::otlp::flatten::{log_rows, span_rows};
 use crate::otlp::split::{split, Grouping, OtlpRequest, Split};
 use crate::otlp::{ExportLogsServiceRequest, ExportTraceServiceRequest};
 use crate::store::{now_ns, Store};
+use crate::wire::record::{headers, SignalKind};
 
 /// How long the direct path may take to store one request.
 pub const DIRECT_INSERT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -91,10 +91,7 @@ impl Pipeline {
         let items: usize = prepared.signals.records.iter().map(|r| r.items).sum();
         let message = prepared.signals.rejected.iter().map(|r| r.to_string()).collect::<Vec<_>>().join("; ");
         if rejected > 0 {
-            self.metrics
-                .rejected
-                .get_or_create(&labels([("signal", signal), ("reason", "too_large")]))
-                .inc_by(rejected as u64);
+            self.metrics.rejected_too_large(signal, rejected as usize);
         }
         if items == 0 {
             return Ok(Accepted { rejected, message });
@@ -110,17 +107,11 @@ impl Pipeline {
             let path_name = path_name(path);
             match result {
                 Ok(()) => {
-                    self.metrics.path_requests.get_or_create(&labels([("path", path_name)])).inc();
-                    self.metrics.accepted.get_or_create(&labels([("signal", signal)])).inc_by(items as u64);
-                    self.metrics
-                        .latency
-                        .get_or_create(&labels([("signal", signal)]))
-                        .observe(started.elapsed().as_secs_f64());
+                    self.metrics.accepted(signal, path_name, items, started.elapsed());
                     return Ok(Accepted { rejected, message });
                 }
                 Err(e) => {
-                    tracing::warn!(path = path_name, error = %e, "ingest path failed; skipping it until a probe finds it back");
-                    self.metrics.path_failures.get_or_create(&labels([("path", path_name)])).inc();
+                    self.metrics.path_failed(path_name, &e);
                     self.failover.lock().unwrap().failed(path, Instant::now());
                     self.update_path_gauges();
                     last_error = format!("{path_name}: {e}");
@@ -155,7 +146,7 @@ impl Pipeline {
         let topics: Vec<&'static str> = out.iter().map(|(t, _)| *t).collect();
         self.publisher.publish_all(out.into_iter().map(|(_, r)| r).collect()).await?;
         for topic in topics {
-            self.metrics.records.get_or_create(&labels([("topic", topic)])).inc();
+            self.metrics.published(topic);
         }
         Ok(())
     }
@@ -188,10 +179,7 @@ impl Pipeline {
     pub fn update_path_gauges(&self) {
         let failover = self.failover.lock().unwrap();
         for path in [Path::Redpanda, Path::Direct] {
-            self.metrics
-                .path_up
-                .get_or_create(&labels([("path", path_name(path))]))
-                .set(i64::from(failover.is_up(path)));
+            self.metrics.set_path_up(path_name(path), failover.is_up(path));
         }
     }
 }

@@ -21,11 +21,11 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::alert::AlertKind;
 use crate::config::LogminerConfig;
 use crate::identity::alert_id;
 use crate::store::logminer::MinuteCount;
 use crate::store::AlertRow;
+use crate::wire::alert::AlertKind;
 
 pub const MINUTE_NS: u64 = 60_000_000_000;
 

@@ -1,6 +1,10 @@
-//! The logminer's Prometheus metrics (docs/logminer.md lists them). The Pipeline page
-//! takes the largest replica's data lag, template count and up, and sums the rest
-//! (seed 000, "Metrics with several replicas").
+//! What the logminer reports: one method per event, each logging and counting together
+//! (docs/metrics.md lists the metrics). The Pipeline page takes the largest replica's data
+//! lag, template count and up, and sums the rest (seed 000, "Metrics with several
+//! replicas").
+
+use std::fmt::Display;
+use std::time::Duration;
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -8,6 +12,9 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
+
+use crate::bus::consume::{ConsumerMetrics, Group};
+use crate::store::AlertRow;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct KindLabel {
@@ -26,14 +33,11 @@ fn pass_histogram() -> Histogram {
 
 #[derive(Clone)]
 pub struct LogminerMetrics {
-    pub records: Counter,
-    pub invalid_records: Counter,
+    pub consumer: ConsumerMetrics,
     pub logs_mined: Counter,
     pub templates: Gauge,
     pub owned_services: Gauge,
-    pub assigned_partitions: Gauge,
     pub up: Gauge,
-    pub lag: Gauge,
     pub data_lag_seconds: Gauge,
     pub alerts: Family<KindLabel, Counter>,
     pub alerts_republished: Counter,
@@ -45,14 +49,11 @@ pub struct LogminerMetrics {
 impl LogminerMetrics {
     pub fn new(registry: &mut Registry) -> LogminerMetrics {
         let m = LogminerMetrics {
-            records: Counter::default(),
-            invalid_records: Counter::default(),
+            consumer: ConsumerMetrics::register(registry, Group::Logminer),
             logs_mined: Counter::default(),
             templates: Gauge::default(),
             owned_services: Gauge::default(),
-            assigned_partitions: Gauge::default(),
             up: Gauge::default(),
-            lag: Gauge::default(),
             data_lag_seconds: Gauge::default(),
             alerts: Family::default(),
             alerts_republished: Counter::default(),
@@ -61,49 +62,80 @@ impl LogminerMetrics {
             pass_duration: Family::new_with_constructor(pass_histogram),
         };
         m.up.set(1);
-        let r = registry;
-        r.register("tayga_logminer_records_consumed", "Records read from the logs topic", m.records.clone());
+        let r = registry.sub_registry_with_prefix("tayga_logminer");
+        r.register("mined_logs", "Log lines mined into templates", m.logs_mined.clone());
+        r.register("templates", "Templates held in memory (all services)", m.templates.clone());
+        r.register("owned_services", "Services this replica owns", m.owned_services.clone());
+        r.register("up", "1 while the logminer runs", m.up.clone());
         r.register(
-            "tayga_logminer_invalid_records",
-            "Records that could not be decoded; skipped",
-            m.invalid_records.clone(),
-        );
-        r.register("tayga_logminer_logs_mined", "Log lines mined into templates", m.logs_mined.clone());
-        r.register("tayga_logminer_templates", "Templates held in memory (all services)", m.templates.clone());
-        r.register("tayga_logminer_owned_services", "Services this replica owns", m.owned_services.clone());
-        r.register(
-            "tayga_logminer_assigned_partitions",
-            "Partitions of the logs topic assigned",
-            m.assigned_partitions.clone(),
-        );
-        r.register("tayga_logminer_up", "1 while the logminer runs", m.up.clone());
-        r.register(
-            "tayga_logminer_lag",
-            "Records of the assigned partitions not yet mined and committed",
-            m.lag.clone(),
-        );
-        r.register(
-            "tayga_logminer_data_lag_seconds",
+            "data_lag_seconds",
             "Seconds between ingest of the newest mined record and now",
             m.data_lag_seconds.clone(),
         );
-        r.register("tayga_logminer_alerts", "Alerts raised, by kind (a refresh does not count)", m.alerts.clone());
+        r.register("raised_alerts", "Alerts raised, by kind (a refresh does not count)", m.alerts.clone());
         r.register(
-            "tayga_logminer_alerts_republished",
+            "republished_alerts",
             "Unmarked alerts republished after a detection pass",
             m.alerts_republished.clone(),
         );
-        r.register("tayga_logminer_publish_failures", "Alert publications that failed", m.publish_failures.clone());
+        r.register("publish_errors", "Alert publications that failed", m.publish_failures.clone());
         r.register(
-            "tayga_logminer_store_failures",
+            "store_errors",
             "Failed writes of hits, templates, alerts or state (retried)",
             m.store_failures.clone(),
         );
-        r.register(
-            "tayga_logminer_pass_duration_seconds",
-            "Duration of new-template and detection passes",
-            m.pass_duration.clone(),
-        );
+        r.register("pass_duration_seconds", "Duration of new-template and detection passes", m.pass_duration.clone());
         m
+    }
+
+    pub fn mined(&self) {
+        self.logs_mined.inc();
+    }
+
+    /// An alert this process had not raised before (a refresh is not counted).
+    pub fn alert_raised(&self, row: &AlertRow) {
+        self.alerts.get_or_create(&KindLabel { kind: row.kind.clone() }).inc();
+        tracing::info!(alert_id = %crate::wire::alert::format_id(row.alert_id), kind = %row.kind, service = %row.service,
+            template = %row.template, "alert raised");
+    }
+
+    /// Stored alerts could not all be published; they stay unmarked for republication.
+    pub fn publish_failed(&self, error: &dyn Display, published: usize, unpublished: usize) {
+        self.publish_failures.inc();
+        tracing::warn!(error = %error, published, unpublished,
+            "publishing alerts failed; they are republished after a later pass");
+    }
+
+    /// Unmarked alerts were republished; `stopped` is the failed send that ended it, with
+    /// how many are left for the next pass.
+    pub fn republished(&self, published: usize, stopped: Option<(&dyn Display, usize)>) {
+        self.alerts_republished.inc_by(published as u64);
+        match stopped {
+            None => tracing::info!(republished = published, "unpublished alerts republished"),
+            Some((error, left)) => {
+                self.publish_failures.inc();
+                tracing::warn!(error = %error, republished = published, left,
+                    "republishing stopped at a failed send; the next pass goes on");
+            }
+        }
+    }
+
+    /// A write to ClickHouse (`what`) failed; what it carried is kept and written again.
+    pub fn store_failed(&self, what: &str, error: &dyn Display) {
+        self.store_failures.inc();
+        tracing::warn!(error = %error, "{what} failed; retrying");
+    }
+
+    pub fn pass_finished(&self, pass: &str, took: Duration) {
+        self.pass_duration.get_or_create(&PassLabel { pass: pass.into() }).observe(took.as_secs_f64());
+    }
+
+    /// What this replica holds now, and how far behind ingest its newest mined record is.
+    pub fn holds(&self, templates: usize, owned_services: usize, data_lag: Option<Duration>) {
+        self.templates.set(templates as i64);
+        self.owned_services.set(owned_services as i64);
+        if let Some(behind) = data_lag {
+            self.data_lag_seconds.set(behind.as_secs() as i64);
+        }
     }
 }

@@ -10,10 +10,10 @@ use super::backoff::{backoff_wait, classify_status, parse_retry_after, AttemptOu
 use super::breaker::{Breaker, Event, Mode};
 use super::metrics::{AttemptLabel, DeliveryResult, NotifierMetrics};
 use super::store::{write_row, Status};
-use crate::alert::{format_id, AlertKind};
 use crate::config::{NotifierConfig, TargetConfig};
 use crate::daemon::Shutdown;
 use crate::store::{now_ns, DeliveryRow, Store};
+use crate::wire::alert::{format_id, AlertKind};
 
 /// A configured webhook, ready to send to.
 pub struct Target {
@@ -182,8 +182,7 @@ pub async fn deliver(
     let s = &ctx.settings;
     let mut row = match existing {
         Some(row) if Status::parse(&row.status).is_some_and(Status::is_final) => {
-            tracing::debug!(alert_id = %id, target = name, status = %row.status, "already handled; nothing sent");
-            ctx.metrics.result(name, DeliveryResult::duplicate);
+            ctx.metrics.duplicate(&id, name, &row.status);
             return TargetEnd::Final;
         }
         // Pending: carry on from its attempt count (a restart, or a rebalance).
@@ -203,13 +202,8 @@ pub async fn deliver(
         tracing::info!(alert_id = %id, target = name, "breaker open: one attempt, no retries");
     }
     let finish = |row: &DeliveryRow, result: DeliveryResult| {
-        ctx.metrics.result(name, result);
-        ctx.metrics.observe_delivery(name, read_at.elapsed().as_secs_f64());
+        ctx.metrics.delivery_finished(&id, row, result, read_at.elapsed());
         ctx.metrics.set_breaker(name, target.breaker_open());
-        tracing::info!(
-            alert_id = %id, target = name, status = %row.status, attempts = row.attempts,
-            last_error = %row.last_error, "delivery finished"
-        );
     };
     if row.attempts >= s.max_attempts {
         // Left pending at max_attempts (max_attempts lowered since): nothing more to try.
@@ -258,11 +252,7 @@ pub async fn deliver(
                     return TargetEnd::Interrupted;
                 }
                 let wait = backoff_wait(row.attempts, s.backoff_base, s.backoff_cap, retry_after);
-                tracing::info!(
-                    alert_id = %id, target = name, attempts = row.attempts, error = %row.last_error,
-                    wait_ms = wait.as_millis() as u64, "attempt failed; retrying"
-                );
-                ctx.metrics.retry(name);
+                ctx.metrics.retrying(&id, &row, wait);
                 if !ctx.shutdown.sleep(wait).await {
                     return TargetEnd::Interrupted;
                 }

@@ -1,4 +1,7 @@
-//! The notifier's Prometheus metrics (docs/notifier.md lists them).
+//! What the notifier reports: one method per event, each logging and counting together
+//! (docs/metrics.md lists the metrics).
+
+use std::time::Duration;
 
 use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue};
 use prometheus_client::metrics::counter::Counter;
@@ -6,6 +9,9 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
+
+use crate::bus::consume::{ConsumerMetrics, Group};
+use crate::store::DeliveryRow;
 
 /// The `result` label of `tayga_notifier_deliveries_total`: how a record ended for a target.
 #[derive(Debug, Clone, Copy, Hash, PartialEq, Eq, EncodeLabelValue)]
@@ -53,8 +59,7 @@ type HistogramFamily = Family<TargetLabel, Histogram, fn() -> Histogram>;
 
 #[derive(Clone)]
 pub struct NotifierMetrics {
-    pub records: Counter,
-    pub invalid_records: Counter,
+    pub consumer: ConsumerMetrics,
     pub deliveries: Family<TargetResult, Counter>,
     pub attempts: Family<TargetAttempt, Counter>,
     pub retries: Family<TargetLabel, Counter>,
@@ -71,34 +76,24 @@ impl NotifierMetrics {
     /// Creates the metrics and registers them in `registry`.
     pub fn new(registry: &mut Registry) -> NotifierMetrics {
         let m = NotifierMetrics {
-            records: Counter::default(),
-            invalid_records: Counter::default(),
+            consumer: ConsumerMetrics::register(registry, Group::Notifier),
             deliveries: Family::default(),
             attempts: Family::default(),
             retries: Family::default(),
             breaker_open: Family::default(),
             delivery_seconds: Family::new_with_constructor(latency_histogram as fn() -> Histogram),
         };
-        registry.register("tayga_notifier_records_consumed", "Records read from the alerts topic", m.records.clone());
-        registry.register(
-            "tayga_notifier_invalid_records",
-            "Records that were not a readable alert (bad JSON, unknown version); skipped and committed",
-            m.invalid_records.clone(),
-        );
-        registry.register(
-            "tayga_notifier_deliveries",
+        let r = registry.sub_registry_with_prefix("tayga_notifier");
+        r.register(
+            "deliveries",
             "How each record ended for each target: delivered, failed, duplicate, stale, skipped",
             m.deliveries.clone(),
         );
-        registry.register("tayga_notifier_attempts", "HTTP attempts by target and outcome", m.attempts.clone());
-        registry.register("tayga_notifier_retries", "Attempts scheduled after a retryable failure", m.retries.clone());
-        registry.register(
-            "tayga_notifier_breaker_open",
-            "1 while the target's circuit breaker is open, else 0",
-            m.breaker_open.clone(),
-        );
-        registry.register(
-            "tayga_notifier_delivery_seconds",
+        r.register("attempts", "HTTP attempts by target and outcome", m.attempts.clone());
+        r.register("retries", "Attempts scheduled after a retryable failure", m.retries.clone());
+        r.register("breaker_open", "1 while the target's circuit breaker is open, else 0", m.breaker_open.clone());
+        r.register(
+            "delivery_duration_seconds",
             "From reading a record to its target's final outcome (delivered or failed), retries included",
             m.delivery_seconds.clone(),
         );
@@ -113,8 +108,29 @@ impl NotifierMetrics {
         self.attempts.get_or_create(&TargetAttempt { target: target.to_string(), outcome }).inc();
     }
 
-    pub fn retry(&self, target: &str) {
-        self.retries.get_or_create(&TargetLabel { target: target.to_string() }).inc();
+    /// A retryable attempt failed; the next one is made after `wait`.
+    pub fn retrying(&self, alert_id: &str, row: &DeliveryRow, wait: Duration) {
+        self.retries.get_or_create(&TargetLabel { target: row.target.clone() }).inc();
+        tracing::info!(
+            alert_id, target = %row.target, attempts = row.attempts, error = %row.last_error,
+            wait_ms = wait.as_millis() as u64, "attempt failed; retrying"
+        );
+    }
+
+    /// The pair already had a delivered or failed row: nothing is sent.
+    pub fn duplicate(&self, alert_id: &str, target: &str, status: &str) {
+        self.result(target, DeliveryResult::duplicate);
+        tracing::debug!(alert_id, target, status, "already handled; nothing sent");
+    }
+
+    /// The pair ended delivered or failed, `latency` after its record was read.
+    pub fn delivery_finished(&self, alert_id: &str, row: &DeliveryRow, result: DeliveryResult, latency: Duration) {
+        self.result(&row.target, result);
+        self.observe_delivery(&row.target, latency.as_secs_f64());
+        tracing::info!(
+            alert_id, target = %row.target, status = %row.status, attempts = row.attempts,
+            last_error = %row.last_error, "delivery finished"
+        );
     }
 
     pub fn set_breaker(&self, target: &str, open: bool) {

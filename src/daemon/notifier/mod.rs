@@ -5,8 +5,9 @@
 //! - [`backoff`] and [`breaker`]: the seed's rules as pure functions, unit-tested.
 //! - [`deliver`]: one alert to one target: attempts, ladder, rows.
 //! - [`store`]: `notifier_deliveries` reads (argMax) and writes (timeouts, retries).
-//! - [`metrics`]: the Prometheus metrics.
-//! - this file: the consumer loop, the decision order and the offset commits.
+//! - [`metrics`]: what the notifier reports (each event logs and counts).
+//! - this file: the consumer loop on the shared daemon runtime and consumer kit, the
+//!   decision order and the offset commits.
 
 pub mod backoff;
 pub mod breaker;
@@ -14,31 +15,29 @@ pub mod deliver;
 pub mod metrics;
 pub mod store;
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use prometheus_client::registry::Registry;
-use rdkafka::consumer::{CommitMode, Consumer, StreamConsumer};
-use rdkafka::message::Message;
-use rdkafka::{Offset, TopicPartitionList};
+use rdkafka::consumer::Consumer;
+use rdkafka::message::{Message, OwnedMessage};
 use serde_json::json;
 use tokio::task::JoinSet;
 
 use self::deliver::{Ctx, Settings, Target, TargetEnd};
 use self::metrics::{DeliveryResult, NotifierMetrics};
-use crate::alert::{format_id, Alert};
-use crate::bus::Names;
+use crate::bus::consume::poll::{Polled, Poller};
+use crate::bus::consume::{self, commit_moved, lag, Group, Rebalanced};
+use crate::config::Names;
 use crate::config::{Config, KafkaConfig};
-use crate::daemon::{serve_http, HealthFn, Shutdown};
+use crate::daemon::{HealthFn, Shutdown, Spec};
 use crate::store::{now_ns, Store};
+use crate::wire::alert::{format_id, Alert};
 
-/// Seed 003: long enough that waits at the Retry-After cap (about 35 minutes for 8
-/// attempts) do not cause a rebalance.
-pub const MAX_POLL_INTERVAL_MS: u64 = 40 * 60 * 1000;
-
-/// `tayga serve notifier`: prepares topics and schema, serves `/health` and `/metrics` on
-/// `notifier.metrics_addr`, and runs until `shutdown`.
+/// `tayga serve notifier`: the shared daemon start-up ([`crate::daemon::run`]) on
+/// `notifier.metrics_addr`, then the consumer loop until `shutdown`.
 pub async fn serve(config: &Config, shutdown: Shutdown) -> anyhow::Result<()> {
     let mut registry = Registry::default();
     let metrics = NotifierMetrics::new(&mut registry);
@@ -47,16 +46,8 @@ pub async fn serve(config: &Config, shutdown: Shutdown) -> anyhow::Result<()> {
         let targets = notifier.targets.clone();
         Arc::new(move || health(&targets))
     };
-    let (_, http) = serve_http(&config.notifier.metrics_addr, Arc::new(registry), health, shutdown.clone()).await?;
-    let result = async {
-        crate::daemon::prepare(config, &shutdown).await?;
-        notifier.run().await
-    }
-    .await;
-    // Stop the HTTP server too when the notifier ends on an error.
-    shutdown.trigger();
-    let _ = http.await;
-    result
+    let spec = Spec { group: Group::Notifier, metrics_addr: config.notifier.metrics_addr.clone(), registry, health };
+    crate::daemon::run(config, shutdown, spec, |_| notifier.run()).await
 }
 
 fn health(targets: &[Arc<Target>]) -> serde_json::Value {
@@ -65,16 +56,6 @@ fn health(targets: &[Arc<Target>]) -> serde_json::Value {
         .map(|t| json!({"name": t.name, "breaker": if t.breaker_open() { "open" } else { "closed" }}))
         .collect();
     json!({"status": "ok", "service": "notifier", "targets": targets})
-}
-
-/// The consumer settings: explicit commits only.
-pub fn consumer_config(kafka: &KafkaConfig, names: &Names) -> rdkafka::ClientConfig {
-    crate::bus::consumer_config(
-        kafka,
-        &names.notifier_group,
-        "tayga-notifier",
-        Duration::from_millis(MAX_POLL_INTERVAL_MS),
-    )
 }
 
 /// How a record ended.
@@ -118,38 +99,38 @@ impl Notifier {
     /// Consumes until shutdown. Returns once the record in hand is finished (its in-flight
     /// attempts done and their rows written) and its offset committed if it is done.
     pub async fn run(self) -> anyhow::Result<()> {
-        let consumer: Arc<StreamConsumer> =
-            Arc::new(consumer_config(&self.kafka, &self.names).create().context("creating the Kafka consumer")?);
-        consumer.subscribe(&[&self.names.alerts]).with_context(|| format!("subscribing to {}", self.names.alerts))?;
+        let consumer =
+            consume::subscribe(&self.kafka, &self.names, Group::Notifier, self.ctx.metrics.consumer.clone())?;
         tracing::info!(
             topic = %self.names.alerts, group = %self.names.notifier_group, targets = self.targets.len(),
             "notifier started"
         );
         let shutdown = self.ctx.shutdown.clone();
-        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        let mut poller = Poller::new(&consumer, &self.names.alerts, Duration::from_secs(1));
+        let mut assigned = BTreeSet::new();
+        let mut committed = BTreeMap::new();
         loop {
-            let message = tokio::select! {
-                biased;
-                _ = shutdown.triggered() => break,
-                _ = tick.tick() => {
+            let message = match poller.next(shutdown.triggered()).await {
+                Polled::Stopped => break,
+                Polled::Tick => {
                     // An elapsed cooldown closes a breaker without any event: show it.
                     for t in self.targets.iter() {
                         self.ctx.metrics.set_breaker(&t.name, t.breaker_open());
                     }
+                    apply_changes(&consumer.context().take(), &mut assigned, &mut committed);
+                    let points = assigned.iter().map(|p| (*p, committed.get(p).copied())).collect();
+                    poller
+                        .refresh_lag_when_due(async {
+                            lag(&consumer, &self.names.alerts, points).await;
+                        })
+                        .await;
                     continue;
                 }
-                message = consumer.recv() => message,
+                Polled::Record(message) => message,
             };
-            let message = match message {
-                Ok(m) => m.detach(),
-                Err(e) => {
-                    tracing::warn!(error = %e, "reading from the alerts topic failed");
-                    shutdown.sleep(Duration::from_millis(500)).await;
-                    continue;
-                }
-            };
-            self.ctx.metrics.records.inc();
-            let end = self.handle(message.payload().unwrap_or_default()).await;
+            apply_changes(&consumer.context().take(), &mut assigned, &mut committed);
+            self.ctx.metrics.consumer.consumed();
+            let end = self.handle(&message).await;
             if end == RecordEnd::Interrupted {
                 tracing::info!(
                     partition = message.partition(),
@@ -158,31 +139,27 @@ impl Notifier {
                 );
                 break;
             }
-            commit(&consumer, message.topic(), message.partition(), message.offset() + 1).await;
+            let next = (message.partition(), message.offset() + 1);
+            commit_moved(&consumer, message.topic(), [next], &mut committed).await;
             if shutdown.is_triggered() {
                 break;
             }
         }
         tracing::info!("notifier stopped");
-        // Leave the group now rather than at drop, off the async workers (it blocks).
-        let _ = tokio::task::spawn_blocking(move || {
-            consumer.unsubscribe();
-            drop(consumer);
-        })
-        .await;
+        consume::leave(consumer).await;
         Ok(())
     }
 
     /// The decision order of seed 003 for one record.
-    pub async fn handle(&self, payload: &[u8]) -> RecordEnd {
+    pub async fn handle(&self, message: &OwnedMessage) -> RecordEnd {
         let read_at = Instant::now();
+        let payload = message.payload().unwrap_or_default();
         let alert = match Alert::from_json(payload) {
             Ok(alert) => alert,
             Err(e) => {
                 // A record no build of this version can read would block the partition
                 // forever if it were retried: skip it, loudly.
-                tracing::error!(error = %e, "skipping a record that is not a readable alert");
-                self.ctx.metrics.invalid_records.inc();
+                self.ctx.metrics.consumer.undecodable(message.topic(), message.partition(), message.offset(), &e);
                 return RecordEnd::Done;
             }
         };
@@ -244,22 +221,18 @@ impl Notifier {
     }
 }
 
-/// Commits `next_offset` for one partition, synchronously (off the async workers). A failed
-/// commit is logged: the next commit on the partition covers it, and a record read again
-/// finds its rows and sends nothing.
-async fn commit(consumer: &Arc<StreamConsumer>, topic: &str, partition: i32, next_offset: i64) {
-    let mut tpl = TopicPartitionList::new();
-    if let Err(e) = tpl.add_partition_offset(topic, partition, Offset::Offset(next_offset)) {
-        tracing::error!(error = %e, "building the offset to commit");
-        return;
-    }
-    let consumer = consumer.clone();
-    let result = tokio::task::spawn_blocking(move || consumer.commit(&tpl, CommitMode::Sync)).await;
-    match result {
-        Ok(Ok(())) => tracing::debug!(partition, offset = next_offset, "committed"),
-        Ok(Err(e)) => {
-            tracing::warn!(error = %e, partition, offset = next_offset, "committing the offset failed")
+/// Applies the group's partition changes to what the loop tracks: a revoked partition's
+/// commit point is forgotten (its next owner commits it).
+fn apply_changes(changes: &[Rebalanced], assigned: &mut BTreeSet<i32>, committed: &mut BTreeMap<i32, i64>) {
+    for change in changes {
+        match change {
+            Rebalanced::Assigned(partitions) => assigned.extend(partitions),
+            Rebalanced::Revoked(partitions) => {
+                for p in partitions {
+                    assigned.remove(p);
+                    committed.remove(p);
+                }
+            }
         }
-        Err(e) => tracing::error!(error = %e, "the commit task failed"),
     }
 }

@@ -1,11 +1,11 @@
-//! `notifier_deliveries`: the state of every (alert, target) pair (seed 003). The table is a
-//! ReplacingMergeTree by (alert_id, target) with `updated_ns` as the version, so every
-//! change is a new row and reads take the latest version with `argMax`.
+//! The notifier's use of `notifier_deliveries` (seed 003): the status values, and the time
+//! limits and retries around the reads and writes of `store::deliveries`.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
+use crate::store::deliveries::latest_for_alert;
 use crate::store::{DeliveryRow, Store, StoreError};
 
 /// The `status` column.
@@ -42,35 +42,10 @@ impl fmt::Display for Status {
     }
 }
 
-/// The latest version of every (alert, target) row of one alert, by target. `created_ns`
-/// is the pair's first row's, `updated_ns` its latest. No aliases: ClickHouse would let an
-/// alias named like a column shadow that column inside the other aggregates. Rows are read
-/// by position (RowBinary), in `DeliveryRow`'s field order.
-pub const LATEST_BY_ALERT_SQL: &str = "SELECT alert_id, target,
-    argMax(status, updated_ns),
-    argMax(attempts, updated_ns),
-    argMax(last_error, updated_ns),
-    min(created_ns),
-    max(updated_ns)
-FROM notifier_deliveries
-WHERE alert_id = ?
-GROUP BY alert_id, target
-ORDER BY target";
-
 /// One write's own time limit, and how long a failed write is retried (seed 003, "Stopping").
 pub const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
 pub const WRITE_RETRY_FOR: Duration = Duration::from_secs(10);
 const WRITE_RETRY_PAUSE: Duration = Duration::from_millis(500);
-
-pub async fn latest_for_alert(store: &Store, alert_id: u64) -> Result<Vec<DeliveryRow>, StoreError> {
-    store
-        .client()
-        .query(LATEST_BY_ALERT_SQL)
-        .bind(alert_id)
-        .fetch_all::<DeliveryRow>()
-        .await
-        .map_err(|source| store.query_error("reading notifier_deliveries", source))
-}
 
 /// The latest rows of one alert, by target name.
 pub async fn latest_by_target(store: &Store, alert_id: u64) -> Result<BTreeMap<String, DeliveryRow>, CallError> {
@@ -111,7 +86,7 @@ pub async fn write_row(store: &Store, row: &DeliveryRow) -> Result<(), CallError
         if now >= until {
             return Err(err);
         }
-        tracing::warn!(error = %err, alert_id = %crate::alert::format_id(row.alert_id), target = %row.target, "writing a delivery row failed; retrying");
+        tracing::warn!(error = %err, alert_id = %crate::wire::alert::format_id(row.alert_id), target = %row.target, "writing a delivery row failed; retrying");
         tokio::time::sleep(WRITE_RETRY_PAUSE.min(until - now)).await;
     }
 }

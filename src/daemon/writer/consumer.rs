@@ -22,32 +22,25 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use rdkafka::consumer::{BaseConsumer, CommitMode, Consumer, ConsumerContext, Rebalance};
+use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext, Rebalance};
 use rdkafka::message::{BorrowedHeaders, BorrowedMessage, Message, OwnedMessage};
-use rdkafka::{ClientContext, Offset, TopicPartitionList};
+use rdkafka::ClientContext;
 
 use super::batch::{backoff, Batch, Rows};
-use super::metrics::{ErrorKind, WriterMetrics};
+use super::metrics::{AfterFailure, WriterMetrics};
 use super::sink::Sink;
-use crate::bus::record::{self, SignalPayload};
-use crate::bus::Names;
+use crate::bus::consume::{self, commit_sync, partitions, Group};
+use crate::config::Names;
 use crate::config::{KafkaConfig, WriterConfig};
 use crate::daemon::Shutdown;
 use crate::otlp::flatten::{log_rows, span_rows};
 use crate::store::StoreError;
+use crate::wire::record::{self, SignalPayload};
 
-/// The consumer is polled at least every [`backoff`] cap (5 s), even while ClickHouse is
-/// down, so this is never reached by an outage; 5 minutes bounds a stuck insert.
-pub const MAX_POLL_INTERVAL_MS: u64 = 300_000;
 /// How long a revoke waits for ClickHouse before it gives the partitions up uncommitted.
 const REVOKE_FLUSH_LIMIT: Duration = Duration::from_secs(10);
 /// Longest single poll: bounds how late shutdown and due batches are noticed.
 const POLL_SLICE: Duration = Duration::from_millis(100);
-
-/// The consumer settings: explicit commits only.
-pub fn consumer_config(kafka: &KafkaConfig, names: &Names) -> rdkafka::ClientConfig {
-    crate::bus::consumer_config(kafka, &names.writer_group, "tayga-writer", Duration::from_millis(MAX_POLL_INTERVAL_MS))
-}
 
 /// The flush was abandoned (shutdown, or a revoke out of time): nothing was committed.
 #[derive(Debug)]
@@ -87,21 +80,18 @@ impl ConsumerContext for WriterContext {
     fn pre_rebalance(&self, consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
         match rebalance {
             Rebalance::Revoke(tpl) => {
-                let partitions: Vec<i32> = tpl.elements().iter().map(|e| e.partition()).collect();
-                tracing::info!(?partitions, "partitions revoked: storing and committing what was read from them");
-                self.inner.on_revoke(consumer, &partitions);
-                self.inner.metrics.state.assigned.store(0, std::sync::atomic::Ordering::Relaxed);
+                let revoked = partitions(tpl);
+                self.inner.metrics.consumer.revoked(&revoked);
+                self.inner.on_revoke(consumer, &revoked);
             }
             Rebalance::Assign(_) => {}
-            Rebalance::Error(e) => tracing::warn!(error = %e, "rebalance error"),
+            Rebalance::Error(e) => self.inner.metrics.consumer.rebalance_error(e),
         }
     }
 
     fn post_rebalance(&self, _consumer: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {
         if let Rebalance::Assign(tpl) = rebalance {
-            let partitions: Vec<i32> = tpl.elements().iter().map(|e| e.partition()).collect();
-            tracing::info!(?partitions, "partitions assigned");
-            self.inner.metrics.state.assigned.store(partitions.len() as i64, std::sync::atomic::Ordering::Relaxed);
+            self.inner.metrics.consumer.assigned(&partitions(tpl));
         }
     }
 }
@@ -134,7 +124,8 @@ pub fn run_consumer(
         flushing: Mutex::new(None),
         uncommitted: Mutex::new(BTreeMap::new()),
     });
-    let consumer: BaseConsumer<WriterContext> = consumer_config(kafka, names)
+    let consumer: BaseConsumer<WriterContext> = Group::Writer
+        .config(kafka, names)
         .create_with_context(WriterContext { inner: inner.clone() })
         .context("creating the Kafka consumer")?;
     consumer.subscribe(&[&names.signals]).with_context(|| format!("subscribing to {}", names.signals))?;
@@ -163,10 +154,7 @@ pub fn run_consumer(
                     inner.add(In::borrowed(&m));
                     decoding += t1.elapsed();
                 }
-                Some(Err(e)) => {
-                    inner.metrics.error(ErrorKind::consume);
-                    tracing::warn!(error = %e, "reading from the signals topic failed");
-                }
+                Some(Err(e)) => inner.metrics.consumer.consume_error(&inner.topic, &e),
                 None => {}
             }
         }
@@ -208,15 +196,14 @@ pub fn run_consumer(
         tracing::info!("writer stopped: everything read was stored and committed");
     }
     // Leave the group now (the revoke finds an empty batch).
-    consumer.unsubscribe();
-    drop(consumer);
+    consume::leave_now(consumer);
     Ok(())
 }
 
 impl Inner {
     /// Decodes one record into the batch; an undecodable one only moves the offset.
     fn add(&self, m: In<'_>) {
-        self.metrics.records.inc();
+        self.metrics.consumer.consumed();
         let now = Instant::now();
         let decoded = record::decode(m.headers, m.payload);
         let mut batch = self.batch.lock().unwrap();
@@ -229,15 +216,11 @@ impl Inner {
                 batch.push(m.partition, m.offset, rows, now);
             }
             Err(e) => {
-                self.metrics.undecodable.inc();
-                tracing::warn!(
-                    topic = %self.topic, partition = m.partition, offset = m.offset, error = %e,
-                    "skipping an undecodable record (it can never become valid); its offset will be committed"
-                );
+                self.metrics.consumer.undecodable(&self.topic, m.partition, m.offset, &e);
                 batch.push_skipped(m.partition, m.offset, now);
             }
         }
-        self.metrics.pending_records.set(batch.consumed() as i64);
+        self.metrics.pending(batch.consumed());
     }
 
     fn is_due(&self) -> bool {
@@ -253,7 +236,7 @@ impl Inner {
     /// `Vec` is for symmetry with [`Inner::settle`].
     fn start_flush(&self) -> Vec<OwnedMessage> {
         let batch = std::mem::take(&mut *self.batch.lock().unwrap());
-        self.metrics.pending_records.set(0);
+        self.metrics.pending(0);
         if batch.is_empty() {
             return Vec::new();
         }
@@ -287,14 +270,12 @@ impl Inner {
         let (batch, result) = self.rt.block_on(handle).expect("an insert task panicked");
         match result {
             Ok(()) => {
-                self.metrics.set_clickhouse_up(true);
+                self.metrics.insert_succeeded(1);
                 self.stored(consumer, batch, started);
                 Ok(Vec::new())
             }
             Err(e) => {
-                self.metrics.error(ErrorKind::insert);
-                self.metrics.set_clickhouse_up(false);
-                tracing::warn!(error = %e, "storing a batch failed; retrying it with what was read since");
+                self.metrics.insert_failed(&e, AfterFailure::Merged);
                 self.batch.lock().unwrap().prepend(batch);
                 self.flush(consumer, revoke_deadline)
             }
@@ -303,16 +284,14 @@ impl Inner {
 
     /// A batch is stored: count it and commit its offsets.
     fn stored(&self, consumer: &BaseConsumer<WriterContext>, batch: Batch, flush_started: Instant) {
-        self.metrics.batches.inc();
         let committing = Instant::now();
         self.commit(consumer, batch.offsets().clone());
-        tracing::debug!(
-            records = batch.consumed(),
-            rows = batch.rows(),
-            filled_ms = batch.age(flush_started).as_millis() as u64,
-            insert_ms = (committing - flush_started).as_millis() as u64,
-            commit_ms = committing.elapsed().as_millis() as u64,
-            "batch stored and committed"
+        self.metrics.batch_stored(
+            batch.consumed(),
+            batch.rows(),
+            batch.age(flush_started),
+            committing - flush_started,
+            committing.elapsed(),
         );
     }
 
@@ -341,27 +320,18 @@ impl Inner {
         let result = loop {
             match self.rt.block_on(self.sink.write(&mut batch)) {
                 Ok(()) => {
-                    if attempt > 0 {
-                        tracing::info!(attempts = attempt + 1, "ClickHouse accepts inserts again; resuming");
-                    }
-                    self.metrics.set_clickhouse_up(true);
+                    self.metrics.insert_succeeded(attempt + 1);
                     break Ok(());
                 }
                 Err(e) => {
                     attempt += 1;
-                    self.metrics.error(ErrorKind::insert);
-                    self.metrics.set_clickhouse_up(false);
                     let wait = backoff(attempt);
                     let out_of_time = revoke_deadline.is_some_and(|d| Instant::now() + wait > d);
                     if self.shutdown.is_triggered() || out_of_time {
-                        tracing::warn!(error = %e, attempts = attempt, "giving up storing the batch; its offsets are not committed");
+                        self.metrics.insert_failed(&e, AfterFailure::GaveUp { attempts: attempt });
                         break Err(GaveUp);
                     }
-                    if attempt == 1 || attempt.is_multiple_of(10) {
-                        tracing::warn!(error = %e, attempt, retry_in_ms = wait.as_millis() as u64,
-                            "storing a batch failed; consumption paused, retrying");
-                    }
-                    self.metrics.retries.inc();
+                    self.metrics.insert_failed(&e, AfterFailure::Retry { attempt, wait });
                     if !e.is_unreachable() && (attempt == 1 || attempt.is_multiple_of(10)) {
                         // The server answers but refuses: perhaps its schema is gone (a new
                         // volume). Migrating is idempotent, so make sure it is there.
@@ -371,7 +341,7 @@ impl Inner {
                         std::thread::sleep(wait);
                     } else {
                         if !paused {
-                            self.metrics.paused.set(1);
+                            self.metrics.set_paused(true);
                             paused = true;
                         }
                         self.wait_paused(consumer, wait, &mut held);
@@ -387,13 +357,13 @@ impl Inner {
                 if let Ok(assignment) = consumer.assignment() {
                     let _ = consumer.resume(&assignment);
                 }
-                self.metrics.paused.set(0);
+                self.metrics.set_paused(false);
             }
         }
         match result {
             Ok(()) => {
                 self.stored(consumer, batch, flush_started);
-                self.metrics.pending_records.set(self.batch.lock().unwrap().consumed() as i64);
+                self.metrics.pending(self.batch.lock().unwrap().consumed());
                 Ok(held)
             }
             Err(GaveUp) => {
@@ -421,10 +391,7 @@ impl Inner {
             }
             match consumer.poll((until - now).min(POLL_SLICE)) {
                 Some(Ok(m)) => held.push(m.detach()),
-                Some(Err(e)) => {
-                    self.metrics.error(ErrorKind::consume);
-                    tracing::debug!(error = %e, "consumer error while paused");
-                }
+                Some(Err(e)) => self.metrics.consumer.consume_error(&self.topic, &e),
                 None => {}
             }
         }
@@ -485,30 +452,15 @@ impl Inner {
             Ok(tpl) => tpl.elements_for_topic(&self.topic).iter().map(|e| e.partition()).collect(),
             Err(_) => Vec::new(),
         };
-        let mut tpl = TopicPartitionList::new();
-        for (p, o) in &all {
-            if assigned.contains(p) {
-                let _ = tpl.add_partition_offset(&self.topic, *p, Offset::Offset(*o));
-            }
-        }
-        if tpl.count() == 0 {
+        let held: Vec<(i32, i64)> = all.iter().filter(|(p, _)| assigned.contains(p)).map(|(p, o)| (*p, *o)).collect();
+        if held.is_empty() {
             return;
         }
-        match consumer.commit(&tpl, CommitMode::Sync) {
-            Ok(()) => {
-                self.metrics.commits.inc();
-                tracing::debug!(offsets = ?all, "committed");
-            }
-            Err(e) => {
-                self.metrics.error(ErrorKind::commit);
-                tracing::warn!(error = %e, "committing offsets failed; the rows are stored, the offsets go with the next commit");
-                let mut uncommitted = self.uncommitted.lock().unwrap();
-                for (p, o) in all {
-                    if assigned.contains(&p) {
-                        let next = uncommitted.entry(p).or_insert(o);
-                        *next = (*next).max(o);
-                    }
-                }
+        if commit_sync(consumer, &self.topic, &held, &self.metrics.consumer).is_err() {
+            let mut uncommitted = self.uncommitted.lock().unwrap();
+            for (p, o) in held {
+                let next = uncommitted.entry(p).or_insert(o);
+                *next = (*next).max(o);
             }
         }
     }

@@ -12,37 +12,20 @@
 //!   record, never a fetched batch (fetch boundaries differ on replay), and without the
 //!   window the token is accepted and silently ignored. The identities still apply.
 //!
-//! The window is a table setting, applied by [`enable_tokens`] with `ALTER TABLE … MODIFY
-//! SETTING` at writer start rather than by a migration: migrations run unconditionally on
-//! every server (and are checked on 18.16 and in chdb), 18.16 has no such setting, and the
-//! ALTER is idempotent and cheap.
+//! The window is a table setting (`store::schema::token_window_statements`), applied at
+//! writer start; every insert goes through `store::insert`, which also splits rows that
+//! cover too many day partitions.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use tokio::task::JoinSet;
 
 use super::batch::{Batch, RecordRows, Rows};
 use super::metrics::{Table, WriterMetrics};
-use crate::store::{LogRow, SpanRow, Store, StoreError, TableRow};
-
-/// Seed 001: blocks remembered per table for token deduplication.
-pub const DEDUP_WINDOW: u32 = 1000;
-
-/// Is `insert_deduplication_token` a setting of this server? (0 on 18.16, 1 on current.)
-pub const TOKEN_SUPPORT_SQL: &str = "SELECT count() FROM system.settings WHERE name = 'insert_deduplication_token'";
-
-/// The statements that turn the token window on, one per table the writer fills.
-pub fn window_statements() -> Vec<String> {
-    [SpanRow::TABLE, LogRow::TABLE]
-        .iter()
-        .map(|t| format!("ALTER TABLE {t} MODIFY SETTING non_replicated_deduplication_window = {DEDUP_WINDOW}"))
-        .collect()
-}
+use crate::store::{insert, Store, StoreError};
 
 /// Per-record inserts running at once in token mode.
 const TOKEN_INSERT_CONCURRENCY: usize = 8;
-/// An insert that has not answered in this long is failed and retried.
-const INSERT_TIMEOUT: Duration = Duration::from_secs(30);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum InsertMode {
@@ -59,32 +42,13 @@ impl InsertMode {
     }
 }
 
-/// Whether the server supports `insert_deduplication_token`.
-pub async fn supports_tokens(store: &Store) -> Result<bool, StoreError> {
-    let n: u64 = store
-        .client()
-        .query(TOKEN_SUPPORT_SQL)
-        .fetch_one()
-        .await
-        .map_err(|source| store.query_error("looking up insert_deduplication_token", source))?;
-    Ok(n > 0)
-}
-
-/// Sets the deduplication window on the spans and logs tables.
-pub async fn enable_tokens(store: &Store) -> Result<(), StoreError> {
-    for sql in window_statements() {
-        store.execute("setting non_replicated_deduplication_window", &sql).await?;
-    }
-    Ok(())
-}
-
 /// Chooses the mode for this server: tokens where supported and the window could be set,
 /// otherwise batched (which the identities alone make safe).
 pub async fn choose_mode(store: &Store) -> Result<InsertMode, StoreError> {
-    if !supports_tokens(store).await? {
+    if !insert::supports_tokens(store).await? {
         return Ok(InsertMode::Batched);
     }
-    match enable_tokens(store).await {
+    match insert::enable_token_window(store).await {
         Ok(()) => Ok(InsertMode::Tokens),
         Err(e) if e.is_unreachable() => Err(e),
         Err(e) => {
@@ -128,7 +92,7 @@ impl Sink {
             return;
         }
         if self.mode == InsertMode::Tokens {
-            let _ = enable_tokens(&self.store).await;
+            let _ = insert::enable_token_window(&self.store).await;
         }
     }
 
@@ -137,13 +101,13 @@ impl Sink {
             if batch.spans_stored || batch.span_count() == 0 {
                 return Ok(false);
             }
-            insert(&self.store, batch.spans(), batch.span_count(), None).await.map(|_| true)
+            insert::insert_rows(&self.store, batch.spans(), None).await.map(|_| true)
         };
         let logs = async {
             if batch.logs_stored || batch.log_count() == 0 {
                 return Ok(false);
             }
-            insert(&self.store, batch.logs(), batch.log_count(), None).await.map(|_| true)
+            insert::insert_rows(&self.store, batch.logs(), None).await.map(|_| true)
         };
         let (spans, logs) = tokio::join!(spans, logs);
         let mut first_error = None;
@@ -181,8 +145,8 @@ impl Sink {
                 let token = token(&self.topic, record.partition, record.offset);
                 tasks.spawn(async move {
                     let result = match &record.rows {
-                        Rows::Spans(rows) => insert(&store, rows.iter(), rows.len(), Some(&token)).await,
-                        Rows::Logs(rows) => insert(&store, rows.iter(), rows.len(), Some(&token)).await,
+                        Rows::Spans(rows) => insert::insert_rows(&store, rows.iter(), Some(&token)).await,
+                        Rows::Logs(rows) => insert::insert_rows(&store, rows.iter(), Some(&token)).await,
                     };
                     (i, result)
                 });
@@ -211,38 +175,12 @@ impl Sink {
     }
 }
 
-/// One INSERT of `rows` into `T`'s table, with a deduplication token if given.
-async fn insert<'a, T: TableRow + 'a>(
-    store: &Store,
-    rows: impl Iterator<Item = &'a T>,
-    count: usize,
-    token: Option<&str>,
-) -> Result<(), StoreError> {
-    let what = || format!("inserting {count} rows into {}", T::TABLE);
-    let mut insert = store.client().insert::<T>(T::TABLE).await.map_err(|e| store.query_error(&what(), e))?;
-    insert = insert.with_timeouts(Some(INSERT_TIMEOUT), Some(INSERT_TIMEOUT));
-    if let Some(token) = token {
-        insert = insert.with_setting("insert_deduplication_token", token);
-    }
-    for row in rows {
-        insert.write(row).await.map_err(|e| store.query_error(&what(), e))?;
-    }
-    insert.end().await.map_err(|e| store.query_error(&what(), e))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn tokens_name_a_record_and_windows_cover_both_tables() {
+    fn tokens_name_a_record() {
         assert_eq!(token("tayga.signals", 3, 17), "tayga.signals-3-17");
-        assert_eq!(
-            window_statements(),
-            vec![
-                "ALTER TABLE spans MODIFY SETTING non_replicated_deduplication_window = 1000",
-                "ALTER TABLE logs MODIFY SETTING non_replicated_deduplication_window = 1000",
-            ]
-        );
     }
 }

@@ -3,7 +3,7 @@
 //! outside Tayga; the app reads the `stories` table, whose row is [`Story::to_row`]). It is a
 //! public interface, documented in `docs/stories.md`.
 //!
-//! Rules of the format (the same as the alert record's, `src/alert.rs`):
+//! Rules of the format (the same as the alert record's, `src/wire/alert.rs`):
 //! - `version` is required; a reader rejects a version it does not know. Version 1 is the
 //!   only one today.
 //! - Unknown fields are ignored on read, so a producer may add fields within a version.
@@ -15,7 +15,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::alert::{format_id, hex_id};
+use super::alert::{format_id, hex_id};
 
 /// The version this build writes, and the only one it reads.
 pub const STORY_FORMAT_VERSION: u32 = 1;

@@ -6,7 +6,8 @@
 use prost::Message;
 use rdkafka::message::{BorrowedHeaders, Header, Headers, OwnedHeaders};
 
-use crate::otlp::{ExportLogsServiceRequest, ExportTraceServiceRequest};
+use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 
 /// Header naming the signal kind: `traces` or `logs`.
 pub const KIND_HEADER: &str = "tayga-kind";

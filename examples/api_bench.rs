@@ -1,0 +1,144 @@
+//! API latency: p50/p95 of each endpoint over a database seeded on the server
+//! (`store::query::seed`: 5 spans per trace, logs in traces, templates, stories, alerts,
+//! deliveries, recorder samples spread over the last 6 hours). docs/api.md records a run.
+//!
+//!     cargo run --release --example api_bench -- [--spans 10000000] [--logs 2000000] [--requests 40] [--examples]
+//!
+//! Uses the ClickHouse of TAYGA_CLICKHOUSE_URL (default 127.0.0.1:8123) with a database of
+//! its own, dropped at the end (`--keep` keeps it). `--examples` prints one request and its
+//! answer per endpoint (lists cut to two items), as docs/api.md shows them.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use prometheus_client::registry::Registry;
+use tayga::config::Config;
+use tayga::daemon::api::handlers::AppState;
+use tayga::daemon::api::router;
+use tayga::store::query::seed::{seed, Seed};
+use tayga::store::{now_ns, Store};
+
+fn arg(name: &str, default: u64) -> u64 {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .map(|v| v.parse().expect("a number"))
+        .unwrap_or(default)
+}
+
+fn flag(name: &str) -> bool {
+    std::env::args().any(|a| a == name)
+}
+
+/// Arrays of more than two items cut to two, so an example stays readable.
+fn cut(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::Array(items) => {
+            items.truncate(2);
+            items.iter_mut().for_each(cut);
+        }
+        serde_json::Value::Object(map) => map.values_mut().for_each(cut),
+        _ => {}
+    }
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let spans = arg("--spans", 10_000_000);
+    let logs = arg("--logs", 2_000_000);
+    let requests = arg("--requests", 40) as usize;
+    let mut config = Config::default();
+    if let Ok(url) = std::env::var("TAYGA_CLICKHOUSE_URL") {
+        config.clickhouse.url = url;
+    }
+    config.clickhouse.database = format!("api_bench_{}", std::process::id());
+    let store = Store::new(&config.clickhouse);
+    tayga::store::migrate::migrate(&store).await?;
+    let s = Seed {
+        spans,
+        logs,
+        services: 40,
+        templates_per_service: 25,
+        alerts: (spans / 1000).max(10),
+        end_ns: now_ns(),
+        span_ns: 6 * 3_600_000_000_000,
+    };
+    let started = Instant::now();
+    seed(&store, &s).await?;
+    eprintln!("seeded {spans} spans and {logs} logs in {:.1} s", started.elapsed().as_secs_f64());
+
+    let state = AppState {
+        store: store.clone().with_setting("max_execution_time", "60"),
+        query_timeout: Duration::from_secs(60),
+        now_ns,
+    };
+    let health: tayga::daemon::HealthFn = Arc::new(|| serde_json::json!({"api": {"status": "serving"}}));
+    let app = router::router(state, Arc::new(Registry::default()), Default::default(), health, "");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let base = format!("http://{}", listener.local_addr()?);
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let http = reqwest::Client::builder().timeout(Duration::from_secs(120)).build()?;
+
+    let traces = (spans / 5).max(1);
+    let trace_ids: Vec<String> = store
+        .query_for_tests("SELECT lower(hex(MD5(toString(number * 7919 % ?)))) FROM numbers(?)")
+        .bind(traces)
+        .bind(requests as u64)
+        .fetch_all()
+        .await?;
+    let fingerprint = |i: usize| format!("{:016x}", i % 40 + 1);
+    let alert = |i: usize| format!("{:016x}", (i as u64 * 7919) % s.alerts + 1);
+    let service = |i: usize| format!("svc-{}", i % s.services as usize);
+    let endpoints: Vec<(&str, Box<dyn Fn(usize) -> String>)> = vec![
+        ("services", Box::new(|_| "/api/v1/services".to_string())),
+        ("trace by id", Box::new(|i| format!("/api/v1/traces/{}", trace_ids[i]))),
+        (
+            "trace search",
+            Box::new(|i| format!("/api/v1/traces?service={}&min_duration_ns=20000000&limit=20", service(i))),
+        ),
+        ("story by trace", Box::new(|i| format!("/api/v1/traces/{}/story", trace_ids[i]))),
+        ("shapes", Box::new(|_| "/api/v1/shapes?limit=20".to_string())),
+        ("shape stories", Box::new(|i| format!("/api/v1/shapes/{}/stories?limit=20", fingerprint(i)))),
+        ("logs", Box::new(|i| format!("/api/v1/logs?service={}&q=took%204&limit=20", service(i)))),
+        ("templates", Box::new(|i| format!("/api/v1/templates?service={}", service(i)))),
+        ("alerts", Box::new(|i| format!("/api/v1/alerts?service={}&limit=20", service(i)))),
+        ("alert by id", Box::new(|i| format!("/api/v1/alerts/{}", alert(i)))),
+        ("deliveries", Box::new(|_| "/api/v1/deliveries?status=delivered&limit=20".to_string())),
+        ("pipeline", Box::new(|_| "/api/v1/pipeline?service=logminer".to_string())),
+    ];
+
+    if flag("--examples") {
+        for (name, path) in &endpoints {
+            let path = path(1);
+            let mut body: serde_json::Value = http.get(format!("{base}{path}")).send().await?.json().await?;
+            cut(&mut body);
+            println!("### {name}\n\n```\nGET {path}\n```\n\n```json\n{}\n```\n", serde_json::to_string_pretty(&body)?);
+        }
+    } else {
+        println!("| endpoint | p50 ms | p95 ms |\n| --- | ---: | ---: |");
+        for (name, path) in &endpoints {
+            let mut times = Vec::with_capacity(requests);
+            for i in 0..requests {
+                let url = format!("{base}{}", path(i));
+                let t = Instant::now();
+                let response = http.get(&url).send().await?;
+                let status = response.status();
+                response.bytes().await?;
+                anyhow::ensure!(status.is_success(), "{url}: {status}");
+                times.push(t.elapsed());
+            }
+            times.sort();
+            let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+            println!("| {name} | {:.1} | {:.1} |", ms(percentile(&times, 0.5)), ms(percentile(&times, 0.95)));
+        }
+    }
+    if !flag("--keep") {
+        store.drop_database().await?;
+    }
+    Ok(())
+}

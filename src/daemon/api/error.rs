@@ -1,0 +1,129 @@
+//! What an API request can fail with, and the status and JSON body each failure gets. A
+//! parameter problem names the parameter; ClickHouse being down or slow is a 503 with
+//! `Retry-After`, so a client backs off instead of hanging or seeing a 500.
+
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::store::StoreError;
+
+/// Seconds a client is told to wait after a 503.
+pub const RETRY_AFTER_SECS: u64 = 5;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error("parameter `{param}`: {reason}")]
+    BadParam { param: String, reason: String },
+    #[error("{what} not found")]
+    NotFound { what: String },
+    #[error("missing or wrong bearer token")]
+    Unauthorized,
+    #[error("ClickHouse is unavailable: {0}")]
+    Unavailable(String),
+    #[error("{0}")]
+    Internal(String),
+}
+
+impl ApiError {
+    pub fn bad(param: &str, reason: impl Into<String>) -> ApiError {
+        ApiError::BadParam { param: param.to_string(), reason: reason.into() }
+    }
+
+    pub fn not_found(what: impl Into<String>) -> ApiError {
+        ApiError::NotFound { what: what.into() }
+    }
+
+    pub fn status(&self) -> StatusCode {
+        match self {
+            ApiError::BadParam { .. } => StatusCode::BAD_REQUEST,
+            ApiError::NotFound { .. } => StatusCode::NOT_FOUND,
+            ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
+            ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    fn code(&self) -> &'static str {
+        match self {
+            ApiError::BadParam { .. } => "bad_parameter",
+            ApiError::NotFound { .. } => "not_found",
+            ApiError::Unauthorized => "unauthorized",
+            ApiError::Unavailable(_) => "unavailable",
+            ApiError::Internal(_) => "internal",
+        }
+    }
+}
+
+/// ClickHouse's code for a query stopped by `max_execution_time`.
+const TIMEOUT_EXCEEDED: &str = "Code: 159";
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> ApiError {
+        let text = e.to_string();
+        if e.is_unreachable() || text.contains(TIMEOUT_EXCEEDED) {
+            ApiError::Unavailable(text)
+        } else {
+            ApiError::Internal(text)
+        }
+    }
+}
+
+/// The body of every error answer.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ErrorBody {
+    pub error: ErrorDetail,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ErrorDetail {
+    /// `bad_parameter`, `not_found`, `unauthorized`, `unavailable` or `internal`.
+    pub code: String,
+    /// The parameter at fault, for `bad_parameter`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parameter: Option<String>,
+    pub message: String,
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        match &self {
+            ApiError::Internal(m) => tracing::error!(error = %m, "API request failed"),
+            ApiError::Unavailable(m) => tracing::warn!(error = %m, "API request: ClickHouse unavailable"),
+            _ => {}
+        }
+        let parameter = match &self {
+            ApiError::BadParam { param, .. } => Some(param.clone()),
+            _ => None,
+        };
+        let body =
+            ErrorBody { error: ErrorDetail { code: self.code().to_string(), parameter, message: self.to_string() } };
+        let mut response = (status, axum::Json(body)).into_response();
+        match self {
+            ApiError::Unavailable(_) => {
+                response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECS));
+            }
+            ApiError::Unauthorized => {
+                response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            }
+            _ => {}
+        }
+        response
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_error_has_its_status() {
+        assert_eq!(ApiError::bad("limit", "too big").status(), StatusCode::BAD_REQUEST);
+        assert_eq!(ApiError::not_found("trace").status(), StatusCode::NOT_FOUND);
+        let r = ApiError::Unavailable("down".into()).into_response();
+        assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(r.headers()[header::RETRY_AFTER], RETRY_AFTER_SECS.to_string());
+    }
+}

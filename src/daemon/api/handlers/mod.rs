@@ -1,0 +1,107 @@
+//! The `/api/v1` handlers, one file per area, and what their answers share: pages, logs,
+//! attributes. Ids are hex strings in JSON (16 digits, or 32 for trace ids), since a 64-bit
+//! number does not survive a JavaScript client; times are integer Unix nanoseconds.
+
+pub mod alerts;
+pub mod deliveries;
+pub mod logs;
+pub mod pipeline;
+pub mod services;
+pub mod stories;
+pub mod templates;
+pub mod traces;
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::time::Duration;
+
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::error::ApiError;
+use crate::store::{LogRow, Store, StoreError};
+use crate::wire::alert::format_id;
+
+/// What every handler reads from.
+#[derive(Clone)]
+pub struct AppState {
+    pub store: Store,
+    /// Each query's own bound (`api.query_timeout_secs`): a ClickHouse that stopped
+    /// answering is a 503, never a hung request.
+    pub query_timeout: Duration,
+    /// Unix nanoseconds now (the tests' clock may differ).
+    pub now_ns: fn() -> u64,
+}
+
+impl AppState {
+    /// Runs one store call within the query bound.
+    pub async fn run<T>(&self, call: impl Future<Output = Result<T, StoreError>>) -> Result<T, ApiError> {
+        match tokio::time::timeout(self.query_timeout, call).await {
+            Ok(result) => result.map_err(ApiError::from),
+            Err(_) => Err(ApiError::Unavailable(format!(
+                "a ClickHouse query did not finish within {} s",
+                self.query_timeout.as_secs_f64()
+            ))),
+        }
+    }
+
+    pub fn now(&self) -> u64 {
+        (self.now_ns)()
+    }
+}
+
+/// One page of a list. `next_cursor`, when present, fetches the next page (`cursor=`);
+/// absent, this is the last page.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Page<T> {
+    pub items: Vec<T>,
+    pub next_cursor: Option<String>,
+}
+
+impl<T> Page<T> {
+    /// A page of at most `limit` items; `last_cursor` (the cursor after the last item) is
+    /// handed on only when the page is full.
+    pub fn of(items: Vec<T>, limit: u64, last_cursor: Option<String>) -> Page<T> {
+        let next_cursor = if items.len() as u64 >= limit { last_cursor } else { None };
+        Page { items, next_cursor }
+    }
+}
+
+/// Parallel key and value arrays as one object (a repeated key keeps its last value).
+pub fn attributes(keys: &[String], values: &[String]) -> BTreeMap<String, String> {
+    keys.iter().cloned().zip(values.iter().cloned()).collect()
+}
+
+/// A log line as the API shows it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Log {
+    pub log_id: String,
+    pub service: String,
+    pub time_ns: u64,
+    pub severity_number: u8,
+    pub severity_text: String,
+    pub body: String,
+    /// Empty when the log belongs to no trace.
+    pub trace_id: String,
+    pub span_id: String,
+    pub attributes: BTreeMap<String, String>,
+    /// The template it matched; absent when not mined yet.
+    pub template_id: Option<String>,
+}
+
+impl Log {
+    pub fn from_row(row: &LogRow, template_id: Option<u64>) -> Log {
+        Log {
+            log_id: format_id(row.log_id),
+            service: row.service.clone(),
+            time_ns: row.time_ns,
+            severity_number: row.severity_number,
+            severity_text: row.severity_text.clone(),
+            body: row.body.clone(),
+            trace_id: row.trace_id.clone(),
+            span_id: row.span_id.clone(),
+            attributes: attributes(&row.attr_keys, &row.attr_values),
+            template_id: template_id.map(format_id),
+        }
+    }
+}

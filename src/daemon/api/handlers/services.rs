@@ -1,0 +1,61 @@
+//! `GET /api/v1/services`: every service seen in a window.
+
+use axum::extract::State;
+use axum::Json;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use super::{AppState, Page};
+use crate::daemon::api::error::{ApiError, ErrorBody};
+use crate::daemon::api::params::{self, Query, DAY_NS, HOUR_NS};
+use crate::store::query::services;
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct ServicesParams {
+    /// Window start, Unix ns (default: one hour before `to`).
+    pub from: Option<u64>,
+    /// Window end, Unix ns (default: now).
+    pub to: Option<u64>,
+    /// Page size, 1 to 1000 (default 100).
+    pub limit: Option<u64>,
+    /// `next_cursor` of the previous page.
+    pub cursor: Option<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Service {
+    pub service: String,
+    pub spans: u64,
+    pub error_spans: u64,
+    pub logs: u64,
+    /// Logs at severity ERROR or above.
+    pub error_logs: u64,
+    pub last_seen_ns: u64,
+}
+
+#[utoipa::path(get, path = "/api/v1/services", tag = "services", params(ServicesParams),
+    responses((status = 200, body = Page<Service>), (status = 400, body = ErrorBody), (status = 503, body = ErrorBody)))]
+pub async fn list(
+    State(state): State<AppState>,
+    Query(p): Query<ServicesParams>,
+) -> Result<Json<Page<Service>>, ApiError> {
+    let window = params::window(p.from, p.to, state.now(), HOUR_NS, 31 * DAY_NS)?;
+    let limit = params::limit(p.limit)?;
+    let after = params::cursor::<String>(p.cursor)?.unwrap_or_default();
+    let rows = state.run(services::services(&state.store, window, &after, limit)).await?;
+    let cursor = rows.last().map(|r| params::next_cursor(&r.service));
+    let items = rows
+        .into_iter()
+        .map(|r| Service {
+            service: r.service,
+            spans: r.spans,
+            error_spans: r.error_spans,
+            logs: r.logs,
+            error_logs: r.error_logs,
+            last_seen_ns: r.last_seen_ns,
+        })
+        .collect();
+    Ok(Json(Page::of(items, limit, cursor)))
+}

@@ -1,0 +1,150 @@
+//! Stories: `GET /api/v1/traces/{trace_id}/story`, `GET /api/v1/shapes` (one per
+//! fingerprint over a window) and `GET /api/v1/shapes/{fingerprint}/stories`.
+
+use axum::extract::{Path, State};
+use axum::Json;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use super::{AppState, Page};
+use crate::daemon::api::error::{ApiError, ErrorBody};
+use crate::daemon::api::params::{self, Query, DAY_NS, HOUR_NS};
+use crate::store::query::stories;
+use crate::store::StoryRow;
+use crate::wire::alert::format_id;
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Story {
+    pub trace_id: String,
+    /// The shape: a hash of the trace's service/operation call edges.
+    pub fingerprint: String,
+    pub root_service: String,
+    pub root_operation: String,
+    pub start_ns: u64,
+    pub duration_ns: u64,
+    pub span_count: u32,
+    pub services: Vec<String>,
+    pub edges: Vec<String>,
+    pub error: bool,
+    pub error_spans: u32,
+    pub log_count: u32,
+    /// The trace had more spans than the assembler keeps.
+    pub truncated: bool,
+}
+
+impl Story {
+    fn from_row(r: StoryRow) -> Story {
+        Story {
+            trace_id: r.trace_id,
+            fingerprint: format_id(r.fingerprint),
+            root_service: r.root_service,
+            root_operation: r.root_operation,
+            start_ns: r.start_ns,
+            duration_ns: r.duration_ns,
+            span_count: r.span_count,
+            services: r.services,
+            edges: r.edges,
+            error: r.error != 0,
+            error_spans: r.error_spans,
+            log_count: r.log_count,
+            truncated: r.truncated != 0,
+        }
+    }
+}
+
+#[utoipa::path(get, path = "/api/v1/traces/{trace_id}/story", tag = "stories",
+    params(("trace_id" = String, Path, description = "32 hex digits")),
+    responses((status = 200, body = Story), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody), (status = 503, body = ErrorBody)))]
+pub async fn by_trace(State(state): State<AppState>, Path(trace_id): Path<String>) -> Result<Json<Story>, ApiError> {
+    let trace_id = params::trace_id("trace_id", &trace_id)?;
+    match state.run(stories::story_by_trace(&state.store, &trace_id)).await? {
+        Some(row) => Ok(Json(Story::from_row(row))),
+        None => Err(ApiError::not_found(format!("story of trace {trace_id}"))),
+    }
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct ShapesParams {
+    /// Shapes with this service among their stories' services.
+    pub service: Option<String>,
+    /// Window start, Unix ns (default: one hour before `to`); stories by start.
+    pub from: Option<u64>,
+    pub to: Option<u64>,
+    pub limit: Option<u64>,
+    pub cursor: Option<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Shape {
+    pub fingerprint: String,
+    pub count: u64,
+    pub p50_duration_ns: f64,
+    pub p95_duration_ns: f64,
+    /// The share of its stories with an error, 0 to 1.
+    pub error_rate: f64,
+    pub example_trace_id: String,
+    pub root_service: String,
+    pub root_operation: String,
+    pub edges: Vec<String>,
+    pub last_start_ns: u64,
+}
+
+#[utoipa::path(get, path = "/api/v1/shapes", tag = "stories", params(ShapesParams),
+    responses((status = 200, body = Page<Shape>), (status = 400, body = ErrorBody), (status = 503, body = ErrorBody)))]
+pub async fn shapes(
+    State(state): State<AppState>,
+    Query(p): Query<ShapesParams>,
+) -> Result<Json<Page<Shape>>, ApiError> {
+    let window = params::window(p.from, p.to, state.now(), HOUR_NS, 31 * DAY_NS)?;
+    let limit = params::limit(p.limit)?;
+    let service = params::text("service", p.service)?;
+    let after = params::cursor::<(u64, u64)>(p.cursor)?;
+    let rows = state.run(stories::shapes(&state.store, window, service.as_deref(), after, limit)).await?;
+    let cursor = rows.last().map(|r| params::next_cursor(&(r.count, r.fingerprint)));
+    let items: Vec<Shape> = rows
+        .into_iter()
+        .map(|r| Shape {
+            fingerprint: format_id(r.fingerprint),
+            count: r.count,
+            p50_duration_ns: r.p50_duration_ns,
+            p95_duration_ns: r.p95_duration_ns,
+            error_rate: r.error_rate,
+            example_trace_id: r.example_trace_id,
+            root_service: r.root_service,
+            root_operation: r.root_operation,
+            edges: r.edges,
+            last_start_ns: r.last_start_ns,
+        })
+        .collect();
+    Ok(Json(Page::of(items, limit, cursor)))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct ShapeStoriesParams {
+    pub from: Option<u64>,
+    pub to: Option<u64>,
+    pub limit: Option<u64>,
+    pub cursor: Option<String>,
+}
+
+#[utoipa::path(get, path = "/api/v1/shapes/{fingerprint}/stories", tag = "stories",
+    params(("fingerprint" = String, Path, description = "16 hex digits"), ShapeStoriesParams),
+    responses((status = 200, body = Page<Story>), (status = 400, body = ErrorBody), (status = 503, body = ErrorBody)))]
+pub async fn shape_stories(
+    State(state): State<AppState>,
+    Path(fingerprint): Path<String>,
+    Query(p): Query<ShapeStoriesParams>,
+) -> Result<Json<Page<Story>>, ApiError> {
+    let fingerprint = params::hex_id("fingerprint", &fingerprint)?;
+    let window = params::window(p.from, p.to, state.now(), HOUR_NS, 31 * DAY_NS)?;
+    let limit = params::limit(p.limit)?;
+    let after = params::cursor::<(u64, String)>(p.cursor)?;
+    let rows = state.run(stories::shape_stories(&state.store, fingerprint, window, after, limit)).await?;
+    let cursor = rows.last().map(|r| params::next_cursor(&(r.start_ns, r.trace_id.clone())));
+    let items = rows.into_iter().map(Story::from_row).collect();
+    Ok(Json(Page::of(items, limit, cursor)))
+}

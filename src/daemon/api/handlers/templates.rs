@@ -1,0 +1,94 @@
+//! `GET /api/v1/templates`: templates (of a service, or all), the most frequent first, each
+//! with its per-minute hit counts over a window (for sparklines).
+
+use std::collections::HashMap;
+
+use axum::extract::State;
+use axum::Json;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use super::{AppState, Page};
+use crate::daemon::api::error::{ApiError, ErrorBody};
+use crate::daemon::api::params::{self, Query, DAY_NS, HOUR_NS};
+use crate::store::query::templates;
+use crate::wire::alert::format_id;
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct TemplatesParams {
+    pub service: Option<String>,
+    /// Window of the per-minute counts, Unix ns (default: the hour before `to`; at most 24 h).
+    pub from: Option<u64>,
+    pub to: Option<u64>,
+    pub limit: Option<u64>,
+    pub cursor: Option<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct MinuteCount {
+    /// The minute's start, Unix ns.
+    pub minute_ns: u64,
+    pub count: u64,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Template {
+    pub service: String,
+    pub template_id: String,
+    pub template: String,
+    /// Lines matched since the template was first seen.
+    pub count: u64,
+    pub first_seen_ns: u64,
+    pub last_seen_ns: u64,
+    pub masking_version: String,
+    /// Distinct lines per minute in the window; minutes without a line are left out.
+    pub minutes: Vec<MinuteCount>,
+}
+
+const MINUTE_NS: u64 = 60_000_000_000;
+
+#[utoipa::path(get, path = "/api/v1/templates", tag = "templates", params(TemplatesParams),
+    responses((status = 200, body = Page<Template>), (status = 400, body = ErrorBody), (status = 503, body = ErrorBody)))]
+pub async fn list(
+    State(state): State<AppState>,
+    Query(p): Query<TemplatesParams>,
+) -> Result<Json<Page<Template>>, ApiError> {
+    let window = params::window(p.from, p.to, state.now(), HOUR_NS, DAY_NS)?;
+    let limit = params::limit(p.limit)?;
+    let service = params::text("service", p.service)?;
+    let after = params::cursor::<(u64, String, u64)>(p.cursor)?;
+    let rows = state.run(templates::templates(&state.store, service.as_deref(), after.as_ref(), limit)).await?;
+    let mut services: Vec<String> = rows.iter().map(|r| r.service.clone()).collect();
+    services.sort();
+    services.dedup();
+    let ids: Vec<u64> = rows.iter().map(|r| r.template_id).collect();
+    let counts = if rows.is_empty() {
+        Vec::new()
+    } else {
+        state.run(templates::minute_counts(&state.store, window, &services, &ids)).await?
+    };
+    let mut minutes: HashMap<(String, u64), Vec<MinuteCount>> = HashMap::new();
+    for c in counts {
+        minutes
+            .entry((c.service, c.template_id))
+            .or_default()
+            .push(MinuteCount { minute_ns: c.minute * MINUTE_NS, count: c.count });
+    }
+    let cursor = rows.last().map(|r| params::next_cursor(&(r.count, r.service.clone(), r.template_id)));
+    let items: Vec<Template> = rows
+        .into_iter()
+        .map(|r| Template {
+            minutes: minutes.remove(&(r.service.clone(), r.template_id)).unwrap_or_default(),
+            template_id: format_id(r.template_id),
+            service: r.service,
+            template: r.template,
+            count: r.count,
+            first_seen_ns: r.first_seen_ns,
+            last_seen_ns: r.last_seen_ns,
+            masking_version: r.masking_version,
+        })
+        .collect();
+    Ok(Json(Page::of(items, limit, cursor)))
+}

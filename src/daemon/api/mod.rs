@@ -1,0 +1,60 @@
+//! `tayga serve api`: the HTTP API over everything Tayga stores (docs/api.md) and the metric
+//! recorder. `router.rs` assembles the routes and the OpenAPI document, `handlers/` holds one
+//! file per area, `params.rs` reads and checks parameters, `error.rs` maps failures to
+//! statuses, `access.rs` the loopback and token rules, `metrics.rs` the API's own metrics,
+//! `recorder/` the scraper. Every read goes through `store::query` (or the `store` functions
+//! the commands use).
+
+pub mod access;
+pub mod error;
+pub mod handlers;
+pub mod metrics;
+pub mod params;
+pub mod recorder;
+pub mod router;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use prometheus_client::registry::Registry;
+
+use crate::config::Config;
+use crate::daemon::{retry_at_start, Shutdown, START_LIMIT};
+use crate::store::Store;
+use handlers::AppState;
+use recorder::{resolve::SystemResolver, Recorder, RecorderMetrics};
+
+pub async fn serve(config: &Config, shutdown: Shutdown) -> anyhow::Result<()> {
+    if let Some(problem) = access::listen_problem(&config.api.listen_addr, &config.api.token) {
+        anyhow::bail!("{problem}");
+    }
+    let plain = Store::new(&config.clickhouse);
+    // The recorder writes pipeline_metrics, and the reads need the trace_logs lookup.
+    retry_at_start("migrating the ClickHouse schema", START_LIMIT, Duration::from_secs(1), &shutdown, || {
+        crate::store::migrate::migrate(&plain)
+    })
+    .await?;
+    let timeout = Duration::from_secs(config.api.query_timeout_secs);
+    // The server stops a query at the same bound the request waits, so an abandoned query
+    // does not keep running.
+    let store = plain.clone().with_setting("max_execution_time", &config.api.query_timeout_secs.to_string());
+
+    let mut registry = Registry::default();
+    let recorder_metrics = RecorderMetrics::register(&mut registry);
+    let request_metrics = metrics::RequestMetrics::register(&mut registry);
+    let recorder = Recorder::new(plain, recorder::targets(config), Arc::new(SystemResolver), recorder_metrics);
+    let interval = Duration::from_secs(config.api.scrape_interval_secs);
+    let recording = tokio::spawn(recorder.run(interval, shutdown.clone()));
+
+    let state = AppState { store, query_timeout: timeout, now_ns: crate::store::now_ns };
+    let health: crate::daemon::HealthFn = Arc::new(|| serde_json::json!({"api": {"status": "serving"}}));
+    let app = router::router(state, Arc::new(registry), request_metrics, health, &config.api.token);
+    let listener = tokio::net::TcpListener::bind(&config.api.listen_addr)
+        .await
+        .with_context(|| format!("cannot listen on {} for the API", config.api.listen_addr))?;
+    tracing::info!(addr = %listener.local_addr()?, "serving the API");
+    axum::serve(listener, app).with_graceful_shutdown(shutdown.triggered()).await.context("the API server failed")?;
+    let _ = recording.await;
+    Ok(())
+}

@@ -1,0 +1,252 @@
+//! The metric recorder (seed 000, "Metrics with several replicas"): every
+//! `api.scrape_interval_secs` it scrapes the `/metrics` of ingest, writer, assembler and
+//! notifier, resolves `api.logminer_metrics` (and any other `api.*_metrics` name set) and
+//! scrapes every address it names, and stores
+//! every sample with its labels in `pipeline_metrics`, one INSERT per tick. Each sample's
+//! `instance` is the scraped `ip:port`; every scrape also records `up` (1, or 0 when it
+//! failed, or when the logminer's name did not resolve at all). The recorder keeps no
+//! per-metric knowledge: how series combine is `rules.rs`, applied when they are read.
+
+pub mod exposition;
+pub mod resolve;
+pub mod rules;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::registry::Registry;
+
+use crate::config::Config;
+use crate::daemon::Shutdown;
+use crate::store::{query::pipeline, MetricSampleRow, Store};
+use resolve::Resolver;
+
+/// The name of the sample recorded for every scrape.
+pub const UP: &str = "up";
+
+/// What is scraped: a service at a fixed address, or at every address a name resolves to.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Target {
+    Fixed { service: String, addr: String },
+    Resolved { service: String, host_port: String },
+}
+
+/// The scrape set of a configuration: each service at its `api.<service>_metrics` name,
+/// resolved on every tick, or at its own listen address when that is empty.
+pub fn targets(config: &Config) -> Vec<Target> {
+    let api = &config.api;
+    let target = |service: &str, name: &str, own: &str| {
+        if name.is_empty() {
+            Target::Fixed { service: service.into(), addr: own.into() }
+        } else {
+            Target::Resolved { service: service.into(), host_port: name.into() }
+        }
+    };
+    vec![
+        target("ingest", &api.ingest_metrics, &config.ingest.http_addr),
+        target("writer", &api.writer_metrics, &config.writer.metrics_addr),
+        target("assembler", &api.assembler_metrics, &config.assembler.metrics_addr),
+        target("notifier", &api.notifier_metrics, &config.notifier.metrics_addr),
+        target("logminer", &api.logminer_metrics, &config.logminer.metrics_addr),
+    ]
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, prometheus_client::encoding::EncodeLabelSet)]
+struct ScrapeLabels {
+    service: String,
+    outcome: String,
+}
+
+/// The recorder's own metrics, on the api's `/metrics`.
+#[derive(Clone, Default)]
+pub struct RecorderMetrics {
+    scrapes: Family<ScrapeLabels, Counter>,
+    samples: Counter,
+    store_failures: Counter,
+}
+
+impl RecorderMetrics {
+    pub fn register(registry: &mut Registry) -> RecorderMetrics {
+        let m = RecorderMetrics::default();
+        registry.register("tayga_api_scrapes", "Scrapes by service and outcome (ok, failed)", m.scrapes.clone());
+        registry.register("tayga_api_recorded_samples", "Samples stored in pipeline_metrics", m.samples.clone());
+        registry.register(
+            "tayga_api_record_errors",
+            "Ticks whose samples could not be stored",
+            m.store_failures.clone(),
+        );
+        m
+    }
+}
+
+pub struct Recorder {
+    store: Store,
+    targets: Vec<Target>,
+    resolver: Arc<dyn Resolver>,
+    http: reqwest::Client,
+    scrape_timeout: Duration,
+    metrics: RecorderMetrics,
+}
+
+/// One scrape's bound: a replica that does not answer costs at most this.
+pub const SCRAPE_TIMEOUT: Duration = Duration::from_secs(5);
+
+impl Recorder {
+    pub fn new(store: Store, targets: Vec<Target>, resolver: Arc<dyn Resolver>, metrics: RecorderMetrics) -> Recorder {
+        Recorder { store, targets, resolver, http: reqwest::Client::new(), scrape_timeout: SCRAPE_TIMEOUT, metrics }
+            .with_scrape_timeout(SCRAPE_TIMEOUT)
+    }
+
+    /// Bounds each resolution and each scrape at `limit` instead of [`SCRAPE_TIMEOUT`].
+    pub fn with_scrape_timeout(mut self, limit: Duration) -> Recorder {
+        self.http = reqwest::Client::builder().timeout(limit).build().expect("a plain HTTP client builds");
+        self.scrape_timeout = limit;
+        self
+    }
+
+    /// Ticks every `interval` until shutdown.
+    pub async fn run(self, interval: Duration, shutdown: Shutdown) {
+        loop {
+            let rows = self.scrape_all(crate::store::now_ns()).await;
+            if let Err(e) = self.store_rows(&rows).await {
+                tracing::warn!(error = %e, samples = rows.len(), "storing scraped metrics failed; this tick is lost");
+            }
+            if !shutdown.sleep(interval).await {
+                return;
+            }
+        }
+    }
+
+    pub async fn store_rows(&self, rows: &[MetricSampleRow]) -> Result<(), crate::store::StoreError> {
+        match pipeline::record(&self.store, rows).await {
+            Ok(()) => {
+                self.metrics.samples.inc_by(rows.len() as u64);
+                Ok(())
+            }
+            Err(e) => {
+                self.metrics.store_failures.inc();
+                Err(e)
+            }
+        }
+    }
+
+    /// One tick: every target scraped at once, the rows of every sample (and `up`), all
+    /// stamped `ts_ns`.
+    pub async fn scrape_all(&self, ts_ns: u64) -> Vec<MetricSampleRow> {
+        let mut instances: Vec<(String, String, Option<SocketAddr>)> = Vec::new();
+        for target in &self.targets {
+            match target {
+                Target::Fixed { service, addr } => instances.push((service.clone(), addr.clone(), addr.parse().ok())),
+                // A resolver that hangs (a DNS server that does not answer) costs one scrape's bound.
+                Target::Resolved { service, host_port } => {
+                    match tokio::time::timeout(self.scrape_timeout, self.resolver.resolve(host_port)).await {
+                        Ok(Ok(addrs)) if !addrs.is_empty() => {
+                            instances.extend(addrs.into_iter().map(|a| (service.clone(), a.to_string(), Some(a))))
+                        }
+                        _ => {
+                            tracing::debug!(%service, %host_port, "the metrics name did not resolve");
+                            instances.push((service.clone(), host_port.clone(), None));
+                        }
+                    }
+                }
+            }
+        }
+        let scrapes = instances.into_iter().map(|(service, instance, addr)| async move {
+            let text = match addr {
+                Some(addr) => self.scrape(addr).await,
+                None => None,
+            };
+            let outcome = if text.is_some() { "ok" } else { "failed" };
+            self.metrics
+                .scrapes
+                .get_or_create(&ScrapeLabels { service: service.clone(), outcome: outcome.into() })
+                .inc();
+            samples_to_rows(ts_ns, &service, &instance, text.as_deref())
+        });
+        futures_util::future::join_all(scrapes).await.into_iter().flatten().collect()
+    }
+
+    async fn scrape(&self, addr: SocketAddr) -> Option<String> {
+        let response = self.http.get(format!("http://{addr}/metrics")).send().await.ok()?;
+        if !response.status().is_success() {
+            return None;
+        }
+        response.text().await.ok()
+    }
+}
+
+/// The rows of one scrape: `up` and, when it answered, every sample it exposed.
+pub fn samples_to_rows(ts_ns: u64, service: &str, instance: &str, text: Option<&str>) -> Vec<MetricSampleRow> {
+    let row = |metric: &str, labels: &[(String, String)], value: f64| MetricSampleRow {
+        ts_ns,
+        service: service.to_string(),
+        instance: instance.to_string(),
+        metric: metric.to_string(),
+        label_keys: labels.iter().map(|(k, _)| k.clone()).collect(),
+        label_values: labels.iter().map(|(_, v)| v.clone()).collect(),
+        value,
+    };
+    let mut rows = vec![row(UP, &[], if text.is_some() { 1.0 } else { 0.0 })];
+    if let Some(text) = text {
+        let (samples, _bad) = exposition::parse(text);
+        rows.extend(samples.iter().filter(|s| s.value.is_finite()).map(|s| row(&s.name, &s.labels, s.value)));
+    }
+    rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_service_is_scraped_at_its_own_address_unless_a_name_is_set() {
+        let mut config = Config::default();
+        config.api.writer_metrics = "writer:9401".into();
+        let t = targets(&config);
+        assert_eq!(t[0], Target::Fixed { service: "ingest".into(), addr: config.ingest.http_addr.clone() });
+        assert_eq!(t[1], Target::Resolved { service: "writer".into(), host_port: "writer:9401".into() });
+        assert_eq!(
+            t[4],
+            Target::Resolved { service: "logminer".into(), host_port: config.api.logminer_metrics.clone() }
+        );
+    }
+
+    /// A resolver that never answers.
+    struct Hanging;
+
+    impl Resolver for Hanging {
+        fn resolve(&self, _: &str) -> resolve::Resolved {
+            Box::pin(std::future::pending())
+        }
+    }
+
+    #[tokio::test]
+    async fn a_name_that_never_resolves_is_up_zero_after_the_scrape_bound() {
+        let store = Store::new(&crate::config::ClickHouseConfig::default());
+        let targets = vec![Target::Resolved { service: "logminer".into(), host_port: "lm:9403".into() }];
+        let recorder = Recorder::new(store, targets, Arc::new(Hanging), RecorderMetrics::default())
+            .with_scrape_timeout(Duration::from_millis(50));
+        let rows = tokio::time::timeout(Duration::from_secs(10), recorder.scrape_all(1)).await.expect("the tick ends");
+        assert_eq!(rows.len(), 1);
+        assert_eq!((rows[0].instance.as_str(), rows[0].metric.as_str(), rows[0].value), ("lm:9403", UP, 0.0));
+    }
+
+    #[test]
+    fn a_failed_scrape_is_up_zero_and_nothing_else() {
+        let rows = samples_to_rows(7, "logminer", "127.0.0.2:9403", None);
+        assert_eq!(rows.len(), 1);
+        assert_eq!((rows[0].metric.as_str(), rows[0].value, rows[0].instance.as_str()), (UP, 0.0, "127.0.0.2:9403"));
+    }
+
+    #[test]
+    fn every_sample_keeps_its_labels_and_instance() {
+        let rows = samples_to_rows(7, "writer", "127.0.0.1:9401", Some("a_total{table=\"spans\"} 3\nb 1\nc NaN\n"));
+        assert_eq!(rows.len(), 3, "up, a and b; NaN is not stored");
+        assert_eq!(rows[1].label_keys, vec!["table"]);
+        assert_eq!(rows[1].label_values, vec!["spans"]);
+        assert!(rows.iter().all(|r| r.instance == "127.0.0.1:9401" && r.ts_ns == 7));
+    }
+}

@@ -1,0 +1,102 @@
+//! The routes of `tayga serve api`: `/api/v1/…` (collected with their OpenAPI description
+//! from the handlers' own annotations), `/api/v1/openapi.json`, `/health` and `/metrics`,
+//! behind the token check when a token is set.
+
+use std::sync::Arc;
+
+use axum::routing::get;
+use axum::{middleware, Json, Router};
+use prometheus_client::registry::Registry;
+use utoipa::OpenApi;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::access;
+use super::error::ApiError;
+use super::handlers::{self, AppState};
+use super::metrics::RequestMetrics;
+
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "Tayga API", description = "Everything Tayga stores: services, traces, stories, logs, templates, alerts, deliveries and the pipeline's own metrics. Times are Unix nanoseconds; 64-bit ids are 16 hex digits."),
+    tags(
+        (name = "services"), (name = "traces"), (name = "stories"), (name = "logs"),
+        (name = "templates"), (name = "alerts"), (name = "deliveries"), (name = "pipeline"),
+    )
+)]
+struct ApiDoc;
+
+/// The API's routes and its OpenAPI document.
+pub fn api_routes(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
+    let (router, openapi) = OpenApiRouter::with_openapi(ApiDoc::openapi())
+        .routes(routes!(handlers::services::list))
+        .routes(routes!(handlers::traces::search))
+        .routes(routes!(handlers::traces::by_id))
+        .routes(routes!(handlers::stories::by_trace))
+        .routes(routes!(handlers::stories::shapes))
+        .routes(routes!(handlers::stories::shape_stories))
+        .routes(routes!(handlers::logs::list))
+        .routes(routes!(handlers::templates::list))
+        .routes(routes!(handlers::alerts::list))
+        .routes(routes!(handlers::alerts::by_id))
+        .routes(routes!(handlers::deliveries::list))
+        .routes(routes!(handlers::pipeline::series))
+        .with_state(state)
+        .split_for_parts();
+    (router, openapi)
+}
+
+/// The OpenAPI document alone, as `/api/v1/openapi.json` serves it (the store is never
+/// reached: building the routes only describes them).
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    let store = crate::store::Store::new(&crate::config::ClickHouseConfig::default());
+    let state = AppState { store, query_timeout: std::time::Duration::from_secs(1), now_ns: crate::store::now_ns };
+    api_routes(state).1
+}
+
+/// Every route the daemon serves, each request counted and timed in `metrics`.
+pub fn router(
+    state: AppState,
+    registry: Arc<Registry>,
+    metrics: RequestMetrics,
+    health: crate::daemon::HealthFn,
+    token: &str,
+) -> Router {
+    let (api, openapi) = api_routes(state);
+    let openapi = Arc::new(openapi);
+    let app = Router::new()
+        .merge(api)
+        .route("/api/v1/openapi.json", get(move || async move { Json(openapi.as_ref().clone()) }))
+        .merge(crate::daemon::admin_router(registry, health))
+        .fallback(|| async { ApiError::not_found("route") })
+        // A route layer, so the matched route pattern is known when the request is counted.
+        .route_layer(middleware::from_fn_with_state(metrics, super::metrics::track));
+    if token.is_empty() {
+        app
+    } else {
+        app.layer(middleware::from_fn_with_state(token.to_string(), access::require_token))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_document_describes_every_route_with_its_parameters_and_errors() {
+        let doc = serde_json::to_value(openapi()).unwrap();
+        let paths = doc["paths"].as_object().unwrap();
+        assert_eq!(paths.len(), 12, "{:?}", paths.keys().collect::<Vec<_>>());
+        let logs = &doc["paths"]["/api/v1/logs"]["get"];
+        let names: Vec<&str> =
+            logs["parameters"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["service", "template_id", "q", "from", "to", "limit", "cursor"]);
+        for (path, item) in paths {
+            let responses = &item["get"]["responses"];
+            assert!(responses.get("200").is_some() && responses.get("400").is_some(), "{path}");
+            assert!(responses.get("503").is_some(), "{path} does not document 503");
+        }
+        let trace = &doc["components"]["schemas"]["Trace"];
+        assert!(trace["properties"]["spans"].is_object(), "{trace}");
+    }
+}

@@ -1,0 +1,39 @@
+//! `notifier_deliveries`: the state of every (alert, target) pair (seed 003), read by the
+//! notifier before it sends and by `tayga deliveries show`. The table is a
+//! ReplacingMergeTree by (alert_id, target) with `updated_ns` as the version, so every
+//! change is a new row (written with [`super::Store::insert`]) and reads take the latest
+//! version with `argMax`.
+
+use super::statements::Statement;
+use super::{DeliveryRow, Store, StoreError};
+
+/// The latest version of every (alert, target) row of one alert, by target. `created_ns`
+/// is the pair's first row's, `updated_ns` its latest. No aliases: ClickHouse would let an
+/// alias named like a column shadow that column inside the other aggregates. Rows are read
+/// by position (RowBinary), in `DeliveryRow`'s field order. Binds: alert id.
+pub const LATEST_BY_ALERT_SQL: &str = "SELECT alert_id, target,
+    argMax(status, updated_ns),
+    argMax(attempts, updated_ns),
+    argMax(last_error, updated_ns),
+    min(created_ns),
+    max(updated_ns)
+FROM notifier_deliveries
+WHERE alert_id = ?
+GROUP BY alert_id, target
+ORDER BY target";
+
+/// The latest row of every target of one alert, ordered by target.
+pub async fn latest_for_alert(store: &Store, alert_id: u64) -> Result<Vec<DeliveryRow>, StoreError> {
+    store
+        .client()
+        .query(LATEST_BY_ALERT_SQL)
+        .bind(alert_id)
+        .fetch_all::<DeliveryRow>()
+        .await
+        .map_err(|source| store.query_error("reading notifier_deliveries", source))
+}
+
+/// This module's statements with sample binds, for the registry.
+pub fn statements() -> Vec<Statement> {
+    vec![Statement::new("deliveries.latest_by_alert", LATEST_BY_ALERT_SQL).binds(["11"])]
+}

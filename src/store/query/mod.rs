@@ -1,0 +1,89 @@
+//! The API's reads (and the metric recorder's insert), one file per area. Every statement is
+//! a `const …_SQL` text with `?` placeholders filled by `.bind()`, plus the function that runs
+//! it, so the statement registry can list them and `tests/it/api.rs` runs each one on 18.16
+//! and in chdb-core. Where a filter is optional the SQL is built from fixed fragments only
+//! (never from a value), and `statements()` lists the widest variant.
+//!
+//! Every scan of a big table (spans, logs, hits, stories, metrics) is bounded by a time
+//! [`Window`] and a row limit; a lookup by id uses the table's primary key.
+
+pub mod alerts;
+pub mod deliveries;
+pub mod logs;
+pub mod pipeline;
+pub mod seed;
+pub mod services;
+pub mod stories;
+pub mod templates;
+pub mod traces;
+
+use super::statements::Statement;
+
+/// A half-open time range `[from_ns, to_ns)` in Unix nanoseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    pub from_ns: u64,
+    pub to_ns: u64,
+}
+
+/// The most rows one page may hold; the API refuses a larger `limit`.
+pub const MAX_LIMIT: u64 = 1000;
+
+/// Joins the fixed condition fragments of a dynamic statement.
+fn and_all(conditions: &[&str]) -> String {
+    if conditions.is_empty() {
+        "1".to_string()
+    } else {
+        conditions.join(" AND ")
+    }
+}
+
+/// Every statement of this module, with sample values, for the registry
+/// (`store::statements::all`): the widest variant of each dynamic one, and the seed's
+/// statements for a tiny data set.
+pub fn statements() -> Vec<Statement> {
+    let mut all = Vec::new();
+    all.extend(services::statements());
+    all.extend(traces::statements());
+    all.extend(stories::statements());
+    all.extend(logs::statements());
+    all.extend(templates::statements());
+    all.extend(alerts::statements());
+    all.extend(deliveries::statements());
+    all.extend(pipeline::statements());
+    let tiny = seed::Seed {
+        spans: 10,
+        logs: 5,
+        services: 2,
+        templates_per_service: 2,
+        alerts: 3,
+        end_ns: 1_764_547_200_000_000_000,
+        span_ns: 3_600_000_000_000,
+    };
+    all.extend(
+        seed::statements(&tiny).into_iter().map(|(table, sql)| Statement::new(format!("query.seed_{table}"), sql)),
+    );
+    all.push(Statement::new("query.seed_trace_id", seed::trace_id_sql(1)));
+    all
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_statement_is_named_once_and_avoids_what_18_16_lacks() {
+        let all = statements();
+        let mut names: Vec<&str> = all.iter().map(|s| s.name.as_str()).collect();
+        names.sort();
+        let before = names.len();
+        names.dedup();
+        assert_eq!(names.len(), before, "a statement name is used twice");
+        for Statement { name, sql, .. } in &all {
+            for forbidden in ["ILIKE", "JSONExtract", "DateTime64", " AS (SELECT", "Map("] {
+                assert!(!sql.contains(forbidden), "{name} uses {forbidden}");
+            }
+            assert!(!sql.contains("OFFSET"), "{name} pages by OFFSET");
+        }
+    }
+}

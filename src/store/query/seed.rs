@@ -1,0 +1,153 @@
+//! Synthetic rows generated on the server (`INSERT … SELECT … FROM numbers(n)`), for the
+//! read-cost test and the API benchmark (`examples/api_bench.rs`): millions of rows in
+//! seconds, without shipping them over HTTP. Shaped like real traffic where the API's costs
+//! depend on it: 5 spans per trace over several services, logs that belong to traces and
+//! match a few templates per service, one story per trace, alerts of every kind.
+
+use crate::store::{Store, StoreError};
+
+#[derive(Debug, Clone)]
+pub struct Seed {
+    pub spans: u64,
+    /// Logs; log `i` belongs to the trace of span `i × spans / logs`.
+    pub logs: u64,
+    pub services: u64,
+    pub templates_per_service: u64,
+    pub alerts: u64,
+    /// Every row's time lies in `[end_ns - span_ns, end_ns)`.
+    pub end_ns: u64,
+    pub span_ns: u64,
+}
+
+/// The trace id of trace number `n` (an SQL expression over `n`): 32 hex digits.
+fn trace_of(n: &str) -> String {
+    format!("lower(hex(MD5(toString({n}))))")
+}
+
+/// The trace id of the `i`-th trace, as [`seed`] wrote it.
+pub fn trace_id_sql(i: u64) -> String {
+    format!("SELECT {}", trace_of(&i.to_string()))
+}
+
+/// The statements [`seed`] runs, in order, and what each fills.
+pub fn statements(s: &Seed) -> Vec<(&'static str, String)> {
+    let Seed { spans, logs, services, templates_per_service: t, alerts, end_ns, span_ns } = s.clone();
+    let start = end_ns - span_ns;
+    let span_step = (span_ns / spans.max(1)).max(1);
+    let log_step = (span_ns / logs.max(1)).max(1);
+    let ratio = (spans / logs.max(1)).max(1);
+    let traces = (spans / 5).max(1);
+    let trace_step = (span_ns / traces).max(1);
+    vec![
+        (
+            "spans",
+            format!(
+                "INSERT INTO spans (trace_id, span_id, parent_span_id, service, name, kind, start_ns, end_ns, duration_ns, \
+                 status_code, status_message, attr_keys, attr_values, resource_keys, resource_values, scope_name, event_count, \
+                 link_count, ingest_ns) \
+                 SELECT {trace}, substring(lower(hex(MD5(toString(number)))), 1, 16), \
+                 if(number % 5 = 0, '', substring(lower(hex(MD5(toString(number - number % 5)))), 1, 16)), \
+                 concat('svc-', toString((intDiv(number, 5) + number % 5) % {services})), concat('op-', toString(number % 5)), \
+                 toUInt8(2), {start} + number * {span_step}, {start} + number * {span_step} + (number * 7919) % 1000000000, \
+                 (number * 7919) % 1000000000, toUInt8(if(number % 97 = 0, 2, 0)), '', ['http.method'], ['GET'], \
+                 ['service.name'], [concat('svc-', toString((intDiv(number, 5) + number % 5) % {services}))], 'seed', \
+                 toUInt32(0), toUInt32(0), toUInt64(1) FROM numbers({spans})",
+                trace = trace_of("intDiv(number, 5)"),
+            ),
+        ),
+        (
+            "logs",
+            format!(
+                "INSERT INTO logs (log_id, service, time_ns, observed_ns, severity_number, severity_text, body, trace_id, \
+                 span_id, attr_keys, attr_values, resource_keys, resource_values, scope_name, ingest_ns) \
+                 SELECT number + 1, concat('svc-', toString(number % {services})), {start} + number * {log_step}, \
+                 {start} + number * {log_step}, toUInt8(if(number % 50 = 0, 17, 9)), if(number % 50 = 0, 'ERROR', 'INFO'), \
+                 concat('request ', toString(number % {t}), ' took ', toString(number % 300), ' ms'), {trace}, '', \
+                 emptyArrayString(), emptyArrayString(), emptyArrayString(), emptyArrayString(), 'seed', toUInt64(1) \
+                 FROM numbers({logs})",
+                trace = trace_of(&format!("intDiv(number * {ratio}, 5)")),
+            ),
+        ),
+        (
+            "log_hits",
+            format!(
+                "INSERT INTO log_hits SELECT concat('svc-', toString(number % {services})), number + 1, number % {t} + 1, \
+                 {start} + number * {log_step} FROM numbers({logs})"
+            ),
+        ),
+        (
+            "log_templates",
+            format!(
+                "INSERT INTO log_templates SELECT concat('svc-', toString(intDiv(number, {t}))), number % {t} + 1, \
+                 concat('request ', toString(number % {t}), ' took <NUM> ms'), intDiv({logs}, {services} * {t}), {start}, \
+                 {end_ns}, 'seed', toUInt64(1) FROM numbers({services} * {t})"
+            ),
+        ),
+        (
+            "stories",
+            format!(
+                "INSERT INTO stories SELECT {trace}, number % 40 + 1, concat('svc-', toString(number % {services})), 'op-0', \
+                 {start} + number * {trace_step}, (number * 7919) % 1000000000, toUInt32(5), \
+                 [concat('svc-', toString(number % {services}))], [concat('op-0 -> op-', toString(number % 40))], \
+                 toUInt8(number % 97 = 0), toUInt32(number % 97 = 0), toUInt32(1), toUInt8(0), toUInt64(1) FROM numbers({traces})",
+                trace = trace_of("number"),
+            ),
+        ),
+        (
+            "log_alerts",
+            format!(
+                "INSERT INTO log_alerts SELECT number + 1, ['new_template', 'spike', 'silence'][number % 3 + 1], \
+                 concat('svc-', toString(number % {services})), number % {t} + 1, 'request <NUM> took <NUM> ms', \
+                 {start} + number * {step}, {start} + number * {step} + 60000000000, toUInt64(5), 1., 5., toUInt64(1), \
+                 {start} + number * {step} + 60000000000 FROM numbers({alerts})",
+                step = (span_ns / alerts.max(1)).max(1),
+            ),
+        ),
+        (
+            "log_alert_publications",
+            "INSERT INTO log_alert_publications SELECT alert_id, updated_ns, updated_ns + 1 FROM log_alerts \
+             WHERE alert_id % 2 = 0"
+                .to_string(),
+        ),
+        (
+            "notifier_deliveries",
+            "INSERT INTO notifier_deliveries SELECT alert_id, arrayJoin(['ops', 'pager']), 'delivered', toUInt32(1), '', \
+             updated_ns, updated_ns + 1 FROM log_alerts"
+                .to_string(),
+        ),
+        (
+            "pipeline_metrics",
+            format!(
+                "INSERT INTO pipeline_metrics SELECT {start} + intDiv(number, 8) * 15000000000, \
+                 ['ingest', 'writer', 'assembler', 'notifier', 'logminer', 'logminer', 'logminer', 'logminer'][number % 8 + 1], \
+                 concat('127.0.0.', toString(number % 8 + 1), ':9403'), \
+                 ['tayga_ingest_requests_total', 'up', 'tayga_logminer_templates', 'tayga_logminer_logs_mined_total'][number % 4 + 1], \
+                 emptyArrayString(), emptyArrayString(), toFloat64(intDiv(number, 8) * (number % 8 + 1)) \
+                 FROM numbers(intDiv({span_ns}, 15000000000) * 8)"
+            ),
+        ),
+    ]
+}
+
+/// Fills every table of `store`, then merges each into one part per day partition, as a
+/// settled table is.
+pub async fn seed(store: &Store, s: &Seed) -> Result<(), StoreError> {
+    for (table, sql) in statements(s) {
+        store.execute(&format!("seeding {table}"), &sql).await?;
+    }
+    let tables = [
+        "spans",
+        "logs",
+        "trace_logs",
+        "log_hits",
+        "log_templates",
+        "stories",
+        "log_alerts",
+        "log_alert_publications",
+        "notifier_deliveries",
+    ];
+    for table in tables {
+        store.execute(&format!("merging {table}"), &format!("OPTIMIZE TABLE {table} FINAL")).await?;
+    }
+    Ok(())
+}

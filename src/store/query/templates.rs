@@ -1,0 +1,97 @@
+//! Templates: per service (or all), with count and first/last seen, the most frequent first,
+//! and their per-minute hit counts over a window (the sparklines).
+
+use clickhouse::Row;
+use serde::Deserialize;
+
+use super::{Window, MAX_LIMIT};
+use crate::store::statements::Statement;
+use crate::store::{Store, StoreError};
+
+#[derive(Debug, Clone, PartialEq, Row, Deserialize)]
+pub struct TemplateSummary {
+    pub service: String,
+    pub template_id: u64,
+    pub template: String,
+    pub count: u64,
+    pub first_seen_ns: u64,
+    pub last_seen_ns: u64,
+    pub masking_version: String,
+}
+
+/// Keyset cursor of the template list: the previous page's last (count, service, id).
+pub type TemplateCursor = (u64, String, u64);
+
+/// Binds: [service], [cursor: count, count, service, template id], limit.
+pub fn templates_sql(by_service: bool, after: bool) -> String {
+    let mut conditions = vec!["1"];
+    if by_service {
+        conditions.push("service = ?");
+    }
+    if after {
+        conditions.push("(count < ? OR (count = ? AND (service, template_id) > (?, ?)))");
+    }
+    format!(
+        "SELECT service, template_id, template, count, first_seen_ns, last_seen_ns, masking_version \
+         FROM log_templates FINAL WHERE {} ORDER BY count DESC, service, template_id LIMIT ?",
+        conditions.join(" AND ")
+    )
+}
+
+pub async fn templates(
+    store: &Store,
+    service: Option<&str>,
+    after: Option<&TemplateCursor>,
+    limit: u64,
+) -> Result<Vec<TemplateSummary>, StoreError> {
+    let mut query = store.client().query(&templates_sql(service.is_some(), after.is_some()));
+    if let Some(service) = service {
+        query = query.bind(service);
+    }
+    if let Some((count, service, id)) = after {
+        query = query.bind(*count).bind(*count).bind(service.as_str()).bind(*id);
+    }
+    query.bind(limit.min(MAX_LIMIT)).fetch_all().await.map_err(|e| store.query_error("reading templates", e))
+}
+
+#[derive(Debug, Clone, PartialEq, Row, Deserialize)]
+pub struct MinuteCount {
+    pub service: String,
+    pub template_id: u64,
+    /// Minutes since the epoch.
+    pub minute: u64,
+    pub count: u64,
+}
+
+/// Hits per template and minute; distinct log ids, so re-read logs count once. Binds: from,
+/// to, services (array), template ids (array).
+pub const MINUTE_COUNTS_SQL: &str = "SELECT service, template_id, intDiv(time_ns, 60000000000), uniqExact(log_id)
+FROM log_hits
+WHERE time_ns >= ? AND time_ns < ? AND has(?, service) AND has(?, template_id)
+GROUP BY service, template_id, intDiv(time_ns, 60000000000)
+ORDER BY service, template_id, intDiv(time_ns, 60000000000)";
+
+pub async fn minute_counts(
+    store: &Store,
+    window: Window,
+    services: &[String],
+    template_ids: &[u64],
+) -> Result<Vec<MinuteCount>, StoreError> {
+    store
+        .client()
+        .query(MINUTE_COUNTS_SQL)
+        .bind(window.from_ns)
+        .bind(window.to_ns)
+        .bind(services)
+        .bind(template_ids)
+        .fetch_all()
+        .await
+        .map_err(|e| store.query_error("reading template minute counts", e))
+}
+
+pub fn statements() -> Vec<Statement> {
+    vec![
+        Statement::new("query.templates", templates_sql(true, true)).binds(["'s'", "0", "0", "'s'", "0", "10"]),
+        Statement::new("query.template_minute_counts", MINUTE_COUNTS_SQL).binds(["0", "1", "['s']", "[0]"]),
+    ]
+}

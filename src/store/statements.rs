@@ -1,0 +1,234 @@
+//! The registry: every statement Tayga sends to ClickHouse, named, with sample values for its
+//! placeholders, in an order that runs on an empty database (the database and the schema
+//! first, then a row of every table, the reads, the mutations, and the database's drop).
+//!
+//! `tests/it/store.rs` runs the whole list on ClickHouse 18.16 and in chdb-core (current
+//! ClickHouse); a statement only current servers have (the token path) is marked
+//! [`Statement::current_only`] and runs in chdb alone. A statement added to a `store/` file
+//! is added to that file's `statements()`, which [`all`] gathers (`tests/it/tidy.rs` fails
+//! on a statement constant or builder of `store/` that no `statements()` uses).
+
+use serde::Serialize;
+
+use super::{
+    deliveries, insert, logminer, migrate, query, read, remine, retention, schema, stories, AlertPublicationRow,
+    AlertRow, DeliveryRow, HitRow, LogRow, MetricSampleRow, MigrationRow, SpanRow, StateRow, StoryRow, TableRow,
+    TemplateRow, SERVER_VERSION_SQL,
+};
+
+/// One statement as the client is given it: `?` for each bound value, `?fields` for the row
+/// struct's columns.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Statement {
+    /// `<file>.<what>`, unique in the registry.
+    pub name: String,
+    pub sql: String,
+    /// The columns `?fields` stands for (the row struct's), empty when it has none.
+    pub fields: &'static [&'static str],
+    /// Sample values for the `?`s, in order, as SQL literals.
+    pub binds: Vec<String>,
+    /// Only current servers run it (18.16 lacks what it uses).
+    pub current_only: bool,
+    /// Sent with the server's default database, as the statements that create, find or
+    /// drop ours are.
+    pub server_level: bool,
+}
+
+impl Statement {
+    pub fn new(name: impl Into<String>, sql: impl Into<String>) -> Statement {
+        Statement {
+            name: name.into(),
+            sql: sql.into(),
+            fields: &[],
+            binds: Vec::new(),
+            current_only: false,
+            server_level: false,
+        }
+    }
+
+    /// `SELECT ?fields FROM <T's table> <rest>`, as `Store::select` builds it.
+    pub fn select<T: TableRow>(name: impl Into<String>, rest: &str) -> Statement {
+        Statement {
+            fields: T::COLUMN_NAMES,
+            ..Statement::new(name, format!("SELECT ?fields FROM {} {rest}", T::TABLE))
+        }
+    }
+
+    /// The insert of `rows` as `store::insert` sends it (`INSERT INTO t(columns)`, the
+    /// token as a setting), with the rows in JSONEachRow where the client streams RowBinary:
+    /// the same statement, with data that can be written as text. Current servers only when
+    /// a token is given.
+    pub fn insert<T: TableRow + Serialize>(
+        name: impl Into<String>,
+        rows: &[T],
+        dedup_token: Option<&str>,
+    ) -> Statement {
+        let columns = T::COLUMN_NAMES.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(",");
+        let settings = dedup_token.map(|t| format!(" SETTINGS insert_deduplication_token = '{t}'")).unwrap_or_default();
+        let json: Vec<String> = rows.iter().map(|r| serde_json::to_string(r).expect("a row serializes")).collect();
+        Statement {
+            current_only: dedup_token.is_some(),
+            ..Statement::new(
+                name,
+                format!("INSERT INTO {}({columns}){settings} FORMAT JSONEachRow {}", T::TABLE, json.join("\n")),
+            )
+        }
+    }
+
+    pub fn binds<S: Into<String>>(mut self, binds: impl IntoIterator<Item = S>) -> Statement {
+        self.binds = binds.into_iter().map(Into::into).collect();
+        self
+    }
+
+    pub fn current_only(mut self) -> Statement {
+        self.current_only = true;
+        self
+    }
+
+    pub fn server_level(mut self) -> Statement {
+        self.server_level = true;
+        self
+    }
+
+    /// The SQL with `?fields` and every `?` filled, as the client fills them.
+    ///
+    /// # Panics
+    /// When the statement has more or fewer `?`s than sample values.
+    pub fn bound(&self) -> String {
+        let fields = self.fields.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(",");
+        let mut binds = self.binds.iter();
+        let mut out = String::with_capacity(self.sql.len());
+        let mut rest = self.sql.as_str();
+        while let Some(at) = rest.find('?') {
+            out.push_str(&rest[..at]);
+            rest = &rest[at + 1..];
+            if let Some(after) = rest.strip_prefix("fields") {
+                assert!(!self.fields.is_empty(), "{}: ?fields without a row struct", self.name);
+                out.push_str(&fields);
+                rest = after;
+            } else {
+                out.push_str(binds.next().unwrap_or_else(|| panic!("{}: more ? than sample values", self.name)));
+            }
+        }
+        out.push_str(rest);
+        assert!(binds.next().is_none(), "{}: more sample values than ?", self.name);
+        out
+    }
+}
+
+/// Every statement, in running order, for a database named `database`.
+pub fn all(database: &str) -> Vec<Statement> {
+    let mut all = vec![
+        Statement::new("store.server_version", SERVER_VERSION_SQL).server_level(),
+        Statement::new("migrate.database_exists", migrate::DATABASE_EXISTS_SQL)
+            .binds([format!("'{database}'")])
+            .server_level(),
+        Statement::new("schema.create_database", schema::create_database_sql(database)).server_level(),
+    ];
+    all.extend(
+        migrate::all_statements()
+            .into_iter()
+            .enumerate()
+            .map(|(i, sql)| Statement::new(format!("schema.ddl_{i}"), sql)),
+    );
+    all.extend(
+        schema::token_window_statements()
+            .into_iter()
+            .enumerate()
+            .map(|(i, sql)| Statement::new(format!("schema.token_window_{i}"), sql).current_only()),
+    );
+    all.push(Statement::new("insert.token_support", insert::TOKEN_SUPPORT_SQL));
+    all.extend(sample_inserts());
+    all.extend(migrate::statements());
+    all.extend(read::statements());
+    all.extend(logminer::statements());
+    all.extend(remine::statements());
+    all.extend(deliveries::statements());
+    all.extend(stories::statements());
+    all.extend(query::statements());
+    all.extend(retention::statements(database));
+    all.push(Statement::new("store.drop_database", schema::drop_database_sql(database)).server_level());
+    all
+}
+
+/// A row into every table, and the writer's per-record inserts with a token.
+fn sample_inserts() -> Vec<Statement> {
+    // Every table: a new one needs a line here (the unit test below counts them).
+    vec![
+        Statement::insert("insert.schema_migrations", &[MigrationRow::default()], None),
+        Statement::insert("insert.spans", &[SpanRow::default()], None),
+        Statement::insert("insert.logs", &[LogRow::default()], None),
+        Statement::insert("insert.log_templates", &[TemplateRow::default()], None),
+        Statement::insert("insert.log_hits", &[HitRow::default()], None),
+        Statement::insert("insert.stories", &[StoryRow::default()], None),
+        Statement::insert("insert.log_alerts", &[AlertRow::default()], None),
+        Statement::insert("insert.log_alert_publications", &[AlertPublicationRow::default()], None),
+        Statement::insert("insert.logminer_state", &[StateRow::default()], None),
+        Statement::insert("insert.notifier_deliveries", &[DeliveryRow::default()], None),
+        Statement::insert("insert.pipeline_metrics", &[MetricSampleRow::default()], None),
+        // Filled from `logs` by a materialized view; written directly only here.
+        Statement::new(
+            "insert.trace_logs",
+            format!(
+                "INSERT INTO trace_logs({columns}) SELECT {columns} FROM logs WHERE trace_id != ''",
+                columns = <LogRow as clickhouse::Row>::COLUMN_NAMES.join(", ")
+            ),
+        ),
+        Statement::insert("insert.spans_with_token", &[SpanRow::default()], Some("tayga.signals-0-1")),
+        Statement::insert("insert.logs_with_token", &[LogRow::default()], Some("tayga.signals-0-2")),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_every_placeholder_has_a_sample_value() {
+        let all = all("tayga_check");
+        let mut names = HashSet::new();
+        for s in &all {
+            assert!(names.insert(s.name.as_str()), "{} is registered twice", s.name);
+            assert!(!s.bound().contains('?'), "{}: {}", s.name, s.bound());
+        }
+        assert_eq!(all.first().map(|s| s.name.as_str()), Some("store.server_version"));
+        assert_eq!(all.last().map(|s| s.name.as_str()), Some("store.drop_database"));
+    }
+
+    #[test]
+    fn every_table_gets_a_sample_row() {
+        let inserted: HashSet<String> = sample_inserts()
+            .iter()
+            .filter_map(|s| s.sql.strip_prefix("INSERT INTO ")?.split('(').next().map(String::from))
+            .collect();
+        let mut tables: HashSet<String> = schema::table_names().into_iter().collect();
+        tables.insert("schema_migrations".into());
+        assert_eq!(inserted, tables);
+    }
+
+    #[test]
+    fn only_the_token_path_is_current_only() {
+        let current: Vec<String> = all("d").into_iter().filter(|s| s.current_only).map(|s| s.name).collect();
+        assert_eq!(
+            current,
+            ["schema.token_window_0", "schema.token_window_1", "insert.spans_with_token", "insert.logs_with_token"]
+        );
+    }
+
+    #[test]
+    fn binding_fills_fields_and_values_in_order() {
+        let s = Statement::select::<StateRow>("t.x", "WHERE key = ? AND updated_ns > ?").binds(["'k'", "7"]);
+        assert_eq!(
+            s.bound(),
+            "SELECT `key`,`value`,`updated_ns` FROM logminer_state WHERE key = 'k' AND updated_ns > 7"
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "more ? than sample values")]
+    fn a_missing_sample_value_is_caught() {
+        Statement::new("t.y", "SELECT ?").bound();
+    }
+}
