@@ -12,6 +12,7 @@ Usage:
                       lines (every digit run replaced by a random one of the same length,
                       seeded, so the templates stay those of M), then compare on OUT
   --repeat N          best of N runs for each miner, alternating (default 3)
+  --baseline PATH     also time another tayga binary in the same rounds (before/after)
 
 Drain3 is run in-process with TemplateMiner() and no persistence (its defaults:
 sim_th 0.4, depth 4, max_children 100, no masking), timing only the add_log_message loop
@@ -77,6 +78,7 @@ def main():
     ap.add_argument("--tayga")
     ap.add_argument("--make-100k", nargs=2, metavar=("MESSAGES", "OUT"))
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--baseline", help="another tayga binary (e.g. the previous release), timed in the same rounds")
     args = ap.parse_args()
     binary = args.tayga or os.path.join(os.environ.get("CARGO_TARGET_DIR", "target"), "release", "tayga")
     path = args.file
@@ -88,16 +90,21 @@ def main():
     with open(path, "rb") as f:
         n = sum(1 for _ in f)
     # Alternate the two, so both see the same machine load.
-    d3, ty = 0.0, 0.0
+    d3, ty, base = 0.0, 0.0, 0.0
     for _ in range(args.repeat):
         r, d3_clusters = drain3_rate(path, 1)
         d3 = max(d3, r)
         r, ty_templates = tayga_rate(binary, path, 1)
         ty = max(ty, r)
+        if args.baseline:
+            r, base_templates = tayga_rate(args.baseline, path, 1)
+            base = max(base, r)
     print(f"file        {path} ({n} lines)")
     print(f"drain3      {d3:12,.0f} lines/s  {d3_clusters} clusters (drain3 {__import__('importlib.metadata').metadata.version('drain3')}, default config)")
     print(f"tayga mine  {ty:12,.0f} lines/s  {ty_templates} templates")
     print(f"ratio       {ty / d3:12.1f}x")
+    if args.baseline:
+        print(f"baseline    {base:12,.0f} lines/s  {base_templates} templates ({args.baseline}); ratio {base / d3:.1f}x, tayga/baseline {ty / base:.3f}")
 
 
 if __name__ == "__main__":

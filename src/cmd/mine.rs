@@ -62,6 +62,10 @@ pub fn run(args: &MineArgs, logminer: &crate::config::LogminerConfig, json: bool
     let mut texts: Vec<String> = Vec::new();
     let mut counts: Vec<u64> = Vec::new();
     let mut per_line: Vec<u32> = Vec::new();
+    // A merge retires templates: their index points at the survivor's, and every line
+    // they had is printed with the survivor (lines already printed `--online` keep theirs).
+    let mut alias: Vec<u32> = Vec::new();
+    let (mut born, mut merges) = (0u64, 0u64);
 
     // Masking is most of the work and needs no state: a second thread reads and masks
     // most batches of lines while this one mines them, in order (see `reader_masks`).
@@ -77,12 +81,32 @@ pub fn run(args: &MineArgs, logminer: &crate::config::LogminerConfig, json: bool
             lines += 1;
             let r =
                 if batch.masked { miner.add_masked(&args.service, masked) } else { miner.add(&args.service, masked) };
-            let idx = *index.entry(r.template_id).or_insert_with(|| {
-                ids.push(r.template_id);
-                texts.push(String::new());
-                counts.push(0);
-                (ids.len() - 1) as u32
-            });
+            // A template born again after it was absorbed is a template of its own.
+            let idx = match index.get(&r.template_id).copied().filter(|&i| alias[i as usize] == i) {
+                Some(i) => i,
+                None => {
+                    let i = ids.len() as u32;
+                    ids.push(r.template_id);
+                    texts.push(String::new());
+                    counts.push(0);
+                    alias.push(i);
+                    index.insert(r.template_id, i);
+                    i
+                }
+            };
+            match &r.change {
+                Change::New => born += 1,
+                Change::Merged { absorbed, .. } => {
+                    merges += 1;
+                    for id in absorbed {
+                        if let Some(&a) = index.get(id) {
+                            alias[a as usize] = idx;
+                            counts[idx as usize] += std::mem::take(&mut counts[a as usize]);
+                        }
+                    }
+                }
+                _ => {}
+            }
             if r.change != Change::Unchanged || texts[idx as usize].is_empty() {
                 texts[idx as usize].clear();
                 texts[idx as usize].push_str(r.template);
@@ -108,8 +132,20 @@ pub fn run(args: &MineArgs, logminer: &crate::config::LogminerConfig, json: bool
         bar.finish_and_clear();
     }
 
+    // Follow each retired template to the one that finally holds its lines.
+    let resolve = |mut i: u32| {
+        while alias[i as usize] != i {
+            i = alias[i as usize];
+        }
+        i
+    };
+    let resolved: Vec<u32> = (0..alias.len() as u32).map(resolve).collect();
+    for l in per_line.iter_mut() {
+        *l = resolved[*l as usize];
+    }
+    let live = (0..ids.len()).filter(|&i| resolved[i] as usize == i).count();
     let written = if args.templates {
-        let mut order: Vec<usize> = (0..ids.len()).collect();
+        let mut order: Vec<usize> = (0..ids.len()).filter(|&i| resolved[i] as usize == i).collect();
         order.sort_by(|&a, &b| counts[b].cmp(&counts[a]).then(ids[a].cmp(&ids[b])));
         write_templates(format, &mut out, &order, &ids, &texts, &counts)
     } else if !per_line_online {
@@ -123,7 +159,7 @@ pub fn run(args: &MineArgs, logminer: &crate::config::LogminerConfig, json: bool
     written.and_then(|()| out.flush()).or_else(ignore_broken_pipe)?;
 
     if args.stats {
-        print_stats(lines, ids.len(), mined_in, miner.masking_version());
+        print_stats(lines, live, born, merges, mined_in, miner.masking_version());
     }
     Ok(())
 }
@@ -345,12 +381,16 @@ fn json_string(s: &str) -> String {
     serde_json::to_string(s).expect("a str always serialises")
 }
 
-fn print_stats(lines: u64, templates: usize, elapsed: Duration, masking_version: &str) {
+fn print_stats(lines: u64, templates: usize, born: u64, merges: u64, elapsed: Duration, masking_version: &str) {
     let secs = elapsed.as_secs_f64();
     let rate = if secs > 0.0 { lines as f64 / secs } else { 0.0 };
     let peak = peak_memory_kib().map_or_else(|| "n/a".to_string(), |k| format!("{:.1} MiB", k as f64 / 1024.0));
     eprintln!("lines        {lines}");
     eprintln!("templates    {templates}");
+    // Born: what the logminer would announce if each birth reached a new-template pass
+    // before a merge retired it (the worst case); merges: how many lines merged templates.
+    eprintln!("born         {born}");
+    eprintln!("merges       {merges}");
     eprintln!("mined in     {secs:.3} s");
     eprintln!("lines/s      {rate:.0}");
     eprintln!("peak memory  {peak}");

@@ -34,11 +34,38 @@ pub struct DrainConfig {
     /// Route tokens that contain a digit through the `<*>` branch of the tree (Drain's
     /// numeric-token rule), so an unmasked id in the first tokens cannot split a template.
     pub parametrize_numeric_tokens: bool,
+    /// Sibling merge: when a line would be born as a new template, and this many
+    /// templates (the line's included) agree on every token but one, the differing
+    /// position is a variable the threshold could not see (a user or host name, a
+    /// `key=value`), and they become one template. A second differing position needs one
+    /// template more. 0 turns the merge off, the default until the logminer stores merges
+    /// (docs/mining.md, *Merging*).
+    pub merge_siblings: usize,
+    /// Most positions in which merged siblings may differ (1 or 2).
+    pub merge_positions: usize,
+    /// Siblings merge only when they are at least this share of the lines they hold
+    /// (the line's included): a variable brings a new value with most lines, while a few
+    /// events that differ in one word each repeat.
+    pub merge_ratio: f64,
+    /// Siblings this many (the line's included) merge whatever their frequencies: events
+    /// that differ in one word come in handfuls, a variable's values keep coming. 0 turns
+    /// this off.
+    pub merge_values: usize,
 }
 
 impl Default for DrainConfig {
     fn default() -> Self {
-        DrainConfig { depth: 4, sim_th: 0.85, max_children: 100, max_clusters: 5000, parametrize_numeric_tokens: true }
+        DrainConfig {
+            depth: 4,
+            sim_th: 0.85,
+            max_children: 100,
+            max_clusters: 5000,
+            parametrize_numeric_tokens: true,
+            merge_siblings: 0,
+            merge_positions: 2,
+            merge_ratio: 0.7,
+            merge_values: 8,
+        }
     }
 }
 

@@ -146,8 +146,13 @@ fn is_word(s: &str) -> bool {
     false
 }
 
-/// Do two tokens differ only in their placeholders (`rhost=<IP>`, `rhost=<HOST>`)? Then
-/// they say the same thing about different values: no evidence against a match.
+/// Do two differing tokens say the same thing about different values? Then they are no
+/// evidence against a match. That is so when they differ only in their placeholders
+/// (`rhost=<IP>`, `rhost=<HOST>`) or in the digits glued to their letters (`dn228` and
+/// `dn31`, `R02-M1` and `R17-M0`: the masker leaves such names alone because digits inside
+/// a word are as often part of it, `tty2`, `x86_64`). Quoted words are not taken for
+/// values here (`service 'sparkDriver'` and `service 'BlockManager'` may be two events);
+/// the sibling merge finds the quoted positions that do vary.
 fn same_shape(a: &str, b: &str) -> bool {
     let (a, b) = (a.as_bytes(), b.as_bytes());
     let (mut i, mut j) = (0, 0);
@@ -155,6 +160,13 @@ fn same_shape(a: &str, b: &str) -> bool {
     loop {
         match (a.get(i), b.get(j)) {
             (None, None) => return swapped,
+            (Some(x), Some(y)) if x.is_ascii_digit() && y.is_ascii_digit() => {
+                let ei = i + a[i..].iter().take_while(|c| c.is_ascii_digit()).count();
+                let ej = j + b[j..].iter().take_while(|c| c.is_ascii_digit()).count();
+                swapped |= a[i..ei] != b[j..ej];
+                i = ei;
+                j = ej;
+            }
             (Some(b'<'), Some(b'<')) => {
                 let (Some(ei), Some(ej)) = (placeholder_end(a, i), placeholder_end(b, j)) else {
                     return false;
@@ -333,6 +345,25 @@ enum Step {
 const MAX_ALIGN: usize = 64;
 /// How far apart in length a line and a template may be to be aligned.
 const MAX_DELTA: usize = 6;
+/// Most positions in which siblings may differ to be merged.
+const MAX_MERGE_POSITIONS: usize = 2;
+
+/// Where a sibling differs from a line's would-be template: up to
+/// [`MAX_MERGE_POSITIONS`] positions, in order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Diff {
+    n: usize,
+    at: [usize; MAX_MERGE_POSITIONS],
+}
+
+impl Diff {
+    fn positions(&self) -> &[usize] {
+        &self.at[..self.n]
+    }
+    fn within(&self, other: &Diff) -> bool {
+        self.positions().iter().all(|p| other.positions().contains(p))
+    }
+}
 
 #[derive(Debug)]
 pub(crate) struct Tree {
@@ -341,6 +372,10 @@ pub(crate) struct Tree {
     max_children: usize,
     max_clusters: usize,
     numeric: bool,
+    merge_siblings: usize,
+    merge_positions: usize,
+    merge_ratio: f64,
+    merge_values: usize,
     roots: FastMap<usize, u32>,
     nodes: Vec<Option<Node>>,
     free_nodes: Vec<u32>,
@@ -369,6 +404,10 @@ impl Tree {
             max_children: cfg.max_children.max(2),
             max_clusters: cfg.max_clusters.max(1),
             numeric: cfg.parametrize_numeric_tokens,
+            merge_siblings: cfg.merge_siblings,
+            merge_positions: cfg.merge_positions.clamp(1, MAX_MERGE_POSITIONS),
+            merge_ratio: cfg.merge_ratio,
+            merge_values: cfg.merge_values,
             roots: FastMap::default(),
             nodes: Vec::new(),
             free_nodes: Vec::new(),
@@ -451,6 +490,10 @@ impl Tree {
             self.touch(slot);
             self.cluster_mut(slot).count += 1;
             return Outcome { slot, change, evicted: None };
+        }
+        if let Some(members) = self.siblings(&tokens) {
+            self.prune(path);
+            return self.absorb(members, line);
         }
         let evicted = self.make_room();
         // Eviction may have pruned the nodes of the path just made.
@@ -740,9 +783,14 @@ impl Tree {
         if merged == c.tokens {
             return super::Change::Unchanged;
         }
+        let previous = self.retemplate(slot, merged);
+        super::Change::Generalised { previous }
+    }
+
+    /// Gives a cluster new tokens (and the leaf they route to); returns its old text.
+    fn retemplate(&mut self, slot: u32, mut merged: Vec<Tok>) -> String {
         // A new length or routing means a new leaf.
         self.detach(slot);
-        let mut merged = merged;
         let leaf = self.path_for(&mut merged, false);
         let c = self.cluster_mut(slot);
         c.words = merged.iter().filter(|t| matches!(t, Tok::Lit(_, true))).count();
@@ -755,7 +803,137 @@ impl Tree {
         if gained_gap {
             self.gapped.push(slot);
         }
-        super::Change::Generalised { previous }
+        previous
+    }
+
+    /// The templates a would-be template should be merged with instead of being born:
+    /// at least `merge_siblings - 1` templates of its length that, like it, agree on
+    /// every token but the same one or two positions. One template that differs from a
+    /// line in a word is as likely another event as the same event with another value;
+    /// several that differ in the same place, and only there, show a variable there.
+    /// This is what Drain's fixed threshold cannot see on short lines, where one unmasked
+    /// value (`user alice`, `user=root`, `node dn228`) is too large a share of the words.
+    /// Looked for only when a template would be born, so it costs nothing per line.
+    fn siblings(&self, tokens: &[Tok]) -> Option<Vec<u32>> {
+        if self.merge_siblings < 2 {
+            return None;
+        }
+        let &root = self.roots.get(&tokens.len())?;
+        let mut found: Vec<(u32, Diff)> = Vec::new();
+        let mut stack = vec![root];
+        while let Some(n) = stack.pop() {
+            let node = self.node(n);
+            stack.extend(node.children.values().copied());
+            if node.wild != NONE {
+                stack.push(node.wild);
+            }
+            'cluster: for &slot in &node.clusters {
+                let c = self.cluster(slot);
+                if c.gap {
+                    continue;
+                }
+                let mut diff = Diff { n: 0, at: [0; MAX_MERGE_POSITIONS] };
+                for (q, (t, l)) in c.tokens.iter().zip(tokens).enumerate() {
+                    if !compatible(t, l) {
+                        // Drain's own premise: a message's first token is its subject
+                        // (`cupsd startup succeeded`, `DMA zone: …`), not a value.
+                        if q == 0 || diff.n == self.merge_positions {
+                            continue 'cluster;
+                        }
+                        diff.at[diff.n] = q;
+                        diff.n += 1;
+                    }
+                }
+                if diff.n > 0 {
+                    found.push((slot, diff));
+                }
+            }
+        }
+        let words = tokens.iter().filter(|t| matches!(t, Tok::Lit(_, true))).count();
+        let mut diffs: Vec<Diff> = found.iter().map(|&(_, d)| d).collect();
+        diffs.sort_unstable();
+        diffs.dedup();
+        let mut best: Option<(usize, Diff)> = None;
+        for d in diffs {
+            // What the merged templates still agree on must be most of the line's words,
+            // and at least two of them: `<*> bar` says little.
+            let kept = tokens
+                .iter()
+                .enumerate()
+                .filter(|(q, t)| matches!(t, Tok::Lit(_, true)) && !d.positions().contains(q))
+                .count();
+            if kept < 2 || 2 * kept < words {
+                continue;
+            }
+            let counts = found.iter().filter(|(_, e)| e.within(&d)).map(|&(slot, _)| self.cluster(slot).count);
+            let (members, lines, singles) =
+                counts.fold((0usize, 0u64, 0u64), |(m, l, s), c| (m + 1, l + c, s + u64::from(c == 1)));
+            if members + 1 < self.merge_siblings + d.n - 1 {
+                continue;
+            }
+            // A variable keeps bringing new values: most of its templates hold one line
+            // each. Good-Turing: the share of lines whose value was seen once estimates
+            // the chance that the next line brings an unseen value (the line itself is
+            // one more). A few events that differ in one word soon repeat (`VM Started`,
+            // `VM Paused`; `GET`, `POST`; `user=root`, `user=guest`) and score low.
+            // Many values settle it whatever their frequencies (twenty hosts that each
+            // send a heartbeat a minute): events that differ in one word come in handfuls.
+            let many = self.merge_values > 0 && members + 1 >= self.merge_values + d.n - 1;
+            if !many && ((singles + 1) as f64) < self.merge_ratio * (lines + 1) as f64 {
+                continue;
+            }
+            let better = match best {
+                None => true,
+                Some((bm, bd)) => members > bm || members == bm && (d.n < bd.n || d.n == bd.n && d < bd),
+            };
+            if better {
+                best = Some((members, d));
+            }
+        }
+        let (_, d) = best?;
+        Some(found.iter().filter(|(_, e)| e.within(&d)).map(|&(slot, _)| slot).collect())
+    }
+
+    /// Merges sibling templates and the line into one: the template with the most lines
+    /// (then the smaller id) survives with its id, takes the others' counts, and the
+    /// others are removed. No template is born, so nothing is announced.
+    fn absorb(&mut self, mut members: Vec<u32>, line: Line<'_>) -> Outcome {
+        // By id, so the merged text does not depend on the order the tree was walked in.
+        members.sort_by_key(|&s| self.cluster(s).id);
+        let survivor = *members
+            .iter()
+            .max_by(|&&a, &&b| {
+                let (a, b) = (self.cluster(a), self.cluster(b));
+                a.count.cmp(&b.count).then(b.id.cmp(&a.id))
+            })
+            .expect("siblings are never empty");
+        let mut merged = self.cluster(survivor).tokens.clone();
+        let mut absorbed = Vec::with_capacity(members.len() - 1);
+        let mut count = 0;
+        for &slot in &members {
+            if slot == survivor {
+                continue;
+            }
+            let c = self.cluster(slot);
+            for (m, t) in merged.iter_mut().zip(&c.tokens) {
+                *m = unify(m, t);
+            }
+            absorbed.push(c.id);
+            count += c.count;
+        }
+        for (i, m) in merged.iter_mut().enumerate() {
+            *m = generalise(m, line.get(i));
+        }
+        for &slot in &members {
+            if slot != survivor {
+                self.remove(slot);
+            }
+        }
+        let previous = self.retemplate(survivor, merged);
+        self.touch(survivor);
+        self.cluster_mut(survivor).count += count + 1;
+        absorbed.sort_unstable();
+        Outcome { slot: survivor, change: super::Change::Merged { previous, absorbed }, evicted: None }
     }
 
     fn touch(&mut self, slot: u32) {
@@ -884,6 +1062,38 @@ pub(crate) fn render(tokens: &[Tok]) -> String {
 #[inline]
 fn part_matches(p: &str, s: &str, l: &str) -> bool {
     l.len() >= p.len() + s.len() && l.starts_with(p) && l.ends_with(s)
+}
+
+/// Could a template item and a would-be template's token be the same part of one
+/// event? Equal, or a wildcard, or two values, or two words of the same shape.
+fn compatible(t: &Tok, l: &Tok) -> bool {
+    match (t, l) {
+        (Tok::Gap, _) | (_, Tok::Gap) => false,
+        (Tok::Wild, _) | (_, Tok::Wild) => true,
+        (Tok::Part(p, s), Tok::Lit(l, _)) => part_matches(p, s, l) || !is_word(l),
+        (Tok::Lit(a, wa), Tok::Lit(b, wb)) => a == b || !wa && !wb || *wa && same_shape(a, b),
+        (Tok::Part(..), Tok::Part(..)) | (Tok::Lit(..), Tok::Part(..)) => false,
+    }
+}
+
+/// The item that covers two template items.
+fn unify(a: &Tok, b: &Tok) -> Tok {
+    match (a, b) {
+        _ if a == b => a.clone(),
+        (Tok::Wild, _) | (_, Tok::Wild) | (Tok::Gap, _) | (_, Tok::Gap) => Tok::Wild,
+        (_, Tok::Lit(l, _)) => generalise(a, l),
+        (Tok::Lit(l, _), _) => generalise(b, l),
+        (Tok::Part(p, s), Tok::Part(q, t)) => {
+            let pre = affix_merge(p, "", q, false);
+            let suf = affix_merge("", s, t, false);
+            match (pre, suf) {
+                (Tok::Part(p, _), Tok::Part(_, s)) => Tok::Part(p, s),
+                (Tok::Part(p, _), Tok::Wild) => Tok::Part(p, "".into()),
+                (Tok::Wild, Tok::Part(_, s)) => Tok::Part("".into(), s),
+                _ => Tok::Wild,
+            }
+        }
+    }
 }
 
 /// The item that covers both the template item and the line token.

@@ -31,7 +31,7 @@ const GAP: &str = "<...>";
 
 /// The version of the default rule set. Bump it whenever a default rule changes what it
 /// masks or how.
-pub const MASKING_VERSION: &str = "tayga-mask-1";
+pub const MASKING_VERSION: &str = "tayga-mask-2";
 
 /// The built-in rules, by the name used in `masking.disable`, with their placeholder, in
 /// the order they are tried at a position.
@@ -40,6 +40,7 @@ pub const BUILTIN_RULES: &[(&str, &str)] = &[
     ("email", "<EMAIL>"),
     ("uuid", "<UUID>"),
     ("mac", "<MAC>"),
+    ("time", "<HH>:<MM>:<SS>"),
     ("ip", "<IP>"),
     ("hex", "<HEX>"),
     ("host", "<HOST>"),
@@ -59,6 +60,7 @@ enum Rule {
     Email,
     Uuid,
     Mac,
+    Time,
     Ip,
     Hex,
     Host,
@@ -77,12 +79,12 @@ impl Rule {
     }
 }
 
-const RULE_COUNT: usize = 14;
+const RULE_COUNT: usize = 15;
 
 /// Why a masking configuration was refused.
 #[derive(thiserror::Error, Debug, Clone, PartialEq, Eq)]
 pub enum MaskingError {
-    #[error("unknown masking rule {0:?} in masking.disable (known rules: url, email, uuid, mac, ip, hex, host, path, id, date, duration, size, kv, num)")]
+    #[error("unknown masking rule {0:?} in masking.disable (known rules: url, email, uuid, mac, time, ip, hex, host, path, id, date, duration, size, kv, num)")]
     UnknownRule(String),
     #[error("custom masking rule {name:?}: {reason}")]
     BadCustomRule { name: String, reason: String },
@@ -195,6 +197,24 @@ impl Masker {
             if !self.enabled {
                 out.push_str(word);
             } else if !self.custom.is_empty() && self.apply_custom(word, out) {
+            } else if classes & DIGIT == 0 && !b[s].is_ascii_uppercase() && b[s] != b'[' && b[s] != b'(' {
+                // Fast path: no rule can match a word with no digit that does not start
+                // like a date name (the common word), and a multi-word time needs one.
+                if classes & MASKABLE == 0 {
+                    out.push_str(word);
+                } else {
+                    self.mask_word(word, classes, out);
+                }
+            } else if self.on(Rule::Time) && starts_time_phrase(word, next_str) && {
+                if let Some((end, word_end)) = time_phrase(b, s) {
+                    push_time(&line[s..end], out);
+                    out.push_str(&line[end..word_end]);
+                    next = next_word(b, word_end);
+                    true
+                } else {
+                    false
+                }
+            } {
             } else if classes & DIGIT != 0 && self.on(Rule::Size) && self.spaced_size(word, next_str, out) {
                 next = next.and_then(|(_, ne, _)| next_word(b, ne));
             } else if b[s].is_ascii_uppercase() && self.on(Rule::Date) && self.date_word(prev, word, next_str, out) {
@@ -371,6 +391,13 @@ impl Masker {
     fn match_specific(&self, b: &[u8], i: usize, k: u16) -> Option<Match> {
         let c = b[i];
         let has = |bits: u16| k & bits == bits;
+        // Before the address rules: `2024-05-01T10:00:00Z` would otherwise read as a host
+        // `2024-05-01T10` with a port, and every minute would make a template of its own.
+        if c.is_ascii_digit() && k & (COLON | DASH | SLASH) != 0 && self.on(Rule::Time) {
+            if let Some((end, clocked)) = timestamp(b, i) {
+                return Some(Match::whole(if clocked { Rule::Time } else { Rule::Date }, end));
+            }
+        }
         if c.is_ascii_alphabetic() {
             if has(COLON | SLASH) && self.on(Rule::Url) {
                 if let Some(m) = url(b, i) {
@@ -593,7 +620,9 @@ const ALNUM: [u8; 256] = {
 };
 
 /// The next word at or after `i`: its start, end and the union of its bytes' classes.
-#[inline]
+/// Not inlined: in `mask_tokens` the loop's accumulator was spilled to the stack, a
+/// store per byte of every line.
+#[inline(never)]
 fn next_word(b: &[u8], mut i: usize) -> Option<(usize, usize, u16)> {
     while i < b.len() && CLASS[b[i] as usize] == SPACE {
         i += 1;
@@ -682,6 +711,231 @@ fn quantity(b: &[u8], i: usize) -> Option<(usize, Rule)> {
     }
     let rule = rule?;
     ends_at(b, j).then_some((j, rule))
+}
+
+/// Digits `n` long at `j`.
+fn digits_at(b: &[u8], j: usize, n: usize) -> bool {
+    j + n <= b.len() && b[j..j + n].iter().all(u8::is_ascii_digit)
+}
+
+/// A number from `lo` to `hi` written with exactly two digits at `j`.
+fn two_digits_in(b: &[u8], j: usize, lo: u8, hi: u8) -> bool {
+    digits_at(b, j, 2) && (lo..=hi).contains(&((b[j] - b'0') * 10 + (b[j + 1] - b'0')))
+}
+
+/// A clock time `H:MM:SS` or `HH:MM:SS`, with an optional fraction (`.123`, `,123`) and
+/// zone (`Z`, `+02:00`, `-0700`); its end. Minutes and seconds alone (`00:05`) are as
+/// often a duration or a ratio as a time, so the seconds are required.
+fn clock(b: &[u8], i: usize) -> Option<usize> {
+    let h = run(b, i, |c| c.is_ascii_digit());
+    if h == i || h - i > 2 || b.get(h) != Some(&b':') || !two_digits_in(b, h + 1, 0, 59) {
+        return None;
+    }
+    if b.get(h + 3) != Some(&b':') || !two_digits_in(b, h + 4, 0, 60) {
+        return None;
+    }
+    let mut j = h + 6;
+    if matches!(b.get(j), Some(b'.' | b',')) && b.get(j + 1).is_some_and(u8::is_ascii_digit) {
+        let f = run(b, j + 1, |c| c.is_ascii_digit());
+        if f - (j + 1) > 9 {
+            return None;
+        }
+        j = f;
+    }
+    Some(zone(b, j))
+}
+
+/// After a clock time: `Z`, `+HH:MM`, `+HHMM` or `+HH` (or `-`), else nothing.
+fn zone(b: &[u8], j: usize) -> usize {
+    match b.get(j) {
+        Some(b'Z') if ends_at(b, j + 1) => j + 1,
+        Some(b'+' | b'-') if two_digits_in(b, j + 1, 0, 23) => {
+            if b.get(j + 3) == Some(&b':') && two_digits_in(b, j + 4, 0, 59) {
+                j + 6
+            } else if two_digits_in(b, j + 3, 0, 59) {
+                j + 5
+            } else {
+                j + 3
+            }
+        }
+        _ => j,
+    }
+}
+
+/// `YYYY-MM-DD` or `YYYY/MM/DD` at `i`: the end of the date.
+fn iso_date(b: &[u8], i: usize) -> Option<usize> {
+    let sep = *b.get(i + 4)?;
+    let ok = digits_at(b, i, 4)
+        && matches!(sep, b'-' | b'/')
+        && two_digits_in(b, i + 5, 1, 12)
+        && b.get(i + 7) == Some(&sep)
+        && two_digits_in(b, i + 8, 1, 31)
+        && !b.get(i + 10).is_some_and(u8::is_ascii_digit);
+    ok.then_some(i + 10)
+}
+
+/// A time written as one word: an ISO 8601 / RFC 3339 date with or without a time
+/// (`2024-05-01`, `2024-05-01T10:00:00.123+02:00`), a clock time (`08:14:03`,
+/// `10:00:00,123`) or the common log format's `10/Oct/2000:13:55:36`: its end, and
+/// whether it has a clock. Epoch seconds and milliseconds need nothing: they are one
+/// number already.
+fn timestamp(b: &[u8], i: usize) -> Option<(usize, bool)> {
+    if let Some(d) = iso_date(b, i) {
+        let (end, clocked) = if matches!(b.get(d), Some(b'T' | b't')) { (clock(b, d + 1)?, true) } else { (d, false) };
+        return ends_at(b, end).then_some((end, clocked));
+    }
+    if digits_at(b, i, 2) && b.get(i + 2) == Some(&b'/') && b.len() >= i + 7 && b[i + 6] == b'/' {
+        let month = std::str::from_utf8(&b[i + 3..i + 6]).ok()?;
+        if is_date_name(month) && digits_at(b, i + 7, 4) && b.get(i + 11) == Some(&b':') {
+            return clock(b, i + 12).filter(|&e| ends_at(b, e)).map(|e| (e, true));
+        }
+        return None;
+    }
+    clock(b, i).filter(|&e| ends_at(b, e)).map(|e| (e, true))
+}
+
+/// Could a time written over several words start with this word and the next? Cheap,
+/// so that a common word costs a comparison or two.
+#[inline]
+fn starts_time_phrase(word: &str, next: Option<&str>) -> bool {
+    let Some(next) = next else { return false };
+    let mut core = word.as_bytes();
+    while let [b'[' | b'(', rest @ ..] = core {
+        core = rest;
+    }
+    if let [rest @ .., b','] = core {
+        core = rest;
+    }
+    let Some(&first) = next.as_bytes().first() else { return false };
+    match core.first() {
+        // The initials of month and weekday names.
+        Some(b'J' | b'F' | b'M' | b'A' | b'S' | b'O' | b'N' | b'D' | b'T' | b'W') => {
+            (3..=9).contains(&core.len())
+                && (first.is_ascii_digit() || first.is_ascii_uppercase())
+                && std::str::from_utf8(core).is_ok_and(is_date_name)
+        }
+        Some(c) if c.is_ascii_digit() => {
+            if core.len() <= 2 {
+                first.is_ascii_uppercase() && core.iter().all(u8::is_ascii_digit)
+            } else {
+                core.len() == 10 && first.is_ascii_digit() && iso_date(core, 0) == Some(10)
+            }
+        }
+        _ => false,
+    }
+}
+
+const ZONES: &[&str] = &[
+    "UTC", "GMT", "Z", "CET", "CEST", "EET", "EEST", "WET", "BST", "EST", "EDT", "CST", "CDT", "MST", "MDT", "PST",
+    "PDT", "JST", "KST", "HKT", "AEST", "AEDT",
+];
+
+/// A time written over several words, as one variable: syslog's `Dec  1 08:14:03`,
+/// `ctime`'s `Sat Jul  9 12:16:49 2005`, RFC 2822's `Tue, 01 May 2024 10:00:00 GMT`, and
+/// an ISO date and a clock time apart (`2024-05-01 10:00:00,123`). A clock time is
+/// required, so `9 May` and `Sun Microsystems` stay as they are. Returns where the last
+/// word's core ends (its closing brackets and punctuation stay outside the variable) and
+/// where the word ends.
+#[inline(never)]
+fn time_phrase(b: &[u8], start: usize) -> Option<(usize, usize)> {
+    // Up to 8 words: weekday, month, day, year, time, year, zone, year.
+    let mut words: [(usize, usize); 8] = [(0, 0); 8];
+    let mut n = 0;
+    let mut at = start;
+    while n < words.len() {
+        let Some((s, e, _)) = next_word(b, at) else { break };
+        words[n] = (s, e);
+        n += 1;
+        at = e;
+    }
+    let words = &words[..n];
+    // The word's core: brackets stripped at the first word's start, `,` allowed at the end
+    // of every word but the last, whose trailing punctuation ends the phrase.
+    let core = |k: usize, last: bool| -> &[u8] {
+        let (s, e) = words[k];
+        let mut w = &b[s..e];
+        if k == 0 {
+            while let [b'[' | b'(', rest @ ..] = w {
+                w = rest;
+            }
+        }
+        let strip: &[u8] = if last { b",.;)]" } else { b"," };
+        while let [rest @ .., c] = w {
+            if strip.contains(c) {
+                w = rest;
+            } else {
+                break;
+            }
+        }
+        w
+    };
+    let name = |w: &[u8]| std::str::from_utf8(w).is_ok_and(is_date_name);
+    let weekday =
+        |w: &[u8]| name(w) && matches!(w.get(..3), Some(b"Mon" | b"Tue" | b"Wed" | b"Thu" | b"Fri" | b"Sat" | b"Sun"));
+    let month = |w: &[u8]| name(w) && !weekday(w);
+    let day = |w: &[u8]| (1..=2).contains(&w.len()) && w.iter().all(u8::is_ascii_digit);
+    let year = |w: &[u8]| w.len() == 4 && w.iter().all(u8::is_ascii_digit);
+    let is_clock = |w: &[u8]| clock(w, 0) == Some(w.len());
+    let is_zone = |w: &[u8]| {
+        std::str::from_utf8(w).is_ok_and(|z| ZONES.contains(&z))
+            || matches!(w.first(), Some(b'+' | b'-')) && w.len() == 5 && w[1..].iter().all(u8::is_ascii_digit)
+    };
+    // Matches a sequence of word tests, the optional ones marked; returns the words used.
+    let matches = |pattern: &[(&dyn Fn(&[u8]) -> bool, bool)]| -> Option<usize> {
+        let mut k = 0;
+        let mut clocked = false;
+        for (test, optional) in pattern {
+            let ok = k < words.len() && (test(core(k, false)) || test(core(k, true)));
+            if ok {
+                clocked |= is_clock(core(k, true)) || is_clock(core(k, false));
+                k += 1;
+            } else if !optional {
+                return None;
+            }
+        }
+        (clocked && k > 1).then_some(k)
+    };
+    let iso = |w: &[u8]| iso_date(w, 0) == Some(w.len());
+    let used = matches(&[
+        (&weekday, true),
+        (&month, false),
+        (&day, false),
+        (&year, true),
+        (&is_clock, false),
+        (&year, true),
+        (&is_zone, true),
+        (&year, true),
+    ])
+    .or_else(|| {
+        matches(&[
+            (&weekday, true),
+            (&day, false),
+            (&month, false),
+            (&year, false),
+            (&is_clock, false),
+            (&is_zone, true),
+        ])
+    })
+    .or_else(|| matches(&[(&iso, false), (&is_clock, false), (&is_zone, true)]))?;
+    // Only the last word may carry closing punctuation; earlier words may end in `,`.
+    for k in 0..used - 1 {
+        let (s, e) = words[k];
+        let first = if k == 0 { core(0, false).as_ptr() as usize - b.as_ptr() as usize } else { s };
+        let w = &b[first..e];
+        if w.iter().any(|c| matches!(c, b')' | b']' | b'(' | b'[')) {
+            return None;
+        }
+    }
+    let (s, e) = words[used - 1];
+    let last = core(used - 1, true);
+    Some((last.as_ptr() as usize - b.as_ptr() as usize + last.len(), e)).filter(|&(end, _)| end >= s)
+}
+
+/// Writes a time phrase as `<TIME>`, keeping the brackets before it.
+fn push_time(phrase: &str, out: &mut String) {
+    let lead = phrase.len() - phrase.trim_start_matches(['[', '(']).len();
+    out.push_str(&phrase[..lead]);
+    out.push_str(Rule::Time.placeholder());
 }
 
 fn ipv4(b: &[u8], i: usize) -> Option<usize> {
@@ -1094,7 +1348,8 @@ mod tests {
     #[test]
     fn numbers_are_masked_run_by_run() {
         assert_eq!(m("took 12 ms, progress 0.25"), "took <NUM> ms, progress <NUM>.<NUM>");
-        assert_eq!(m("at 12:16:49 on 2013-10-17"), "at <NUM>:<NUM>:<NUM> on <NUM>-<NUM>-<NUM>");
+        assert_eq!(m("at 12:16:49 on 2013-10-17"), "at <HH>:<MM>:<SS> on <DATE>");
+        assert_eq!(m("ratio 12:16 and 1-2-3"), "ratio <NUM>:<NUM> and <NUM>-<NUM>-<NUM>");
         assert_eq!(m("vCores:-27 boot = -107"), "vCores:<NUM> boot = <NUM>");
         assert_eq!(m("core.4900 (TID 1340)."), "core.<NUM> (TID <NUM>).");
     }
@@ -1119,7 +1374,7 @@ mod tests {
         assert_eq!(m("at Client.call(Client.java:1475)"), "at Client.call(Client.java:<NUM>)");
         assert_eq!(m("PendingReds:0 org.apache.hadoop.Foo"), "PendingReds:<NUM> org.apache.hadoop.Foo");
         assert_eq!(m("peer fe80::1ff:fe23:4567:890a and ::1"), "peer <IP> and <IP>");
-        assert_eq!(m("at 12:16:49"), "at <NUM>:<NUM>:<NUM>");
+        assert_eq!(m("at 12:16:49"), "at <HH>:<MM>:<SS>");
         assert_eq!(m("hw 00:1a:2b:3c:4d:5e"), "hw <MAC>");
         assert_eq!(m("mail bob.smith@example.com now"), "mail <EMAIL> now");
     }
@@ -1154,9 +1409,65 @@ mod tests {
 
     #[test]
     fn dates() {
-        assert_eq!(m("at Sat Jul  9 12:16:49 2005"), "at <DATE> <DATE> <NUM> <NUM>:<NUM>:<NUM> <NUM>");
+        assert_eq!(m("at Sat Jul  9 12:16:49 2005"), "at <HH>:<MM>:<SS>");
         assert_eq!(m("on 9 May, then"), "on <NUM> <DATE>, then");
         assert_eq!(m("May I help, Sun Microsystems"), "May I help, Sun Microsystems");
+        assert_eq!(m("Sat Jul 9 and Mon"), "<DATE> <DATE> <NUM> and Mon");
+    }
+
+    #[test]
+    fn times_are_one_variable_whatever_their_format() {
+        for t in [
+            "2024-05-01T10:00:00Z",
+            "2024-05-01T10:59:59.123Z",
+            "2024-05-01T10:00:00.123456789+02:00",
+            "2024-05-01T10:00:00-0700",
+            "2024-05-01t10:00:00",
+            "2024-05-01",
+            "2024/05/01",
+            "08:14:03",
+            "8:14:03",
+            "10:00:00,123",
+            "10:00:00.5",
+            "10/Oct/2000:13:55:36",
+            "Dec  1 08:14:03",
+            "Dec 1 08:14:03",
+            "Sat Jul  9 12:16:49 2005",
+            "Tue, 01 May 2024 10:00:00 GMT",
+            "Tue May 1 10:00:00 UTC 2024",
+            "2024-05-01 10:00:00,123",
+            "2024-05-01 10:00:00 +0000",
+        ] {
+            let t = t.to_string();
+            let p = if t.contains(':') { "<HH>:<MM>:<SS>" } else { "<DATE>" };
+            assert_eq!(m(&format!("job started at {t} ok")), format!("job started at {p} ok"), "{t}");
+            assert_eq!(m(&format!("[{t}] ok")), format!("[{p}] ok"), "{t}");
+            assert_eq!(m(&format!("(at {t}).")), format!("(at {p})."), "{t}");
+        }
+        // Epoch seconds and milliseconds are numbers already: one variable.
+        assert_eq!(m("ts 1714557600 ms 1714557600123 s 1714557600.123"), "ts <NUM> ms <NUM> s <NUM>.<NUM>");
+        assert_eq!(m("ts=2024-05-01T10:00:00Z"), "ts=<HH>:<MM>:<SS>");
+        // Not times: too few parts, out of range, or part of a word.
+        assert_eq!(m("lifetime 00:05 at 25:61:00"), "lifetime <NUM>:<NUM> at <NUM>:<NUM>:<NUM>");
+        assert_eq!(m("on 2024-13-01"), "on <NUM>-<NUM>-<NUM>");
+        assert_eq!(m("Dec 1 was"), "<DATE> <NUM> was");
+    }
+
+    #[test]
+    fn an_hour_of_rfc3339_times_is_one_template() {
+        let masker = Masker::default();
+        let mut seen = std::collections::BTreeSet::new();
+        for sec in (0..3600).step_by(7) {
+            let (mm, ss) = (sec / 60, sec % 60);
+            for line in [
+                format!("heartbeat at 2024-05-01T10:{mm:02}:{ss:02}Z from worker"),
+                format!("heartbeat at 2024-05-01T10:{mm:02}:{ss:02}.{:03}Z from worker", sec % 1000),
+                format!("heartbeat at 2024-05-01T10:{mm:02}:{ss:02}.{:03}+02:00 from worker", sec % 1000),
+            ] {
+                seen.insert(masker.mask(&line));
+            }
+        }
+        assert_eq!(seen.into_iter().collect::<Vec<_>>(), ["heartbeat at <HH>:<MM>:<SS> from worker"]);
     }
 
     #[test]
@@ -1209,7 +1520,7 @@ mod tests {
 
     #[test]
     fn version_is_stable_and_order_insensitive() {
-        assert_eq!(Masker::default().version(), "tayga-mask-1");
+        assert_eq!(Masker::default().version(), "tayga-mask-2");
         let a = MaskingConfig { disable: vec!["ip".into(), "num".into()], ..Default::default() };
         let b = MaskingConfig { disable: vec!["num".into(), "ip".into()], ..Default::default() };
         assert_eq!(Masker::new(&a).unwrap().version(), Masker::new(&b).unwrap().version());

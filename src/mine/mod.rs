@@ -42,6 +42,43 @@
 //!   routed through the `<*>` branch; together with id-based tie-breaking this is what
 //!   makes [`Miner::restore`] exact.
 //!
+//! - **Sibling merge.** Drain's fixed threshold cannot see a variable in a short line:
+//!   in `Invalid user alice from <IP>` one unmasked name is a quarter of the words. So
+//!   when a line would be born as a new template, the templates of its length that agree
+//!   with it on every token but the same one or two positions are looked at: enough of
+//!   them, with the counts of a variable, and they become one template with a wildcard
+//!   there (see *Merging*). Words that differ only in their digits (`dn228`, `dn31`) are
+//!   no evidence against a match to begin with.
+//!
+//! # Merging
+//!
+//! A line that finds no template, and would be born, first looks for siblings: templates
+//! of its length (without gaps) that differ from it in the same one position (two
+//! positions need one sibling more), never in the first token (Drain's premise: that is
+//! the message's subject, `cupsd startup succeeded`). They merge when they are at least
+//! `merge_siblings` (the line included) and either
+//!
+//! - most of their lines came with a value seen once (Good-Turing: the share of lines
+//!   whose template holds one line, the line included, is at least `merge_ratio`): a
+//!   variable keeps bringing new values, while a few events that differ in one word
+//!   (`VM Started`, `VM Stopped`; `GET`, `POST`) soon repeat; or
+//! - they are at least `merge_values`, whatever their counts: events that differ in one
+//!   word come in handfuls, hosts and users by the dozen.
+//!
+//! The sibling with the most lines (then the smaller id) **survives**: it keeps its id,
+//! its text generalises over the others and the line, and its count becomes the sum of
+//! theirs plus one. The others are **absorbed**: removed, their ids listed in
+//! [`Change::Merged`]. The line's own template is never born, so a merge announces
+//! nothing and loses no count. The decision reads only template texts, counts and ids,
+//! so a restored miner merges exactly as the original would, and replaying the same
+//! lines (remine) gives the same merges and ids. The caller retires the absorbed ids
+//! (docs/mining.md, *Merging and identity*, says what the logminer stores).
+//!
+//! An online method cannot make this independent of the order of lines: which value a
+//! template is born with, and when the evidence for a merge is complete, depend on what
+//! came first. Five states of a life cycle that first appear one after another, each
+//! once, look like five values of a variable and merge.
+//!
 //! # Template identity and generalisation
 //!
 //! A template's id is [`crate::identity::template_id`]`(service, text)` of the text it
@@ -102,6 +139,11 @@ pub enum Change {
     /// The line joined the template and generalised its text (same id): update the
     /// stored text, do not announce.
     Generalised { previous: String },
+    /// The line showed that this template and others are one (see the module docs,
+    /// *Merging*): this template survives with its id and its text generalised, and has
+    /// taken over the lines of the `absorbed` templates, which no longer exist. Update
+    /// the row, retire the absorbed ones, announce nothing.
+    Merged { previous: String, absorbed: Vec<u64> },
 }
 
 /// The result of [`Miner::add`]. Borrows the miner, so copy what must outlive the next
@@ -123,7 +165,14 @@ impl MineResult<'_> {
         self.change == Change::New
     }
     pub fn is_generalised(&self) -> bool {
-        matches!(self.change, Change::Generalised { .. })
+        matches!(self.change, Change::Generalised { .. } | Change::Merged { .. })
+    }
+    /// The templates this line's template absorbed, if it merged.
+    pub fn absorbed(&self) -> &[u64] {
+        match &self.change {
+            Change::Merged { absorbed, .. } => absorbed,
+            _ => &[],
+        }
     }
 }
 
@@ -269,5 +318,7 @@ fn mine_line<'a>(
     }
 }
 
+#[cfg(test)]
+mod synthetic;
 #[cfg(test)]
 mod tests;
