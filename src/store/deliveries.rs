@@ -4,6 +4,8 @@
 //! change is a new row (written with [`super::Store::insert`]) and reads take the latest
 //! version with `argMax`.
 
+use std::fmt;
+
 use super::statements::Statement;
 use super::{DeliveryRow, Store, StoreError};
 
@@ -36,4 +38,39 @@ pub async fn latest_for_alert(store: &Store, alert_id: u64) -> Result<Vec<Delive
 /// This module's statements with sample binds, for the registry.
 pub fn statements() -> Vec<Statement> {
     vec![Statement::new("deliveries.latest_by_alert", LATEST_BY_ALERT_SQL).binds(["11"])]
+}
+
+/// The `status` column of `notifier_deliveries` (seed 003): the notifier writes it, the
+/// commands and the API read it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// Attempts made, none succeeded yet; more may follow (after a restart too).
+    Pending,
+    Delivered,
+    Failed,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Pending => "pending",
+            Status::Delivered => "delivered",
+            Status::Failed => "failed",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Status> {
+        [Status::Pending, Status::Delivered, Status::Failed].into_iter().find(|st| st.as_str() == s)
+    }
+
+    /// Delivered or failed: a re-read copy of the alert sends nothing to this target.
+    pub fn is_final(self) -> bool {
+        !matches!(self, Status::Pending)
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
 }

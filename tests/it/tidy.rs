@@ -171,14 +171,19 @@ fn lex(text: &str) -> Lexed {
 /// The top-level modules that code names through `crate::` (`crate::store::Store`, and
 /// each item of `use crate::{alert::Alert, store}`), with the line of each mention.
 fn crate_references(code: &str) -> Vec<(usize, String)> {
+    references(code, "crate::")
+}
+
+/// The names that code reaches below `prefix` (`crate::daemon::`), groups included.
+fn references(code: &str, prefix: &str) -> Vec<(usize, String)> {
     let mut found = Vec::new();
     let line_of = |offset: usize| code[..offset].matches('\n').count() + 1;
     let ident = |s: &str| s.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect::<String>();
-    for (offset, _) in code.match_indices("crate::") {
+    for (offset, _) in code.match_indices(prefix) {
         if offset > 0 && code[..offset].ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == '$') {
             continue;
         }
-        let rest = &code[offset + "crate::".len()..];
+        let rest = &code[offset + prefix.len()..];
         if let Some(group) = rest.strip_prefix('{') {
             // Each top-level item of the group names a module (or an item of the root).
             let mut depth = 0;
@@ -315,6 +320,43 @@ fn sql_outside_store(files: &[(PathBuf, String)]) -> Vec<String> {
         }
     }
     problems
+}
+
+/// Daemon folders (`src/daemon/<name>/`) that name another daemon's folder.
+fn daemons_importing_daemons(files: &[(PathBuf, String)]) -> Vec<String> {
+    let daemon_dir = root().join("src/daemon");
+    let mut problems = Vec::new();
+    for (path, text) in files {
+        let Ok(rel) = path.strip_prefix(&daemon_dir) else { continue };
+        let mut parts = rel.components();
+        let (Some(own), Some(_)) = (parts.next(), parts.next()) else { continue };
+        let own = own.as_os_str().to_string_lossy().into_owned();
+        for (line, other) in references(&lex(text).code, "crate::daemon::") {
+            if other != own && daemon_dir.join(&other).is_dir() {
+                let shown = path.strip_prefix(root()).unwrap().display();
+                problems.push(format!("{shown}:{line}: the {own} daemon imports the {other} daemon"));
+            }
+        }
+    }
+    problems
+}
+
+#[test]
+fn no_daemon_imports_another() {
+    let problems = daemons_importing_daemons(&sources());
+    assert!(
+        problems.is_empty(),
+        "daemons must not import each other (ARCHITECTURE.md, invariants):\n{}",
+        problems.join("\n")
+    );
+    let probe = vec![(root().join("src/daemon/api/x.rs"), "use crate::daemon::notifier::store::Status;\nuse crate::daemon::{Shutdown, api::y, writer::Z};\nuse crate::daemon::api::y;".to_string())];
+    assert_eq!(
+        daemons_importing_daemons(&probe),
+        vec![
+            "src/daemon/api/x.rs:1: the api daemon imports the notifier daemon".to_string(),
+            "src/daemon/api/x.rs:2: the api daemon imports the writer daemon".to_string(),
+        ]
+    );
 }
 
 #[test]

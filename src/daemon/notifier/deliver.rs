@@ -9,9 +9,10 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE, RETRY_AF
 use super::backoff::{backoff_wait, classify_status, parse_retry_after, AttemptOutcome, StatusClass};
 use super::breaker::{Breaker, Event, Mode};
 use super::metrics::{AttemptLabel, DeliveryResult, NotifierMetrics};
-use super::store::{write_row, Status};
+use super::store::write_row;
 use crate::config::{NotifierConfig, TargetConfig};
 use crate::daemon::Shutdown;
+use crate::store::deliveries::Status;
 use crate::store::{now_ns, DeliveryRow, Store};
 use crate::wire::alert::{format_id, AlertKind};
 

@@ -2,45 +2,10 @@
 //! limits and retries around the reads and writes of `store::deliveries`.
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::time::Duration;
 
 use crate::store::deliveries::latest_for_alert;
 use crate::store::{DeliveryRow, Store, StoreError};
-
-/// The `status` column.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Status {
-    /// Attempts made, none succeeded yet; more may follow (after a restart too).
-    Pending,
-    Delivered,
-    Failed,
-}
-
-impl Status {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Status::Pending => "pending",
-            Status::Delivered => "delivered",
-            Status::Failed => "failed",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Status> {
-        [Status::Pending, Status::Delivered, Status::Failed].into_iter().find(|st| st.as_str() == s)
-    }
-
-    /// Delivered or failed: a re-read copy of the alert sends nothing to this target.
-    pub fn is_final(self) -> bool {
-        !matches!(self, Status::Pending)
-    }
-}
-
-impl fmt::Display for Status {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 /// One write's own time limit, and how long a failed write is retried (seed 003, "Stopping").
 pub const WRITE_TIMEOUT: Duration = Duration::from_secs(5);

@@ -9,7 +9,7 @@ use utoipa::{IntoParams, ToSchema};
 use super::{AppState, Page};
 use crate::daemon::api::error::{ApiError, ErrorBody};
 use crate::daemon::api::params::{self, Query, DAY_NS};
-use crate::daemon::notifier::store::Status;
+use crate::store::deliveries::Status;
 use crate::store::query::deliveries::{self, DeliverySearch};
 use crate::store::DeliveryRow;
 use crate::wire::alert::format_id;
