@@ -164,6 +164,7 @@ async fn main() -> anyhow::Result<()> {
         let counts = tayga::store::logminer::minute_counts(
             &store,
             &(0..services).map(|s| format!("bench-{s}")).collect::<Vec<_>>(),
+            tayga::mine::MASKING_VERSION,
             base.saturating_sub(60 * 60_000_000_000),
         )
         .await?;
