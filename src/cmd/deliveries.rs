@@ -93,12 +93,12 @@ pub fn write_rows(id: u64, rows: &[DeliveryRow], json: bool, out: &mut dyn Write
         return Ok(());
     }
     writeln!(out, "alert {}", format_id(id))?;
-    write_table(rows, out)
+    write_table(rows, "last retried", out)
 }
 
-/// The rows as a table, then who retried which (a line per retried row). The
-/// `manual_retries` column appears only when a row was retried.
-fn write_table(rows: &[DeliveryRow], out: &mut dyn Write) -> anyhow::Result<()> {
+/// The rows as a table, then who retried which (a line per retried row, `<target>: <verb>
+/// at <time> by <who>`). The `manual_retries` column appears only when a row was retried.
+fn write_table(rows: &[DeliveryRow], verb: &str, out: &mut dyn Write) -> anyhow::Result<()> {
     let retried = rows.iter().any(|r| r.manual_retries > 0);
     let mut header = vec!["target", "status", "attempts", "last_error", "created", "updated"];
     if retried {
@@ -122,7 +122,7 @@ fn write_table(rows: &[DeliveryRow], out: &mut dyn Write) -> anyhow::Result<()> 
     }
     writeln!(out, "{table}")?;
     for s in rows.iter().filter(|r| r.manual_retries > 0).map(Shown::of) {
-        writeln!(out, "{}: last retried at {} by {}", s.target, s.retried_at, s.retried_by)?;
+        writeln!(out, "{}: {verb} at {} by {}", s.target, s.retried_at, s.retried_by)?;
     }
     Ok(())
 }
@@ -207,7 +207,7 @@ pub fn write_retried(r: &Retried, json: bool, out: &mut dyn Write) -> anyhow::Re
             r.topic
         )?;
     }
-    write_table(&r.retried, out)?;
+    write_table(&r.retried, if r.dry_run { "would be retried" } else { "retried" }, out)?;
     if !r.untouched.is_empty() {
         let others: Vec<String> = r.untouched.iter().map(|u| format!("{} ({})", u.target, u.status)).collect();
         writeln!(out, "left as they are: {}", others.join(", "))?;
