@@ -114,9 +114,14 @@ async fn a_merge_is_stored_unannounced_not_restored_after_a_restart_and_remine_r
         &[(t0 + 20_000, invalid_user("bob", 20)), (t0 + 21_000, invalid_user("frank", 21))],
     ));
     produce_request(&env.config, "sshd", sent[2].clone()).await;
-    wait_for("7 hits", WAIT, || {
-        let store = store.clone();
-        async move { (count(&store, "SELECT count() FROM log_hits FINAL").await == 7).then_some(()) }
+    // Hits are stored before the template rows of their flush: wait for both.
+    wait_for("7 hits and the survivor at 7", WAIT, || {
+        let (store, version) = (store.clone(), version.clone());
+        async move {
+            let hits = count(&store, "SELECT count() FROM log_hits FINAL").await;
+            let live = load_templates(&store, &version).await.ok()?;
+            (hits == 7 && live.iter().any(|t| t.count == 7)).then_some(())
+        }
     })
     .await;
     let stored = stored_hits(&store).await;
