@@ -22,6 +22,7 @@ mod notifier;
 mod notifier_process;
 mod store;
 mod tidy;
+mod web;
 mod writer;
 mod writer_chdb;
 mod writer_outage;
