@@ -7,7 +7,7 @@ use axum::http::{StatusCode, Uri};
 use maud::{html, Markup};
 use serde::Deserialize;
 
-use super::charts::{self, Rule, Series, TimeChart};
+use super::charts::{self, Rule, Series, Size, TimeChart};
 use super::format::{self, HOUR_NS, MINUTE_NS};
 use super::layout::{chip, log_table, respond, shell, status_chip, template_text, time, Nav, PageResult};
 use super::{given, query};
@@ -85,7 +85,7 @@ fn values(a: &Alert) -> String {
             format::number(a.threshold)
         ),
         "silence" => format!("no line; it logged {} a minute before", format::number(a.baseline)),
-        _ => format!("{} lines since first seen", a.count),
+        _ => format!("{} since first seen", format::count(a.count, "line")),
     }
 }
 
@@ -139,6 +139,7 @@ pub async fn detail(State(state): State<AppState>, Path(alert_id): Path<String>)
         }],
         rules,
         empty: "No line of this template in the hour around the alert.".into(),
+        size: Size::Wide,
     };
     let template_href = format!("/templates/{}/{}", format::encode(&a.service), a.template_id);
     let body = html! {
@@ -160,7 +161,7 @@ pub async fn detail(State(state): State<AppState>, Path(alert_id): Path<String>)
                 p.chips {
                     @for del in &d.deliveries {
                         a.delivery href={ "/deliveries?alert_id=" (a.alert_id) } title=(del.last_error) {
-                            (del.target) " " (status_chip(&del.status)) " " span.muted { (del.attempts) " attempts" }
+                            (del.target) " " (status_chip(&del.status)) " " span.muted { (format::count(del.attempts, "attempt")) }
                         }
                     }
                 }

@@ -33,10 +33,27 @@ pub struct TimeChart {
     pub rules: Vec<Rule>,
     /// Shown instead of an empty plot: why there is nothing and what would fill it.
     pub empty: String,
+    pub size: Size,
 }
 
-const W: f64 = 600.0;
-const H: f64 = 170.0;
+/// A chart's drawing size: its text stays readable at the width it is shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Size {
+    /// A card in a grid, about a third of a laptop screen.
+    Card,
+    /// The page's width.
+    Wide,
+}
+
+impl Size {
+    fn dimensions(self) -> (f64, f64) {
+        match self {
+            Size::Card => (380.0, 150.0),
+            Size::Wide => (1100.0, 230.0),
+        }
+    }
+}
+
 const LEFT: f64 = 46.0;
 const RIGHT: f64 = 10.0;
 const TOP: f64 = 10.0;
@@ -66,24 +83,25 @@ pub fn time_chart(chart: &TimeChart) -> Markup {
         .chain(chart.rules.iter().map(|r| r.value))
         .fold(0.0f64, f64::max);
     let top = top_of(max);
-    let x = |t: u64| LEFT + (t.saturating_sub(chart.from_ns) as f64 / span).min(1.0) * (W - LEFT - RIGHT);
-    let y = |v: f64| TOP + (1.0 - (v / top).clamp(0.0, 1.0)) * (H - TOP - BOTTOM);
+    let (w, h) = chart.size.dimensions();
+    let x = |t: u64| LEFT + (t.saturating_sub(chart.from_ns) as f64 / span).min(1.0) * (w - LEFT - RIGHT);
+    let y = |v: f64| TOP + (1.0 - (v / top).clamp(0.0, 1.0)) * (h - TOP - BOTTOM);
     let mid = chart.from_ns + (chart.to_ns - chart.from_ns) / 2;
     html! {
         figure.chart {
-            svg.time-chart viewBox={ "0 0 " (W) " " (H) } role="img" {
+            svg.time-chart viewBox={ "0 0 " (w) " " (h) } role="img" {
                 @for f in [0.0, 0.5, 1.0] {
-                    line.grid x1=(LEFT) x2=(W - RIGHT) y1=(y(top * f)) y2=(y(top * f)) {}
+                    line.grid x1=(LEFT) x2=(w - RIGHT) y1=(y(top * f)) y2=(y(top * f)) {}
                     text.axis x=(LEFT - 4.0) y=(y(top * f) + 4.0) text-anchor="end" { (format::number(top * f)) }
                 }
                 @for (t, anchor) in [(chart.from_ns, "start"), (mid, "middle"), (chart.to_ns, "end")] {
-                    text.axis x=(x(t)) y=(H - 6.0) text-anchor=(anchor) { (format::utc_clock(t)) }
+                    text.axis x=(x(t)) y=(h - 6.0) text-anchor=(anchor) { (format::utc_clock(t)) }
                 }
                 @for r in &chart.rules {
-                    line.rule x1=(LEFT) x2=(W - RIGHT) y1=(y(r.value)) y2=(y(r.value)) {
+                    line.rule x1=(LEFT) x2=(w - RIGHT) y1=(y(r.value)) y2=(y(r.value)) {
                         title { (r.name) ": " (format::number(r.value)) (chart.unit) }
                     }
-                    text.rule-label x=(W - RIGHT - 2.0) y=(y(r.value) - 3.0) text-anchor="end" { (r.name) }
+                    text.rule-label x=(w - RIGHT - 2.0) y=(y(r.value) - 3.0) text-anchor="end" { (r.name) }
                 }
                 @for (i, s) in chart.series.iter().enumerate() {
                     @let colour = format!("c{}", i % COLOURS);
@@ -283,6 +301,7 @@ mod tests {
             ],
             rules: vec![Rule { name: "threshold".into(), value: 4.0 }],
             empty: "nothing".into(),
+            size: Size::Card,
         };
         let svg = time_chart(&chart).into_string();
         assert_eq!(svg.matches("<circle class=\"pt").count(), 3);

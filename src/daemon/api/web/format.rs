@@ -86,9 +86,30 @@ pub fn number(v: f64) -> String {
     } else if a >= 100.0 || v.fract() == 0.0 {
         format!("{v:.0}")
     } else if a >= 1.0 {
-        format!("{v:.2}")
+        trimmed(format!("{v:.2}"))
     } else {
-        format!("{v:.3}")
+        trimmed(format!("{v:.3}"))
+    }
+}
+
+/// A decimal without its trailing zeros.
+fn trimmed(mut text: String) -> String {
+    while text.ends_with('0') {
+        text.pop();
+    }
+    if text.ends_with('.') {
+        text.pop();
+    }
+    text
+}
+
+/// `1 line`, `2 lines`.
+pub fn count(n: impl Into<u64>, noun: &str) -> String {
+    let n = n.into();
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
     }
 }
 
@@ -143,22 +164,40 @@ impl Window {
     }
 }
 
-/// The variable slot Drain writes into a template.
-pub const SLOT: &str = "<*>";
+/// The length of the slot at the start of `text`, if one starts there: Drain's `<*>` or a
+/// masking placeholder (`<NUM>`, `<IP>`, `<HEX_ID>`: capitals, digits and underscores).
+fn slot_len(text: &str) -> Option<usize> {
+    if text.starts_with("<*>") {
+        return Some(3);
+    }
+    let inner = text.strip_prefix('<')?;
+    let end = inner.find('>')?;
+    let name = &inner[..end];
+    let first = name.chars().next()?;
+    (first.is_ascii_uppercase() && name.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_'))
+        .then_some(end + 2)
+}
 
 /// A template's text as (is a slot, text) parts, in order; empty parts are left out.
 pub fn template_parts(template: &str) -> Vec<(bool, &str)> {
     let mut parts = Vec::new();
-    let mut rest = template;
-    while let Some(at) = rest.find(SLOT) {
-        if at > 0 {
-            parts.push((false, &rest[..at]));
+    let mut literal_start = 0;
+    let mut i = 0;
+    while i < template.len() {
+        match template[i..].starts_with('<').then(|| slot_len(&template[i..])).flatten() {
+            Some(len) => {
+                if i > literal_start {
+                    parts.push((false, &template[literal_start..i]));
+                }
+                parts.push((true, &template[i..i + len]));
+                i += len;
+                literal_start = i;
+            }
+            None => i += template[i..].chars().next().map_or(1, char::len_utf8),
         }
-        parts.push((true, SLOT));
-        rest = &rest[at + SLOT.len()..];
     }
-    if !rest.is_empty() {
-        parts.push((false, rest));
+    if literal_start < template.len() {
+        parts.push((false, &template[literal_start..]));
     }
     parts
 }
@@ -192,8 +231,12 @@ mod tests {
         assert_eq!(age(200 * SECOND_NS, 196 * SECOND_NS), "4 s");
         assert_eq!(age(3 * HOUR_NS, 0), "3 h");
         assert_eq!(number(3.0), "3");
-        assert_eq!(number(2.5), "2.50");
-        assert_eq!(number(0.25), "0.250");
+        assert_eq!(number(2.5), "2.5");
+        assert_eq!(number(0.25), "0.25");
+        assert_eq!(number(0.5), "0.5");
+        assert_eq!(number(2.81), "2.81");
+        assert_eq!(count(1u64, "line"), "1 line");
+        assert_eq!(count(3u32, "attempt"), "3 attempts");
         assert_eq!(number(12_345.0), "12.3 k");
         assert_eq!(percent(0.125), "12.5 %");
     }
@@ -218,6 +261,19 @@ mod tests {
             vec![(false, "user "), (true, "<*>"), (false, " logged in from "), (true, "<*>")]
         );
         assert_eq!(template_parts("<*><*>"), vec![(true, "<*>"), (true, "<*>")]);
+        assert_eq!(
+            template_parts("rhost=<IP> took <NUM>.<NUM> ms <b> é<HEX_ID>"),
+            vec![
+                (false, "rhost="),
+                (true, "<IP>"),
+                (false, " took "),
+                (true, "<NUM>"),
+                (false, "."),
+                (true, "<NUM>"),
+                (false, " ms <b> é"),
+                (true, "<HEX_ID>")
+            ]
+        );
         assert_eq!(template_parts("plain"), vec![(false, "plain")]);
         assert!(template_parts("").is_empty());
     }

@@ -12,7 +12,7 @@ use axum::http::{StatusCode, Uri};
 use maud::{html, Markup};
 use serde::Deserialize;
 
-use super::charts::{self, Series as ChartSeries, TimeChart};
+use super::charts::{self, Series as ChartSeries, Size, TimeChart};
 use super::format::{self, Window};
 use super::layout::{chip, respond, shell, time, window_picker, Nav, PageResult};
 use super::query;
@@ -160,6 +160,7 @@ pub async fn page(State(state): State<AppState>, uri: Uri) -> PageResult {
             series,
             rules: vec![],
             empty: empty.to_string(),
+            size: Size::Card,
         })
     };
     let no_samples = "No samples in this window: the API's recorder scrapes every service's /metrics; is the service running and its metrics address configured?";
@@ -212,12 +213,12 @@ pub async fn page(State(state): State<AppState>, uri: Uri) -> PageResult {
             div.tile #logminer-templates {
                 span.label { "templates" }
                 span.value { @match templates { Some(t) => { (format::number(t)) } None => { "–" } } }
-                span.sub { "the largest of " (replicas.len()) " replicas" }
+                span.sub { "the largest of " (format::count(replicas_up as u64, "replica")) " up" }
             }
             div.tile #logminer-rate {
                 span.label { "lines mined" }
                 span.value { @match mined { Some(r) => { (format::number(r)) "/s" } None => { "–" } } }
-                span.sub { "summed over " (replicas.len()) " replicas" }
+                span.sub { "summed over " (format::count(replicas_up as u64, "replica")) " up" }
             }
         }
         section {

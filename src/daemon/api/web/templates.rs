@@ -10,7 +10,7 @@ use axum::http::{StatusCode, Uri};
 use maud::html;
 use serde::Deserialize;
 
-use super::charts::{self, Series, TimeChart};
+use super::charts::{self, Series, Size, TimeChart};
 use super::format::{self, Window, HOUR_NS, MINUTE_NS};
 use super::layout::{log_table, respond, shell, template_text, time, window_picker, Nav, PageError, PageResult};
 use super::{given, query};
@@ -173,6 +173,7 @@ pub async fn detail(
         series: vec![Series { name: "lines per minute".into(), points: charts::minutes_filled(&counts, from, now) }],
         rules: vec![],
         empty: "No line in this window.".into(),
+        size: Size::Wide,
     };
     let lines_to = t.last_seen_ns.saturating_add(1);
     let lines = logs::list(

@@ -9,6 +9,14 @@
     hour12: false, timeZoneName: "short"
   });
 
+  // `2026-12-01 12:18:33 CET`: the same shape as the UTC text, in the browser's zone.
+  function local(d) {
+    var p = {};
+    zoned.formatToParts(d).forEach(function (part) { p[part.type] = part.value; });
+    var hour = p.hour === "24" ? "00" : p.hour;
+    return p.year + "-" + p.month + "-" + p.day + " " + hour + ":" + p.minute + ":" + p.second + " " + (p.timeZoneName || "");
+  }
+
   function localTimes(root) {
     var times = root.querySelectorAll("time[datetime]");
     for (var i = 0; i < times.length; i++) {
@@ -16,7 +24,7 @@
       var d = new Date(el.getAttribute("datetime"));
       if (isNaN(d.getTime())) continue;
       if (!el.title) el.title = el.textContent;
-      el.textContent = zoned.format(d);
+      el.textContent = local(d);
     }
   }
 
