@@ -501,3 +501,44 @@ impl Drop for PrivateClickHouse {
         let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.down()));
     }
 }
+
+/// A fake `/metrics` at `addr` answering `text`; stopped by triggering the returned signal.
+pub async fn fake_metrics(addr: std::net::SocketAddr, text: String) -> tayga::daemon::Shutdown {
+    let listener = tokio::net::TcpListener::bind(addr).await.unwrap_or_else(|e| panic!("binding {addr}: {e}"));
+    let app = axum::Router::new().route("/metrics", axum::routing::get(move || async move { text.clone() }));
+    let shutdown = tayga::daemon::Shutdown::new();
+    let stopped = shutdown.triggered();
+    tokio::spawn(async move { axum::serve(listener, app).with_graceful_shutdown(stopped).await.unwrap() });
+    shutdown
+}
+
+/// Seed 000's replicas for the recorder: two fake logminer replicas at `a` (5 templates) and
+/// `b` (9 templates), scraped and stored by `recorder` at each tick `(time ns, (a's mined
+/// lines, b's mined lines))`. Returns the instances scraped at each tick.
+pub async fn record_two_replicas(
+    recorder: &tayga::daemon::api::recorder::Recorder,
+    a: std::net::SocketAddr,
+    b: std::net::SocketAddr,
+    ticks: &[(u64, (f64, f64))],
+) -> Vec<std::collections::BTreeSet<String>> {
+    let text = |templates: u32, mined: f64| {
+        format!("# TYPE tayga_logminer_templates gauge\ntayga_logminer_templates {templates}\ntayga_logminer_mined_logs_total {mined}\n")
+    };
+    let mut scraped = Vec::new();
+    for (at, (mined_a, mined_b)) in ticks {
+        let stop_a = fake_metrics(a, text(5, *mined_a)).await;
+        let stop_b = fake_metrics(b, text(9, *mined_b)).await;
+        let rows = recorder.scrape_all(*at).await;
+        recorder.store_rows(&rows).await.unwrap();
+        stop_a.trigger();
+        stop_b.trigger();
+        scraped.push(rows.iter().map(|r| r.instance.clone()).collect());
+        // Let each fake server release its port before the next tick binds it again.
+        wait_for("the fake replicas to stop", Duration::from_secs(10), || async {
+            (tokio::net::TcpStream::connect(a).await.is_err() && tokio::net::TcpStream::connect(b).await.is_err())
+                .then_some(())
+        })
+        .await;
+    }
+    scraped
+}

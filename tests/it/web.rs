@@ -112,7 +112,7 @@ impl Browser {
         assert!(problems.is_empty(), "{page}: the browser logged {problems:#?}");
     }
 
-    /// A PNG of the whole page (the window grown to the page's height, at most 2,400 px).
+    /// A PNG of the page (the window grown to the page's height, at most 1,800 px).
     async fn screenshot(&self, name: &str) {
         let height = self
             .client
@@ -121,13 +121,23 @@ impl Browser {
             .unwrap()
             .as_u64()
             .unwrap_or(1000)
-            .clamp(700, 2400) as u32;
+            .clamp(700, 1800) as u32;
         self.client.set_window_size(1400, height + 90).await.unwrap();
         let png = self.client.screenshot().await.unwrap();
         self.client.set_window_size(1400, 1000).await.unwrap();
         let dir = screenshot_dir();
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join(format!("{name}.png")), png).unwrap();
+    }
+
+    /// Emulates the system's dark (or light) colour scheme, as `prefers-color-scheme` sees it.
+    async fn color_scheme(&self, scheme: &str) {
+        let session = self.client.session_id().await.unwrap().expect("a session");
+        let url = format!("{}/session/{session}/goog/cdp/execute", self.driver);
+        let body = json!({"cmd": "Emulation.setEmulatedMedia",
+            "params": {"features": [{"name": "prefers-color-scheme", "value": scheme}]}});
+        let answer = self.http.post(url).json(&body).send().await.unwrap();
+        assert_eq!(answer.status(), 200, "{}", answer.text().await.unwrap());
     }
 
     async fn close(self) {
@@ -384,18 +394,23 @@ async fn pages(env: &TestEnv, browser: &Browser, http: &reqwest::Client, app: &s
     browser.assert_clean("the trace of a line").await;
 
     // Templates, with the new-in-24-h filter.
+    browser.open(&format!("{app}/templates")).await;
+    assert!(browser.count("section.service-templates").await >= 2, "the SDK's and loadgen's services");
+    browser.assert_clean("the templates page").await;
+    browser.screenshot("templates").await;
     let text = browser.open(&format!("{app}/templates?service={service}&new=24h")).await;
     assert!(text.contains("payment declined for order"), "{text}");
     assert_eq!(browser.count(&format!("tr.template[data-template-id='{template_id}']")).await, 1);
     assert_eq!(browser.count("tr.template svg.sparkline").await, browser.count("tr.template").await);
-    browser.assert_clean("the templates page").await;
-    browser.screenshot("templates").await;
+    browser.assert_clean("a service's new templates").await;
 
     // Stories: both shapes; a shape's traces; each trace's waterfall has every span.
-    let text = browser.open(&format!("{app}/stories?service={service}")).await;
-    assert_eq!(browser.count("tr.shape").await, 2, "{text}");
+    browser.open(&format!("{app}/stories")).await;
     browser.assert_clean("the stories page").await;
     browser.screenshot("stories").await;
+    let text = browser.open(&format!("{app}/stories?service={service}")).await;
+    assert_eq!(browser.count("tr.shape").await, 2, "{text}");
+    browser.assert_clean("a service's stories").await;
     browser.client.find(Locator::Css("tr.shape a")).await.unwrap().click().await.unwrap();
     assert!(browser.count("tr.story").await >= 1);
     browser.assert_clean("a shape's page").await;
@@ -410,10 +425,23 @@ async fn pages(env: &TestEnv, browser: &Browser, http: &reqwest::Client, app: &s
         }
         assert_eq!(drawn, spans, "the waterfall of {id} draws every span");
         browser.assert_clean("a trace page").await;
-        if spans.len() > 1 {
-            browser.screenshot("trace").await;
+    }
+    // A loadgen trace, the one with the most spans and logs, for the picture.
+    let page = get_json(http, format!("{app}/api/v1/traces?service=svc-0&limit=20")).await.unwrap();
+    let mut best: Option<(usize, String)> = None;
+    for hit in page["items"].as_array().unwrap() {
+        let id = hit["trace_id"].as_str().unwrap();
+        let t = get_json(http, format!("{app}/api/v1/traces/{id}")).await.unwrap();
+        let size = t["spans"].as_array().unwrap().len() * 100 + t["logs"].as_array().unwrap().len();
+        if best.as_ref().is_none_or(|(s, _)| size > *s) {
+            best = Some((size, id.to_string()));
         }
     }
+    let (size, id) = best.expect("loadgen's traces are stored");
+    browser.open(&format!("{app}/traces/{id}")).await;
+    assert_eq!(browser.count("svg.waterfall g.span").await, size / 100, "every span of {id}");
+    browser.assert_clean("a loadgen trace").await;
+    browser.screenshot("trace").await;
 
     // Pipeline: charts with points, the replica count, the ingest leg.
     let text = browser.open(&format!("{app}/pipeline?window=15m")).await;
@@ -423,6 +451,12 @@ async fn pages(env: &TestEnv, browser: &Browser, http: &reqwest::Client, app: &s
     assert!(browser.text("#ingest-leg").await.contains("broker"), "{text}");
     browser.assert_clean("the pipeline page").await;
     browser.screenshot("pipeline").await;
+    browser.color_scheme("dark").await;
+    let background =
+        browser.client.execute("return getComputedStyle(document.body).backgroundColor", vec![]).await.unwrap();
+    assert_eq!(background, json!("rgb(17, 20, 26)"), "dark mode follows prefers-color-scheme");
+    browser.screenshot("pipeline-dark").await;
+    browser.color_scheme("light").await;
 
     // Deliveries: both rows, the failed one with its error; the per-target panel.
     browser.open(&format!("{app}/deliveries")).await;
@@ -458,16 +492,6 @@ async fn pages(env: &TestEnv, browser: &Browser, http: &reqwest::Client, app: &s
     browser.screenshot("error").await;
 }
 
-/// A fake `/metrics` at `addr` answering `text`.
-async fn fake_metrics(addr: SocketAddr, text: String) -> Shutdown {
-    let listener = tokio::net::TcpListener::bind(addr).await.unwrap_or_else(|e| panic!("binding {addr}: {e}"));
-    let app = axum::Router::new().route("/metrics", axum::routing::get(move || async move { text.clone() }));
-    let shutdown = Shutdown::new();
-    let stopped = shutdown.triggered();
-    tokio::spawn(async move { axum::serve(listener, app).with_graceful_shutdown(stopped).await.unwrap() });
-    shutdown
-}
-
 /// Seed 000 on the Pipeline page: two logminer replicas behind one name (and a third that
 /// does not answer); the page shows the larger replica's template count and the summed
 /// rate, and the replica count.
@@ -487,22 +511,8 @@ async fn the_pipeline_page_shows_the_larger_replicas_templates_and_the_summed_ra
     // starts: ticks on step starts, 64 s apart; the replicas mine 64 and 128 lines between.
     const STEP: u64 = 8_000_000_000;
     let t0 = (now_ns() - 5 * MIN_NS) / STEP * STEP;
-    for (tick, (mined_a, mined_b)) in [(0u64, (100.0, 1000.0)), (1, (164.0, 1128.0))] {
-        let text = |templates: u32, mined: f64| {
-            format!("# TYPE tayga_logminer_templates gauge\ntayga_logminer_templates {templates}\ntayga_logminer_mined_logs_total {mined}\n")
-        };
-        let stop_a = fake_metrics(a, text(5, mined_a)).await;
-        let stop_b = fake_metrics(b, text(9, mined_b)).await;
-        let rows = recorder.scrape_all(t0 + tick * 8 * STEP).await;
-        recorder.store_rows(&rows).await.unwrap();
-        stop_a.trigger();
-        stop_b.trigger();
-        wait_for("the fake replicas to stop", Duration::from_secs(10), || async {
-            (tokio::net::TcpStream::connect(a).await.is_err() && tokio::net::TcpStream::connect(b).await.is_err())
-                .then_some(())
-        })
+    crate::common::record_two_replicas(&recorder, a, b, &[(t0, (100.0, 1000.0)), (t0 + 8 * STEP, (164.0, 1128.0))])
         .await;
-    }
 
     let state = AppState { store, query_timeout: Duration::from_secs(10), now_ns };
     let health: tayga::daemon::HealthFn = Arc::new(|| json!({}));

@@ -47,7 +47,9 @@ pub fn duration(ns: f64) -> String {
     if !ns.is_finite() || ns < 0.0 {
         return "–".into();
     }
-    if ns < 1_000.0 {
+    if ns == 0.0 {
+        "0".into()
+    } else if ns < 1_000.0 {
         format!("{ns:.0} ns")
     } else if ns < 1_000_000.0 {
         format!("{:.0} µs", ns / 1_000.0)

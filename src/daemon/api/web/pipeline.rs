@@ -79,8 +79,8 @@ const GROUPS: [&str; 4] = ["writer", "assembler", "logminer", "notifier"];
 /// The combined totals of every series of `service` whose metric `matches` and whose labels
 /// include `labels`, summed per step (label sets add up: each is already combined over
 /// replicas by its own rule).
-fn summed<'a>(
-    series: &'a [Series],
+fn summed(
+    series: &[Series],
     service: &str,
     matches: impl Fn(&str) -> bool,
     labels: &[(&str, &str)],

@@ -61,14 +61,19 @@ pub async fn shapes(State(state): State<AppState>, uri: Uri) -> PageResult {
                 tbody {
                     @for s in &shapes {
                         tr.shape data-fingerprint=(s.fingerprint) {
-                            td { a href={ "/stories/" (s.fingerprint) "?window=" (window.as_str()) } { strong { (s.root_service) } " · " (s.root_operation) } }
-                            td.edges { @for e in s.edges.iter().take(4) { code { (e) } " " } @if s.edges.len() > 4 { span.muted { "+" (s.edges.len() - 4) } } }
+                            td.nowrap { a href={ "/stories/" (s.fingerprint) "?window=" (window.as_str()) } { strong { (s.root_service) } " · " (s.root_operation) } }
+                            @let calls = calls(&s.edges);
+                            td.edges title=(s.edges.join("\n")) {
+                                @for e in calls.iter().take(3) { code { (e) } br; }
+                                @if calls.len() > 3 { span.muted { "+" (calls.len() - 3) " more" } }
+                                @if calls.is_empty() { span.muted { "a single span" } }
+                            }
                             td.num { (s.count) }
                             td.num { (format::duration(s.p50_duration_ns)) }
                             td.num { (format::duration(s.p95_duration_ns)) }
                             td.num { @if s.error_rate > 0.0 { span.bad-text { (format::percent(s.error_rate)) } } @else { "0 %" } }
                             td.nowrap { (time(s.last_start_ns)) }
-                            td { a href={ "/traces/" (s.example_trace_id) } { "a trace" } }
+                            td.nowrap { a href={ "/traces/" (s.example_trace_id) } { "a trace" } }
                         }
                     }
                 }
@@ -76,6 +81,11 @@ pub async fn shapes(State(state): State<AppState>, uri: Uri) -> PageResult {
         }
     };
     Ok(respond(StatusCode::OK, shell(Nav::Stories, "Stories", Some(30), body)))
+}
+
+/// A shape's call edges without the edge into its root span (the root is shown apart).
+fn calls(edges: &[String]) -> Vec<&str> {
+    edges.iter().map(String::as_str).filter(|e| !e.starts_with("ROOT ->")).collect()
 }
 
 #[derive(Debug, Deserialize)]
@@ -111,7 +121,7 @@ pub async fn shape(State(state): State<AppState>, Path(fingerprint): Path<String
         @match first {
             Some(s) => {
                 h1 { (s.root_service) " · " (s.root_operation) }
-                p { @for e in &s.edges { code { (e) } " " } }
+                p.edges { @for e in calls(&s.edges) { code { (e) } br; } }
             }
             None => { h1 { "Shape " (fingerprint) } }
         }
