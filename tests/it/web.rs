@@ -8,8 +8,8 @@
 use std::collections::{BTreeSet, HashMap};
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU16, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU16, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use fantoccini::{Client, ClientBuilder, Locator};
@@ -155,45 +155,42 @@ fn screenshot_dir() -> PathBuf {
     }
 }
 
-/// A webhook receiver: `/ok` answers 200, `/pager` answers `pager_status`; each counts hits.
+/// A webhook receiver: `/ok` answers 200, `/pager` answers `pager_status`; each keeps the
+/// `alert_id` of every payload it was sent.
 struct Hooks {
     addr: SocketAddr,
     pager_status: Arc<AtomicU16>,
-    hits: Arc<HashMap<&'static str, AtomicUsize>>,
+    received: Arc<Mutex<Vec<(&'static str, String)>>>,
     shutdown: Shutdown,
 }
 
 impl Hooks {
     async fn start() -> Hooks {
         let pager_status = Arc::new(AtomicU16::new(400));
-        let hits: Arc<HashMap<&'static str, AtomicUsize>> =
-            Arc::new(HashMap::from([("ok", AtomicUsize::new(0)), ("pager", AtomicUsize::new(0))]));
-        let (h1, h2, status) = (hits.clone(), hits.clone(), pager_status.clone());
+        let received: Arc<Mutex<Vec<(&'static str, String)>>> = Arc::default();
+        let hook = |path: &'static str, status: Option<Arc<AtomicU16>>| {
+            let received = received.clone();
+            axum::routing::post(move |body: axum::Json<Value>| async move {
+                let id = body["alert_id"].as_str().unwrap_or_default().to_string();
+                received.lock().unwrap().push((path, id));
+                let code = status.map_or(200, |s| s.load(Ordering::SeqCst));
+                axum::http::StatusCode::from_u16(code).unwrap()
+            })
+        };
         let app = axum::Router::new()
-            .route(
-                "/ok",
-                axum::routing::post(move || async move {
-                    h1["ok"].fetch_add(1, Ordering::SeqCst);
-                    axum::http::StatusCode::OK
-                }),
-            )
-            .route(
-                "/pager",
-                axum::routing::post(move || async move {
-                    h2["pager"].fetch_add(1, Ordering::SeqCst);
-                    axum::http::StatusCode::from_u16(status.load(Ordering::SeqCst)).unwrap()
-                }),
-            );
+            .route("/ok", hook("ok", None))
+            .route("/pager", hook("pager", Some(pager_status.clone())));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let shutdown = Shutdown::new();
         let stopped = shutdown.triggered();
         tokio::spawn(async move { axum::serve(listener, app).with_graceful_shutdown(stopped).await.unwrap() });
-        Hooks { addr, pager_status, hits, shutdown }
+        Hooks { addr, pager_status, received, shutdown }
     }
 
-    fn hits(&self, path: &str) -> usize {
-        self.hits[path].load(Ordering::SeqCst)
+    /// How many times `path` was sent `alert_id`.
+    fn sent(&self, path: &str, alert_id: &str) -> usize {
+        self.received.lock().unwrap().iter().filter(|(p, id)| *p == path && id == alert_id).count()
     }
 }
 
@@ -469,7 +466,41 @@ async fn pages(env: &TestEnv, browser: &Browser, http: &reqwest::Client, app: &s
     assert!(browser.text("[data-target='ops-webhook']").await.contains("100.0 %"));
     assert!(browser.text("[data-target='pager']").await.contains("0.0 %"));
     browser.assert_clean("an alert's deliveries").await;
-    assert!(hooks.hits("pager") >= 1 && hooks.hits("ok") >= 1);
+    assert_eq!((hooks.sent("ok", &alert_id), hooks.sent("pager", &alert_id)), (1, 1), "once per alert and target");
+
+    // The operator fixes the pager and retries from the page: exactly one more delivery,
+    // recorded as a manual retry.
+    hooks.pager_status.store(200, Ordering::SeqCst);
+    assert_eq!(
+        browser.count("tr.delivery[data-status='delivered'] form.retry").await,
+        0,
+        "only a failed row has the button"
+    );
+    browser
+        .client
+        .find(Locator::Css("tr.delivery[data-status='failed'] form.retry button"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let notice = browser.text("#retried").await;
+    assert!(notice.contains("pager") && notice.contains(&alert_id), "{notice}");
+    browser.assert_clean("the retry's answer").await;
+    let pager = wait_for("the retried delivery", limit, || async {
+        let page = get_json(http, format!("{app}/api/v1/deliveries?alert_id={alert_id}&target=pager")).await?;
+        let row = page["items"].as_array()?.first()?.clone();
+        (row["status"] == "delivered").then_some(row)
+    })
+    .await;
+    assert_eq!((pager["manual_retries"].as_u64(), pager["retried_by"].as_str()), (Some(1), Some("api")), "{pager}");
+    assert_eq!(hooks.sent("pager", &alert_id), 2, "exactly one more delivery");
+    assert_eq!(hooks.sent("ok", &alert_id), 1, "the other target is left alone");
+    browser.open(&format!("{app}/deliveries?alert_id={alert_id}")).await;
+    let row = browser.text("tr.delivery[data-target='pager']").await;
+    assert!(row.contains("1 time by api"), "{row}");
+    assert_eq!(browser.count("form.retry").await, 0, "nothing is failed any more");
+    browser.assert_clean("the retried deliveries").await;
 
     // Bad addresses: a page with the reason and the status, never a trace.
     for (path, status, reason) in [
@@ -514,7 +545,7 @@ async fn the_pipeline_page_shows_the_larger_replicas_templates_and_the_summed_ra
     crate::common::record_two_replicas(&recorder, a, b, &[(t0, (100.0, 1000.0)), (t0 + 8 * STEP, (164.0, 1128.0))])
         .await;
 
-    let state = AppState { store, query_timeout: Duration::from_secs(10), now_ns };
+    let state = AppState { store, query_timeout: Duration::from_secs(10), now_ns, alerts_topic: None };
     let health: tayga::daemon::HealthFn = Arc::new(|| json!({}));
     let mut registry = Registry::default();
     let metrics = tayga::daemon::api::metrics::RequestMetrics::register(&mut registry);

@@ -1,19 +1,25 @@
 //! `/deliveries`: the latest state of every `(alert, target)` pair of the last 7 days
-//! (seed 003: status, attempts, last error, times), filtered by alert, target or status, and a
-//! health panel per target: its recent success rate and its breaker as last observed.
+//! (seed 003: status, attempts, last error, times, manual retries), filtered by alert, target
+//! or status, and a health panel per target: its recent success rate and its breaker as last
+//! observed. A failed row has a retry button: a plain form posting to
+//! `/deliveries/{alert_id}/retry`, which calls the API's retry handler (the function `tayga
+//! deliveries retry` calls) and comes back here.
 
 use std::collections::{BTreeMap, HashMap};
 
-use axum::extract::State;
-use axum::http::{StatusCode, Uri};
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::response::{IntoResponse, Redirect};
+use axum::Form;
 use maud::html;
 use serde::Deserialize;
 
 use super::format::{self, MINUTE_NS};
 use super::layout::{chip, respond, shell, status_chip, template_text, time, Nav, PageResult};
 use super::{given, query};
+use crate::daemon::api::error::ApiError;
 use crate::daemon::api::handlers::alerts::{self, Alert, AlertsParams};
-use crate::daemon::api::handlers::deliveries::{self, DeliveriesParams, Delivery};
+use crate::daemon::api::handlers::deliveries::{self, DeliveriesParams, Delivery, RetryParams};
 use crate::daemon::api::handlers::pipeline::{self, PipelineParams};
 use crate::daemon::api::handlers::AppState;
 use crate::daemon::api::params::Query;
@@ -25,6 +31,8 @@ struct DeliveriesQuery {
     alert_id: Option<String>,
     target: Option<String>,
     status: Option<String>,
+    /// Set by the retry form's answer: the target just retried.
+    retried: Option<String>,
 }
 
 /// A target's recent deliveries, by latest status.
@@ -59,6 +67,7 @@ fn health(rows: &[Delivery]) -> BTreeMap<&str, Health> {
 pub async fn page(State(state): State<AppState>, uri: Uri) -> PageResult {
     let p: DeliveriesQuery = query(&uri)?;
     let (alert_id, target, status) = (given(p.alert_id), given(p.target), given(p.status));
+    let retried = given(p.retried);
     let rows = deliveries::list(
         State(state.clone()),
         Query(DeliveriesParams {
@@ -124,6 +133,9 @@ pub async fn page(State(state): State<AppState>, uri: Uri) -> PageResult {
     .collect();
     let body = html! {
         h1 { "Deliveries" }
+        @if let (Some(t), Some(a)) = (&retried, &alert_id) {
+            p.notice #retried { "Retry of " strong { (t) } " for alert " code { (a) } " recorded: the row is pending again and the alert was republished; the notifier delivers it once more." }
+        }
         p.lead { "Every alert goes to each of its targets once (seed 003); this is the latest state of each pair from the last 7 days." }
         section #health {
             h2 { "Targets" }
@@ -168,10 +180,10 @@ pub async fn page(State(state): State<AppState>, uri: Uri) -> PageResult {
                 p.empty-chart { "No delivery matches." }
             } @else {
                 table.list.deliveries {
-                    thead { tr { th { "alert" } th { "target" } th { "status" } th.num { "attempts" } th { "last error" } th { "created" } th { "updated" } } }
+                    thead { tr { th { "alert" } th { "target" } th { "status" } th.num { "attempts" } th { "last error" } th { "created" } th { "updated" } th { "manual retry" } } }
                     tbody {
                         @for d in &rows {
-                            tr.delivery data-status=(d.status) {
+                            tr.delivery data-status=(d.status) data-target=(d.target) {
                                 td {
                                     a href={ "/alerts/" (d.alert_id) } {
                                         @match alerts.get(&d.alert_id) {
@@ -186,6 +198,17 @@ pub async fn page(State(state): State<AppState>, uri: Uri) -> PageResult {
                                 td.error-text { (d.last_error) }
                                 td.nowrap { (time(d.created_ns)) }
                                 td.nowrap { (time(d.updated_ns)) }
+                                td.retries {
+                                    @if d.manual_retries > 0 {
+                                        span.sub { (format::count(d.manual_retries, "time")) " by " (d.retried_by) ", last " (time(d.retried_ns)) }
+                                    }
+                                    @if d.status == "failed" {
+                                        form.retry method="post" action={ "/deliveries/" (d.alert_id) "/retry" } {
+                                            input type="hidden" name="target" value=(d.target);
+                                            button type="submit" title="Reset this row to pending and republish the alert: the notifier delivers it to this target once more" { "Retry" }
+                                        }
+                                    }
+                                }
                             }
                         }
                     }
@@ -194,6 +217,36 @@ pub async fn page(State(state): State<AppState>, uri: Uri) -> PageResult {
         }
     };
     Ok(respond(StatusCode::OK, shell(Nav::Deliveries, "Deliveries", Some(10), body)))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RetryForm {
+    target: String,
+}
+
+/// The retry button: the API's retry of one failed `(alert, target)` pair, then back to the
+/// alert's deliveries. Refused when another site's page posts it (the browser says so in
+/// `Sec-Fetch-Site`), so a link elsewhere cannot make an operator's browser retry.
+pub async fn retry(
+    State(state): State<AppState>,
+    Path(alert_id): Path<String>,
+    headers: HeaderMap,
+    Form(form): Form<RetryForm>,
+) -> PageResult {
+    if headers.get("sec-fetch-site").is_some_and(|v| v.as_bytes() == b"cross-site") {
+        return Err(ApiError::bad("target", "a retry must be asked from this app's own page").into());
+    }
+    let target = form.target;
+    let done = deliveries::retry(
+        State(state),
+        Path(alert_id),
+        Query(RetryParams { target: Some(target.clone()), dry_run: None }),
+    )
+    .await?
+    .0;
+    let back = format!("/deliveries?alert_id={}&retried={}", format::encode(&done.alert_id), format::encode(&target));
+    Ok(Redirect::to(&back).into_response())
 }
 
 #[cfg(test)]
@@ -209,6 +262,9 @@ mod tests {
             last_error: String::new(),
             created_ns: 0,
             updated_ns: 0,
+            manual_retries: 0,
+            retried_ns: 0,
+            retried_by: String::new(),
         }
     }
 

@@ -92,7 +92,13 @@ impl IntoResponse for PageError {
                 "This address has a bad parameter",
                 "Fix the value in the address, or start again from the navigation.",
             ),
-            ApiError::NotFound { .. } => ("Not found", "It may have expired (retention), or the id is mistyped."),
+            ApiError::NotFound { .. } | ApiError::Missing(_) => {
+                ("Not found", "It may have expired (retention), or the id is mistyped.")
+            }
+            ApiError::Conflict(_) => ("Not done", "Nothing was changed; reload the page to see the current state."),
+            ApiError::BrokerUnavailable(_) => {
+                ("The broker is unavailable", "Nothing was republished; try again once the broker answers.")
+            }
             ApiError::Unauthorized => ("Not authorised", "This API needs its bearer token."),
             ApiError::Unavailable(_) => (
                 "ClickHouse is unavailable",
@@ -101,7 +107,7 @@ impl IntoResponse for PageError {
             ApiError::Internal(_) => ("The page failed", "The API's log has the details of this failure."),
         };
         // The API logs server-side failures with their detail; the page says what failed.
-        if matches!(self.0, ApiError::Internal(_) | ApiError::Unavailable(_)) {
+        if matches!(self.0, ApiError::Internal(_) | ApiError::Unavailable(_) | ApiError::BrokerUnavailable(_)) {
             tracing::warn!(error = %self.0, "a web page failed");
         }
         let body = html! {

@@ -21,7 +21,7 @@ mod templates;
 
 use axum::http::{header, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::Router;
 use serde::de::DeserializeOwned;
 
@@ -42,6 +42,7 @@ pub fn routes(state: AppState) -> Router {
         .route("/traces/{trace_id}", get(stories::trace))
         .route("/pipeline", get(pipeline::page))
         .route("/deliveries", get(deliveries::page))
+        .route("/deliveries/{alert_id}/retry", post(deliveries::retry))
         .route("/assets/style.css", get(|| async { asset("text/css; charset=utf-8", layout::STYLE) }))
         .route("/assets/app.js", get(|| async { asset("text/javascript; charset=utf-8", layout::SCRIPT) }))
         .with_state(state)
