@@ -18,7 +18,7 @@ use tayga::daemon::Shutdown;
 use tayga::store::query::seed::Seed;
 use tayga::store::*;
 
-use crate::common::{self, free_addr, free_port, run, wait_for, ChildGuard, TestEnv};
+use crate::common::{self, free_addr, free_port, run, wait_for, TestEnv};
 
 const MIN_NS: u64 = 60_000_000_000;
 
@@ -632,33 +632,10 @@ async fn get_json(http: &reqwest::Client, url: String) -> Option<Value> {
 #[tokio::test]
 async fn otel_sdk_traffic_reaches_every_endpoint() {
     let env = TestEnv::new("api_e2e");
-    let dir = tempfile::tempdir().unwrap();
-    let log_path = dir.path().join("serve-all.log");
-    let (http_addr, grpc_addr, api_addr) = (free_addr(), free_addr(), free_addr());
-    let logminer_port = free_port();
-    let mut cmd = env.tayga();
-    cmd.args(["serve", "all"])
-        .env("TAYGA_INGEST_HTTP_ADDR", &http_addr)
-        .env("TAYGA_INGEST_GRPC_ADDR", &grpc_addr)
-        .env("TAYGA_WRITER_METRICS_ADDR", free_addr())
-        .env("TAYGA_ASSEMBLER_METRICS_ADDR", free_addr())
-        .env("TAYGA_NOTIFIER_METRICS_ADDR", free_addr())
-        .env("TAYGA_LOGMINER_METRICS_ADDR", format!("127.0.0.1:{logminer_port}"))
-        .env("TAYGA_API_LISTEN_ADDR", &api_addr)
-        .env("TAYGA_API_LOGMINER_METRICS", format!("localhost:{logminer_port}"))
-        .env("TAYGA_API_SCRAPE_INTERVAL_SECS", "1")
-        .env("TAYGA_ASSEMBLER_IDLE_CLOSE_SECS", "1")
-        .env("TAYGA_LOGMINER_TICK_SECS", "1")
-        .stdout(std::fs::File::create(&log_path).unwrap())
-        .stderr(std::fs::File::create(dir.path().join("serve-all.err")).unwrap());
-    let _daemons = ChildGuard::spawn(&mut cmd, "tayga serve all");
+    let daemons = common::ServeAll::start(&env, &[]).await;
+    let (http_addr, logminer_port) = (&daemons.http_addr, daemons.logminer_port);
     let http = reqwest::Client::builder().timeout(Duration::from_secs(5)).build().unwrap();
-    let api = format!("http://{api_addr}");
-    wait_for("the API to answer", Duration::from_secs(60), || get_json(&http, format!("{api}/health"))).await;
-    wait_for("ingest to answer", Duration::from_secs(60), || async {
-        http.get(format!("http://{http_addr}/health")).send().await.ok().filter(|r| r.status() == 200)
-    })
-    .await;
+    let api = format!("http://{}", daemons.api_addr);
 
     let service = "sdk-e2e";
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk/otel_export.py");

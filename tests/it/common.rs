@@ -542,3 +542,50 @@ pub async fn record_two_replicas(
     }
     scraped
 }
+
+/// `tayga serve all` for this test on free loopback ports, with fast ticks (1 s scrapes,
+/// logminer ticks and assembler idle close), answering on its API and ingest; killed when
+/// dropped. Its output is in `dir` (`serve-all.log`, `serve-all.err`).
+pub struct ServeAll {
+    pub http_addr: String,
+    pub api_addr: String,
+    pub logminer_port: u16,
+    pub dir: tempfile::TempDir,
+    _daemons: ChildGuard,
+}
+
+impl ServeAll {
+    /// Starts it with `extra` environment and waits until the API and ingest answer.
+    pub async fn start(env: &TestEnv, extra: &[(&str, &str)]) -> ServeAll {
+        let dir = tempfile::tempdir().unwrap();
+        let (http_addr, grpc_addr, api_addr) = (free_addr(), free_addr(), free_addr());
+        let logminer_port = free_port();
+        let mut cmd = env.tayga();
+        cmd.args(["serve", "all"])
+            .env("TAYGA_INGEST_HTTP_ADDR", &http_addr)
+            .env("TAYGA_INGEST_GRPC_ADDR", &grpc_addr)
+            .env("TAYGA_WRITER_METRICS_ADDR", free_addr())
+            .env("TAYGA_ASSEMBLER_METRICS_ADDR", free_addr())
+            .env("TAYGA_NOTIFIER_METRICS_ADDR", free_addr())
+            .env("TAYGA_LOGMINER_METRICS_ADDR", format!("127.0.0.1:{logminer_port}"))
+            .env("TAYGA_API_LISTEN_ADDR", &api_addr)
+            .env("TAYGA_API_LOGMINER_METRICS", format!("localhost:{logminer_port}"))
+            .env("TAYGA_API_SCRAPE_INTERVAL_SECS", "1")
+            .env("TAYGA_ASSEMBLER_IDLE_CLOSE_SECS", "1")
+            .env("TAYGA_LOGMINER_TICK_SECS", "1")
+            .envs(extra.iter().copied())
+            .stdout(std::fs::File::create(dir.path().join("serve-all.log")).unwrap())
+            .stderr(std::fs::File::create(dir.path().join("serve-all.err")).unwrap());
+        let daemons = ChildGuard::spawn(&mut cmd, "tayga serve all");
+        let http = reqwest::Client::builder().timeout(Duration::from_secs(5)).build().unwrap();
+        for (what, url) in
+            [("the API", format!("http://{api_addr}/health")), ("ingest", format!("http://{http_addr}/health"))]
+        {
+            wait_for(&format!("{what} to answer"), Duration::from_secs(60), || async {
+                http.get(&url).send().await.ok().filter(|r| r.status() == 200).map(|_| ())
+            })
+            .await;
+        }
+        ServeAll { http_addr, api_addr, logminer_port, dir, _daemons: daemons }
+    }
+}

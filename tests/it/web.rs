@@ -22,7 +22,7 @@ use tayga::daemon::api::router;
 use tayga::daemon::Shutdown;
 use tayga::store::now_ns;
 
-use crate::common::{free_addr, free_port, wait_for, ChildGuard, TestEnv};
+use crate::common::{free_port, wait_for, ChildGuard, ServeAll, TestEnv};
 
 const MIN_NS: u64 = 60_000_000_000;
 const CHROMIUM: &str = "/usr/bin/chromium";
@@ -224,32 +224,10 @@ async fn every_page_shows_the_live_pipeline_in_a_real_browser() {
         ),
     )
     .unwrap();
-    let (http_addr, grpc_addr, api_addr) = (free_addr(), free_addr(), free_addr());
-    let logminer_port = free_port();
-    let mut cmd = env.tayga();
-    cmd.args(["serve", "all"])
-        .env("TAYGA_CONFIG", &config)
-        .env("TAYGA_INGEST_HTTP_ADDR", &http_addr)
-        .env("TAYGA_INGEST_GRPC_ADDR", &grpc_addr)
-        .env("TAYGA_WRITER_METRICS_ADDR", free_addr())
-        .env("TAYGA_ASSEMBLER_METRICS_ADDR", free_addr())
-        .env("TAYGA_NOTIFIER_METRICS_ADDR", free_addr())
-        .env("TAYGA_LOGMINER_METRICS_ADDR", format!("127.0.0.1:{logminer_port}"))
-        .env("TAYGA_API_LISTEN_ADDR", &api_addr)
-        .env("TAYGA_API_LOGMINER_METRICS", format!("localhost:{logminer_port}"))
-        .env("TAYGA_API_SCRAPE_INTERVAL_SECS", "1")
-        .env("TAYGA_ASSEMBLER_IDLE_CLOSE_SECS", "1")
-        .env("TAYGA_LOGMINER_TICK_SECS", "1")
-        .stdout(std::fs::File::create(dir.path().join("serve-all.log")).unwrap())
-        .stderr(std::fs::File::create(dir.path().join("serve-all.err")).unwrap());
-    let _daemons = ChildGuard::spawn(&mut cmd, "tayga serve all");
+    let config = config.to_str().unwrap().to_string();
+    let daemons = ServeAll::start(&env, &[("TAYGA_CONFIG", &config)]).await;
     let http = reqwest::Client::builder().timeout(Duration::from_secs(10)).build().unwrap();
-    let app = format!("http://{api_addr}");
-    wait_for("the API to answer", Duration::from_secs(60), || get_json(&http, format!("{app}/health"))).await;
-    wait_for("ingest to answer", Duration::from_secs(60), || async {
-        http.get(format!("http://{http_addr}/health")).send().await.ok().filter(|r| r.status() == 200)
-    })
-    .await;
+    let (app, http_addr) = (format!("http://{}", daemons.api_addr), daemons.http_addr.clone());
 
     let browser = Browser::start().await;
     let checks = std::panic::AssertUnwindSafe(pages(&env, &browser, &http, &app, &http_addr, &hooks));
