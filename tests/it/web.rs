@@ -336,6 +336,10 @@ async fn pages(env: &TestEnv, browser: &Browser, http: &reqwest::Client, app: &s
     assert!(active.contains("new_template") && active.contains(service), "{active}");
     assert!(active.contains("payment declined for order"), "the template is shown: {active}");
     assert_eq!(browser.count(&format!("#active tr.alert[data-alert-id='{alert_id}']")).await, 1, "{text}");
+    // The script wrote the time in the browser's zone (UTC here) and kept UTC on hover.
+    let shown = browser.client.find(Locator::Css("#active time")).await.unwrap();
+    let (text, title) = (shown.text().await.unwrap(), shown.attr("title").await.unwrap().unwrap());
+    assert!(title.ends_with(" UTC") && text.len() >= 19 && text.as_bytes()[4] == b'-', "{text} / {title}");
     browser.assert_clean("the alerts page").await;
     browser.screenshot("alerts").await;
 

@@ -192,7 +192,7 @@ pub async fn page(State(state): State<AppState>, uri: Uri) -> PageResult {
                                         }
                                     }
                                 }
-                                td { (d.target) }
+                                td.nowrap { (d.target) }
                                 td { (status_chip(&d.status)) }
                                 td.num { (d.attempts) }
                                 td.error-text { (d.last_error) }
