@@ -2,7 +2,7 @@
 //! templates and hits in ClickHouse, and per CPU-second of the logminer (this process),
 //! plus the detection pass duration once the templates exist. docs/logminer.md records it.
 //!
-//!     cargo run --release --example logminer_bench -- [--lines 300000] [--services 20] [--per-record 200]
+//!     cargo run --release --example logminer_bench -- [--lines 300000] [--services 20] [--per-record 200] [--merge-siblings 5]
 //!
 //! Uses the ClickHouse and broker of TAYGA_CLICKHOUSE_URL / TAYGA_KAFKA_BROKERS (defaults:
 //! 127.0.0.1:8123 and :9092) with a database and topic prefix of its own, removed at the end.
@@ -101,6 +101,9 @@ async fn main() -> anyhow::Result<()> {
     let services = arg("--services", 20).max(1);
     let per_record = arg("--per-record", 200).max(1);
     let mut config = Config::default();
+    // `--merge-siblings 0` times the miner without the sibling merge (the default before it
+    // was on), in the same build.
+    config.logminer.drain.merge_siblings = arg("--merge-siblings", config.logminer.drain.merge_siblings);
     if let Ok(url) = std::env::var("TAYGA_CLICKHOUSE_URL") {
         config.clickhouse.url = url;
     }
@@ -164,6 +167,7 @@ async fn main() -> anyhow::Result<()> {
         let counts = tayga::store::logminer::minute_counts(
             &store,
             &(0..services).map(|s| format!("bench-{s}")).collect::<Vec<_>>(),
+            tayga::mine::MASKING_VERSION,
             base.saturating_sub(60 * 60_000_000_000),
         )
         .await?;

@@ -2,10 +2,14 @@
 //! rebuild templates and hits (seed 000; docs/logminer-commands.md).
 //!
 //! The order is what makes an interrupted run safe to repeat: the heartbeat rule first, then
-//! the current masking version's templates are deleted, hits are stored page by page (a hit
-//! replaces the older hit of its log), templates once they are final, and `logminer_state`
-//! (watermarks, masking epoch) last. Until that last write nothing says the re-mine happened,
-//! so a second run redoes the same range.
+//! the current masking version's templates and merges are deleted, hits are stored page by
+//! page (a hit replaces the older hit of its log), merges and then templates once they are
+//! final, and `logminer_state` (watermarks, masking epoch) last. Until that last write
+//! nothing says the re-mine happened, so a second run redoes the same range.
+//!
+//! It drives the logminer's [`Book`], so it makes the same sibling merges as the logminer
+//! mining the same logs in the same order, and stores them the same way: the absorbed
+//! templates are retired, and their survivors keep the ids the logminer gave them.
 
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
@@ -20,10 +24,11 @@ use crate::cmd::time::{format_age, format_time, Clock};
 use crate::config::Config;
 use crate::daemon::logminer::book::Book;
 use crate::store::logminer::{
-    store_mined, watermark_key, write_state, Heartbeat, State, GLOBAL_WATERMARK, MASKING_EPOCH_START, MASKING_VERSION,
+    store_mined, watermark_key, write_state, Heartbeat, MinedRows, State, GLOBAL_WATERMARK, MASKING_EPOCH_START,
+    MASKING_VERSION,
 };
 use crate::store::remine::{self as q, ServiceLogs};
-use crate::store::{LogRow, Store, TemplateRow};
+use crate::store::{LogRow, Store, TemplateMergeRow, TemplateRow};
 
 /// Logs read (and hits stored) at a time: a page of logs and its hits are the memory a run
 /// needs beside the templates.
@@ -115,6 +120,8 @@ struct Outcome {
     #[serde(flatten)]
     plan: Plan,
     templates: u64,
+    /// Templates a sibling merge retired (their survivors are among `templates`).
+    absorbed: u64,
     hits: u64,
     /// The global new-template watermark written, and how many partition keys were raised to it.
     watermark_ns: Option<u64>,
@@ -142,8 +149,15 @@ pub async fn run(config: &Config, args: &RemineArgs, json: bool, out: &mut dyn W
     let plan = Plan::new(epoch, &version, services);
 
     if args.dry_run {
-        let outcome =
-            Outcome { dry_run: true, plan, templates: 0, hits: 0, watermark_ns: None, partition_keys_raised: 0 };
+        let outcome = Outcome {
+            dry_run: true,
+            plan,
+            templates: 0,
+            absorbed: 0,
+            hits: 0,
+            watermark_ns: None,
+            partition_keys_raised: 0,
+        };
         return write_outcome(&outcome, json, out);
     }
 
@@ -155,8 +169,10 @@ pub async fn run(config: &Config, args: &RemineArgs, json: bool, out: &mut dyn W
 
     let bar = progress(windows.iter().map(|w| w.logs).sum(), json);
     // Template rows are final only at the end (a template's text and count change as later
-    // logs join it), so the newest row of each is kept here and written once.
+    // logs join it, a merge retires it), so the newest row of each is kept here and written
+    // once, and so is the newest merge row of each absorbed template.
     let mut templates: BTreeMap<(String, u64), TemplateRow> = BTreeMap::new();
+    let mut merges: BTreeMap<(String, u64), TemplateMergeRow> = BTreeMap::new();
     let mut hits = 0u64;
     for window in &windows {
         let mut after: Option<LogRow> = None;
@@ -169,8 +185,18 @@ pub async fn run(config: &Config, args: &RemineArgs, json: bool, out: &mut dyn W
             }
             let pending = book.pending(clock.now_ns());
             let receipt = pending.receipt();
+            store_mined(&store, MinedRows { hits: pending.hits, ..Default::default() })
+                .await
+                .context("storing re-mined hits")?;
+            // Retired first: a template in this view is live now (born again if it was
+            // absorbed before).
+            for m in pending.merges {
+                if m.survivor_id != m.absorbed_id {
+                    templates.remove(&(m.service.clone(), m.absorbed_id));
+                }
+                merges.insert((m.service.clone(), m.absorbed_id), m);
+            }
             templates.extend(pending.templates.into_iter().map(|r| ((r.service.clone(), r.template_id), r)));
-            store_mined(&store, &[], pending.hits).await.context("storing re-mined hits")?;
             hits += pending.hits.len() as u64;
             book.stored(receipt);
             bar.inc(page.len() as u64);
@@ -184,9 +210,18 @@ pub async fn run(config: &Config, args: &RemineArgs, json: bool, out: &mut dyn W
     bar.finish_and_clear();
 
     let written_ns = clock.now_ns();
+    let merges: Vec<TemplateMergeRow> = merges.into_values().collect();
+    let absorbed = merges.iter().filter(|m| m.survivor_id != m.absorbed_id).count() as u64;
+    for chunk in merges.chunks(TEMPLATE_BATCH) {
+        store_mined(&store, MinedRows { merges: chunk, ..Default::default() })
+            .await
+            .context("storing re-mined template merges")?;
+    }
     let rows: Vec<TemplateRow> = templates.into_values().map(|r| TemplateRow { updated_ns: written_ns, ..r }).collect();
     for chunk in rows.chunks(TEMPLATE_BATCH) {
-        store_mined(&store, chunk, &[]).await.context("storing re-mined templates")?;
+        store_mined(&store, MinedRows { templates: chunk, ..Default::default() })
+            .await
+            .context("storing re-mined templates")?;
     }
 
     // State last. A logminer that started meanwhile has loaded a half-built template set:
@@ -212,6 +247,7 @@ pub async fn run(config: &Config, args: &RemineArgs, json: bool, out: &mut dyn W
         dry_run: false,
         plan,
         templates: rows.len() as u64,
+        absorbed,
         hits,
         watermark_ns: Some(watermark),
         partition_keys_raised: raised.len(),
@@ -285,6 +321,9 @@ fn write_outcome(o: &Outcome, json: bool, out: &mut dyn Write) -> anyhow::Result
         return Ok(());
     }
     writeln!(out, "re-mined: {} templates, {} hits", o.templates, o.hits)?;
+    if o.absorbed > 0 {
+        writeln!(out, "merged: {} templates absorbed by the survivors among them", o.absorbed)?;
+    }
     if let Some(w) = o.watermark_ns {
         writeln!(
             out,

@@ -38,8 +38,8 @@ pub struct DrainConfig {
     /// templates (the line's included) agree on every token but one, the differing
     /// position is a variable the threshold could not see (a user or host name, a
     /// `key=value`), and they become one template. A second differing position needs one
-    /// template more. 0 turns the merge off, the default until the logminer stores merges
-    /// (docs/mining.md, *Merging*).
+    /// template more. 0 turns the merge off. The logminer stores what a merge retires
+    /// (docs/mining.md, *Merging and identity*).
     pub merge_siblings: usize,
     /// Most positions in which merged siblings may differ (1 or 2).
     pub merge_positions: usize,
@@ -61,7 +61,7 @@ impl Default for DrainConfig {
             max_children: 100,
             max_clusters: 5000,
             parametrize_numeric_tokens: true,
-            merge_siblings: 0,
+            merge_siblings: 5,
             merge_positions: 2,
             merge_ratio: 0.7,
             merge_values: 8,

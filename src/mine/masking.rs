@@ -881,7 +881,8 @@ fn time_phrase(b: &[u8], start: usize) -> Option<(usize, usize)> {
             || matches!(w.first(), Some(b'+' | b'-')) && w.len() == 5 && w[1..].iter().all(u8::is_ascii_digit)
     };
     // Matches a sequence of word tests, the optional ones marked; returns the words used.
-    let matches = |pattern: &[(&dyn Fn(&[u8]) -> bool, bool)]| -> Option<usize> {
+    type WordTest<'t> = (&'t dyn Fn(&[u8]) -> bool, bool);
+    let matches = |pattern: &[WordTest<'_>]| -> Option<usize> {
         let mut k = 0;
         let mut clocked = false;
         for (test, optional) in pattern {
@@ -918,8 +919,7 @@ fn time_phrase(b: &[u8], start: usize) -> Option<(usize, usize)> {
     })
     .or_else(|| matches(&[(&iso, false), (&is_clock, false), (&is_zone, true)]))?;
     // Only the last word may carry closing punctuation; earlier words may end in `,`.
-    for k in 0..used - 1 {
-        let (s, e) = words[k];
+    for (k, &(s, e)) in words.iter().enumerate().take(used - 1) {
         let first = if k == 0 { core(0, false).as_ptr() as usize - b.as_ptr() as usize } else { s };
         let w = &b[first..e];
         if w.iter().any(|c| matches!(c, b')' | b']' | b'(' | b'[')) {

@@ -6,8 +6,8 @@ fn miner() -> Miner {
     Miner::new(MiningConfig::default()).unwrap()
 }
 
-/// The sibling merge is off by default until the logminer stores merges (docs/mining.md,
-/// "Merging"); the merge's own tests turn it on with the setting the evaluation chose.
+/// The default, with the sibling merge on (`merge_siblings = 5`, what the evaluation
+/// chose); the merge's tests say so, whatever the default becomes.
 fn merging_config() -> MiningConfig {
     let mut cfg = MiningConfig::default();
     cfg.drain.merge_siblings = 5;

@@ -1,15 +1,22 @@
 //! The logminer's tables, read and written in one place: `logminer_state` (seed 000's
-//! key/value table), `log_templates`, `log_hits`, `log_alerts` and
+//! key/value table), `log_templates`, `log_template_merges`, `log_hits`, `log_alerts` and
 //! `log_alert_publications`. The daemon and the operator commands (`remine`, `alerts`,
 //! `scale logminer`) share these functions, so a key or a query has one spelling.
 //!
 //! Every read of a ReplacingMergeTree table uses `FINAL`, so a re-written row (a template
 //! whose count grew, a refreshed alert) is read once, at its newest version.
+//!
+//! A template a sibling merge absorbed keeps its rows (`log_templates`, its `log_hits`);
+//! `log_template_merges` names its survivor, and the reads here follow it: an absorbed
+//! template is not restored and not a new-template candidate, and its hits count as the
+//! survivor's (docs/mining.md, "Merging and identity"). The ledger writes every merge row
+//! pointing at a live template and rewrites the rows of a chain when their survivor is
+//! absorbed in turn, so one lookup resolves any chain.
 
 use std::collections::{BTreeMap, HashSet};
 
 use super::statements::Statement;
-use super::{AlertPublicationRow, AlertRow, HitRow, StateRow, Store, StoreError, TemplateRow};
+use super::{AlertPublicationRow, AlertRow, HitRow, StateRow, Store, StoreError, TemplateMergeRow, TemplateRow};
 
 /// The global new-template watermark. It seeds a partition without its own key; only
 /// `remine` still writes it (seed 000).
@@ -26,15 +33,39 @@ const DELETE_HEARTBEATS_SQL: &str =
     "ALTER TABLE logminer_state DELETE WHERE key LIKE 'logminer_heartbeat_ns:%' AND updated_ns < ?";
 /// Every key's newest version.
 const LOAD_STATE_REST: &str = "FINAL";
+/// The `(service, absorbed_id)` of the templates a merge absorbed and that were not born
+/// again since. Binds: masking version.
+macro_rules! absorbed {
+    () => {
+        "(SELECT service, absorbed_id FROM log_template_merges FINAL WHERE masking_version = ? AND survivor_id != absorbed_id)"
+    };
+}
+/// Binds: masking version twice.
+const LOAD_TEMPLATES_REST: &str = concat!(
+    "FINAL WHERE masking_version = ? AND (service, template_id) NOT IN ",
+    absorbed!(),
+    " ORDER BY last_seen_ns, template_id"
+);
 /// Binds: masking version.
-const LOAD_TEMPLATES_REST: &str = "FINAL WHERE masking_version = ? ORDER BY last_seen_ns, template_id";
-/// Binds: services, masking version, after (ns), up to (ns).
-const CANDIDATES_REST: &str = "FINAL WHERE has(?, service) AND masking_version = ? AND first_seen_ns > ? \
-AND first_seen_ns <= ? ORDER BY first_seen_ns, template_id";
-/// Binds: services, since (ns).
-const MINUTE_COUNTS_SQL: &str = "SELECT service, template_id, intDiv(time_ns, 60000000000) AS minute, \
-uniqExact(log_id) AS count FROM log_hits WHERE has(?, service) AND time_ns >= ? \
-GROUP BY service, template_id, minute ORDER BY service, template_id, minute";
+const LOAD_MERGES_REST: &str = "FINAL WHERE masking_version = ? AND survivor_id != absorbed_id \
+ORDER BY service, absorbed_id";
+/// Binds: services, masking version, after (ns), up to (ns), masking version.
+const CANDIDATES_REST: &str = concat!(
+    "FINAL WHERE has(?, service) AND masking_version = ? AND first_seen_ns > ? AND first_seen_ns <= ? ",
+    "AND (service, template_id) NOT IN ",
+    absorbed!(),
+    " ORDER BY first_seen_ns, template_id"
+);
+/// Each hit counts for its template's survivor (itself when no merge absorbed it; 0 is the
+/// join's default for a hit without a merge row). Subqueries on both sides, so the hits are
+/// filtered before the join on every version. Binds: services, since (ns), masking
+/// version, services.
+const MINUTE_COUNTS_SQL: &str = "SELECT service, if(survivor_id = 0, template_id, survivor_id) AS survivor, \
+intDiv(time_ns, 60000000000) AS minute, uniqExact(log_id) AS count \
+FROM (SELECT service, template_id, log_id, time_ns FROM log_hits WHERE has(?, service) AND time_ns >= ?) AS hits \
+ANY LEFT JOIN (SELECT service, absorbed_id AS template_id, survivor_id FROM log_template_merges FINAL \
+WHERE masking_version = ? AND has(?, service)) AS merges USING (service, template_id) \
+GROUP BY service, survivor, minute ORDER BY service, survivor, minute";
 /// Binds: ids.
 const EXISTING_ALERT_IDS_SQL: &str = "SELECT DISTINCT alert_id FROM log_alerts WHERE has(?, alert_id)";
 /// Binds: ids.
@@ -161,26 +192,52 @@ pub async fn delete_heartbeats_before(store: &Store, cutoff_ns: u64) -> Result<(
         .map_err(|e| store.query_error("deleting old logminer heartbeats", e))
 }
 
-/// The stored templates of one masking version, least recently seen first: the order
-/// [`crate::mine::Miner::restore`] expects, so eviction resumes where it was.
+/// The live stored templates of one masking version (not those a merge absorbed), least
+/// recently seen first: the order [`crate::mine::Miner::restore`] expects, so eviction
+/// resumes where it was. A restored absorbed template would take its lines back from its
+/// survivor, and the restarted miner would no longer mine as the original.
 pub async fn load_templates(store: &Store, masking_version: &str) -> Result<Vec<TemplateRow>, StoreError> {
     store
         .select::<TemplateRow>(LOAD_TEMPLATES_REST)
+        .bind(masking_version)
         .bind(masking_version)
         .fetch_all::<TemplateRow>()
         .await
         .map_err(|e| store.query_error("reading log_templates", e))
 }
 
-/// Stores templates and hits: hits first, so a template row never names hits that are
-/// missing (a reader counting hits of a template finds them all or the template is absent).
-pub async fn store_mined(store: &Store, templates: &[TemplateRow], hits: &[HitRow]) -> Result<(), StoreError> {
-    store.insert(hits).await?;
-    store.insert(templates).await
+/// The merges in force under one masking version: every absorbed template not born again,
+/// with its survivor (what the ledger needs to resolve later chains).
+pub async fn load_merges(store: &Store, masking_version: &str) -> Result<Vec<TemplateMergeRow>, StoreError> {
+    store
+        .select::<TemplateMergeRow>(LOAD_MERGES_REST)
+        .bind(masking_version)
+        .fetch_all::<TemplateMergeRow>()
+        .await
+        .map_err(|e| store.query_error("reading log_template_merges", e))
 }
 
-/// The templates of `services` first seen in `(after_ns, up_to_ns]` under `masking_version`:
-/// the new-template candidates of a pass.
+/// What one flush stores: the rows a [`crate::daemon::logminer::book::Pending`] view holds.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MinedRows<'a> {
+    pub hits: &'a [HitRow],
+    pub merges: &'a [TemplateMergeRow],
+    pub templates: &'a [TemplateRow],
+}
+
+/// Stores hits, then merges, then templates. Hits first, so a template row never names hits
+/// that are missing (a reader counting hits of a template finds them all or the template is
+/// absent); merges before templates, so a survivor's row, whose count includes what it
+/// absorbed, is never read beside the absorbed templates still live.
+pub async fn store_mined(store: &Store, mined: MinedRows<'_>) -> Result<(), StoreError> {
+    store.insert(mined.hits).await?;
+    store.insert(mined.merges).await?;
+    store.insert(mined.templates).await
+}
+
+/// The templates of `services` first seen in `(after_ns, up_to_ns]` under `masking_version`,
+/// except those a merge absorbed: the new-template candidates of a pass. (An absorbed
+/// template already announced keeps its alert: it was seen.)
 pub async fn new_template_candidates(
     store: &Store,
     services: &[String],
@@ -197,6 +254,7 @@ pub async fn new_template_candidates(
         .bind(masking_version)
         .bind(after_ns)
         .bind(up_to_ns)
+        .bind(masking_version)
         .fetch_all::<TemplateRow>()
         .await
         .map_err(|e| store.query_error("reading new-template candidates", e))
@@ -206,6 +264,7 @@ pub async fn new_template_candidates(
 #[derive(Debug, Clone, PartialEq, Eq, clickhouse::Row, serde::Deserialize)]
 pub struct MinuteCount {
     pub service: String,
+    /// A live template: hits of the templates it absorbed count as its own.
     pub template_id: u64,
     pub minute: u64,
     pub count: u64,
@@ -213,8 +272,15 @@ pub struct MinuteCount {
 
 /// Per service, template and minute, the distinct logs (`uniqExact(log_id)`, so re-read
 /// hits count once) of `services` with a log time at or after `since_ns`: the input of the
-/// spike and silence rules.
-pub async fn minute_counts(store: &Store, services: &[String], since_ns: u64) -> Result<Vec<MinuteCount>, StoreError> {
+/// spike and silence rules. A hit of a template absorbed under `masking_version` counts
+/// for its survivor, so a merge moves no count: the survivor's baseline holds what it
+/// absorbed (no spike), and an absorbed template has no series of its own to fall silent.
+pub async fn minute_counts(
+    store: &Store,
+    services: &[String],
+    masking_version: &str,
+    since_ns: u64,
+) -> Result<Vec<MinuteCount>, StoreError> {
     if services.is_empty() {
         return Ok(Vec::new());
     }
@@ -223,6 +289,8 @@ pub async fn minute_counts(store: &Store, services: &[String], since_ns: u64) ->
         .query(MINUTE_COUNTS_SQL)
         .bind(services)
         .bind(since_ns)
+        .bind(masking_version)
+        .bind(services)
         .fetch_all::<MinuteCount>()
         .await
         .map_err(|e| store.query_error("reading minute counts from log_hits", e))
@@ -380,13 +448,18 @@ pub fn statements() -> Vec<Statement> {
             "logminer.load_templates",
             select("log_templates", TemplateRow::COLUMN_NAMES, LOAD_TEMPLATES_REST),
         )
+        .binds(["'v1'", "'v1'"]),
+        Statement::new(
+            "logminer.load_merges",
+            select("log_template_merges", TemplateMergeRow::COLUMN_NAMES, LOAD_MERGES_REST),
+        )
         .binds(["'v1'"]),
         Statement::new(
             "logminer.new_template_candidates",
             select("log_templates", TemplateRow::COLUMN_NAMES, CANDIDATES_REST),
         )
-        .binds(["['a']", "'v1'", "0", "1"]),
-        Statement::new("logminer.minute_counts", MINUTE_COUNTS_SQL).binds(["['a','b']", "0"]),
+        .binds(["['a']", "'v1'", "0", "1", "'v1'"]),
+        Statement::new("logminer.minute_counts", MINUTE_COUNTS_SQL).binds(["['a','b']", "0", "'v1'", "['a','b']"]),
         Statement::new("logminer.existing_alert_ids", EXISTING_ALERT_IDS_SQL).binds(["[5,8]"]),
         Statement::new(
             "logminer.unmarked_alerts",

@@ -1,6 +1,6 @@
-//! The reads and the one mutation of `tayga remine`: the stored logs of a range, counted per
+//! The reads and the mutations of `tayga remine`: the stored logs of a range, counted per
 //! service and per minute, read back in time order a page at a time, and the removal of one
-//! masking version's templates before they are rebuilt.
+//! masking version's templates and merges before they are rebuilt.
 //!
 //! `logs` is a ReplacingMergeTree ordered by `(service, log_id)`, so every read here uses
 //! `FINAL` (a log the writer stored twice is mined once), and nothing can use the primary key
@@ -31,9 +31,12 @@ AND (time_ns > ? OR (time_ns = ? AND (service > ? OR (service = ? AND log_id > ?
 ORDER BY time_ns, service, log_id LIMIT ";
 /// Removes one masking version's templates (a mutation: asynchronous). Binds: version.
 pub const DELETE_TEMPLATES_SQL: &str = "ALTER TABLE log_templates DELETE WHERE masking_version = ?";
-/// Mutations of `log_templates` the server has not finished. Binds: database.
-pub const PENDING_TEMPLATE_MUTATIONS_SQL: &str =
-    "SELECT count() FROM system.mutations WHERE database = ? AND table = 'log_templates' AND is_done = 0";
+/// Removes one masking version's merges (a mutation: asynchronous). Binds: version.
+pub const DELETE_MERGES_SQL: &str = "ALTER TABLE log_template_merges DELETE WHERE masking_version = ?";
+/// Mutations of `log_templates` and `log_template_merges` the server has not finished.
+/// Binds: database.
+pub const PENDING_TEMPLATE_MUTATIONS_SQL: &str = "SELECT count() FROM system.mutations WHERE database = ? \
+AND table IN ('log_templates', 'log_template_merges') AND is_done = 0";
 
 /// This module's statements with sample binds, for the registry (and, in this order, for
 /// `tests/it/logminer_commands.rs`). Pages are shown with a limit of 1000.
@@ -45,6 +48,7 @@ pub fn statements() -> Vec<Statement> {
         page("remine.first_page", FIRST_PAGE_REST).binds(["0", "1"]),
         page("remine.next_page", NEXT_PAGE_REST).binds(["0", "1", "0", "0", "'a'", "'a'", "0"]),
         Statement::new("remine.delete_templates", DELETE_TEMPLATES_SQL).binds(["'v1'"]),
+        Statement::new("remine.delete_merges", DELETE_MERGES_SQL).binds(["'v1'"]),
         Statement::new("remine.pending_template_mutations", PENDING_TEMPLATE_MUTATIONS_SQL)
             .binds(["currentDatabase()"]),
     ]
@@ -142,27 +146,24 @@ pub enum DeleteTemplatesError {
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(
-        "ClickHouse had not finished deleting the templates of masking version {version} after {waited:?} \
-         (see system.mutations); nothing else was changed, run remine again"
+        "ClickHouse had not finished deleting the templates and merges of masking version {version} after \
+         {waited:?} (see system.mutations); nothing else was changed, run remine again"
     )]
     Timeout { version: String, waited: Duration },
 }
 
-/// Deletes the templates of `masking_version` and waits, up to `deadline`, until the server
-/// has applied the deletion: templates written afterwards must not be caught by it, and a
-/// reader must not see old and new templates side by side.
+/// Deletes the templates and merges of `masking_version` and waits, up to `deadline`, until
+/// the server has applied the deletions: rows written afterwards must not be caught by
+/// them, and a reader must not see old and new templates side by side (nor an old merge
+/// retire a rebuilt template).
 pub async fn delete_templates(
     store: &Store,
     masking_version: &str,
     deadline: Duration,
 ) -> Result<(), DeleteTemplatesError> {
-    store
-        .client()
-        .query(DELETE_TEMPLATES_SQL)
-        .bind(masking_version)
-        .execute()
-        .await
-        .map_err(|e| store.query_error("deleting templates", e))?;
+    for (sql, what) in [(DELETE_TEMPLATES_SQL, "deleting templates"), (DELETE_MERGES_SQL, "deleting template merges")] {
+        store.client().query(sql).bind(masking_version).execute().await.map_err(|e| store.query_error(what, e))?;
+    }
     let started = tokio::time::Instant::now();
     loop {
         let pending: u64 = store

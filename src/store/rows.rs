@@ -97,6 +97,18 @@ pub struct TemplateRow {
 }
 table_row!(TemplateRow, "log_templates");
 
+/// A template retired by a sibling merge, and the live template that took its lines
+/// (`survivor_id = absorbed_id`: born again since, live). The newest `merged_ns` wins.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Row, Serialize, Deserialize)]
+pub struct TemplateMergeRow {
+    pub service: String,
+    pub absorbed_id: u64,
+    pub survivor_id: u64,
+    pub merged_ns: u64,
+    pub masking_version: String,
+}
+table_row!(TemplateMergeRow, "log_template_merges");
+
 #[derive(Debug, Clone, PartialEq, Default, Row, Serialize, Deserialize)]
 pub struct HitRow {
     pub service: String,
@@ -211,6 +223,7 @@ mod tests {
         agrees::<SpanRow>();
         agrees::<LogRow>();
         agrees::<TemplateRow>();
+        agrees::<TemplateMergeRow>();
         agrees::<HitRow>();
         agrees::<StoryRow>();
         agrees::<AlertRow>();

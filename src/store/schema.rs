@@ -30,6 +30,9 @@ macro_rules! day_of {
     };
 }
 
+// One layout for every migration, kept by hand: rustfmt would re-indent the whole list
+// whenever it grows past one element, and migrations are appended by several changes.
+#[rustfmt::skip]
 pub const MIGRATIONS: &[Migration] = &[Migration {
     version: 1,
     name: "initial schema",
@@ -244,6 +247,24 @@ SELECT * FROM logs WHERE trace_id != ''",
     ],
 },
 Migration {
+    version: 4,
+    name: "log_template_merges: the templates a sibling merge retired",
+    statements: &[
+        // One row per absorbed template, naming the live template that took its lines
+        // (docs/mining.md, "Merging and identity"); a later version of the row (a chain
+        // resolved, or the template born again, survivor_id = absorbed_id) replaces it.
+        // Small, like log_templates: not partitioned.
+        "CREATE TABLE IF NOT EXISTS log_template_merges (
+    service String,
+    absorbed_id UInt64,
+    survivor_id UInt64,
+    merged_ns UInt64,
+    masking_version String
+) ENGINE = ReplacingMergeTree(merged_ns)
+ORDER BY (service, absorbed_id)",
+    ],
+},
+Migration {
     version: 5,
     name: "notifier_deliveries: the operator's manual retries",
     statements: &[
@@ -383,7 +404,7 @@ mod tests {
             assert!(tables.iter().any(|t| t == table), "{table} is not created by any migration");
         }
         assert!(tables.contains(&"notifier_deliveries".to_string()));
-        assert_eq!(tables.len(), 11);
+        assert_eq!(tables.len(), 12);
         assert_eq!(view_names(), vec!["trace_logs_mv".to_string()]);
     }
 

@@ -13,7 +13,7 @@ use serde::Serialize;
 use super::{
     deliveries, insert, logminer, migrate, query, read, remine, retention, schema, stories, AlertPublicationRow,
     AlertRow, DeliveryRow, HitRow, LogRow, MetricSampleRow, MigrationRow, SpanRow, StateRow, StoryRow, TableRow,
-    TemplateRow, SERVER_VERSION_SQL,
+    TemplateMergeRow, TemplateRow, SERVER_VERSION_SQL,
 };
 
 /// One statement as the client is given it: `?` for each bound value, `?fields` for the row
@@ -159,6 +159,7 @@ fn sample_inserts() -> Vec<Statement> {
         Statement::insert("insert.spans", &[SpanRow::default()], None),
         Statement::insert("insert.logs", &[LogRow::default()], None),
         Statement::insert("insert.log_templates", &[TemplateRow::default()], None),
+        Statement::insert("insert.log_template_merges", &[TemplateMergeRow::default()], None),
         Statement::insert("insert.log_hits", &[HitRow::default()], None),
         Statement::insert("insert.stories", &[StoryRow::default()], None),
         Statement::insert("insert.log_alerts", &[AlertRow::default()], None),

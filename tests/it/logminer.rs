@@ -24,17 +24,17 @@ use tayga::store::{now_ns, AlertRow, Store, TemplateRow};
 use tayga::wire::alert::{format_id, AlertKind};
 use tayga::wire::record::{headers, SignalKind};
 
-const WAIT: Duration = Duration::from_secs(90);
-const MIN: u64 = 60_000_000_000;
+pub(crate) const WAIT: Duration = Duration::from_secs(90);
+pub(crate) const MIN: u64 = 60_000_000_000;
 
 /// A `tayga serve logminer` process, killed when dropped (a failing test leaves nothing).
-struct Replica {
+pub(crate) struct Replica {
     child: ChildGuard,
     metrics_addr: String,
 }
 
 impl Replica {
-    fn start(env: &TestEnv, id: &str, tick_secs: u64) -> Replica {
+    pub(crate) fn start(env: &TestEnv, id: &str, tick_secs: u64) -> Replica {
         let metrics_addr = format!("127.0.0.1:{}", free_port());
         let child = ChildGuard::spawn(
             env.tayga()
@@ -54,14 +54,14 @@ impl Replica {
     }
 
     /// (assigned partitions, owned services), once the replica answers.
-    async fn ownership(&self) -> Option<(Vec<i64>, BTreeSet<String>)> {
+    pub(crate) async fn ownership(&self) -> Option<(Vec<i64>, BTreeSet<String>)> {
         let h = self.health().await?;
         let partitions = h["partitions"].as_array()?.iter().filter_map(|p| p.as_i64()).collect();
         let owned = h["owned_services"].as_array()?.iter().filter_map(|s| s.as_str().map(String::from)).collect();
         Some((partitions, owned))
     }
 
-    async fn metric(&self, name: &str) -> Option<f64> {
+    pub(crate) async fn metric(&self, name: &str) -> Option<f64> {
         common::scrape(&self.metrics_addr).await.map(|text| common::metric(&text, name))
     }
 
@@ -72,7 +72,7 @@ impl Replica {
     }
 
     /// SIGTERM, then the exit status within the seed's 40 s grace.
-    async fn stop(mut self) -> std::process::ExitStatus {
+    pub(crate) async fn stop(mut self) -> std::process::ExitStatus {
         self.signal("TERM");
         let deadline = std::time::Instant::now() + Duration::from_secs(40);
         loop {
@@ -87,7 +87,25 @@ impl Replica {
 
 /// Publishes one `logs` record of `service` (keyed by service, as ingest does) holding
 /// `lines` of (log time, body).
-async fn produce(config: &Config, service: &str, lines: &[(u64, String)]) {
+pub(crate) async fn produce(config: &Config, service: &str, lines: &[(u64, String)]) {
+    produce_request(config, service, logs_request(service, lines)).await;
+}
+
+/// Publishes `request` as one `logs` record keyed by `service`.
+pub(crate) async fn produce_request(config: &Config, service: &str, request: ExportLogsServiceRequest) {
+    let publisher = Publisher::new(&config.kafka).unwrap();
+    let topic = config.names().logs;
+    let record = OutRecord {
+        topic: &topic,
+        key: service,
+        value: request.encode_to_vec(),
+        headers: headers(SignalKind::Logs, now_ns()),
+    };
+    publisher.publish_all(vec![record]).await.expect("the record is acknowledged");
+}
+
+/// One OTLP logs request of `service` holding `lines` of (log time, body).
+pub(crate) fn logs_request(service: &str, lines: &[(u64, String)]) -> ExportLogsServiceRequest {
     let resource = Resource {
         attributes: vec![KeyValue {
             key: "service.name".into(),
@@ -113,27 +131,19 @@ async fn produce(config: &Config, service: &str, lines: &[(u64, String)]) {
             ..Default::default()
         }],
     };
-    let publisher = Publisher::new(&config.kafka).unwrap();
-    let topic = config.names().logs;
-    let record = OutRecord {
-        topic: &topic,
-        key: service,
-        value: request.encode_to_vec(),
-        headers: headers(SignalKind::Logs, now_ns()),
-    };
-    publisher.publish_all(vec![record]).await.expect("the record is acknowledged");
+    request
 }
 
-async fn prepare(env: &TestEnv) -> Store {
+pub(crate) async fn prepare(env: &TestEnv) -> Store {
     tayga::bus::topics::ensure_topics(&env.config.kafka, &env.config.names()).await.expect("topics");
     env.migrated_store().await
 }
 
-async fn alerts(store: &Store) -> Vec<AlertRow> {
+pub(crate) async fn alerts(store: &Store) -> Vec<AlertRow> {
     store.select_for_tests::<AlertRow>("FINAL ORDER BY first_at, alert_id").fetch_all::<AlertRow>().await.unwrap()
 }
 
-async fn templates(store: &Store, service: &str) -> Vec<TemplateRow> {
+pub(crate) async fn templates(store: &Store, service: &str) -> Vec<TemplateRow> {
     store
         .select_for_tests::<TemplateRow>("FINAL WHERE service = ? ORDER BY first_seen_ns")
         .bind(service)
@@ -142,7 +152,7 @@ async fn templates(store: &Store, service: &str) -> Vec<TemplateRow> {
         .unwrap()
 }
 
-async fn count(store: &Store, sql: &str) -> u64 {
+pub(crate) async fn count(store: &Store, sql: &str) -> u64 {
     store.query_for_tests(sql).fetch_one::<u64>().await.unwrap()
 }
 
@@ -167,12 +177,15 @@ async fn a_new_line_shape_raises_one_alert_and_a_full_reread_adds_nothing() {
         (0..5).map(|i| (now + i, format!("payment accepted for order {}", 100 + i))).collect();
     produce(&env.config, "checkout", &lines).await;
 
-    let alert = wait_for("a new_template alert, published and marked", WAIT, || {
+    // The heartbeat is written when the pass that marked the alert ends: wait for it too.
+    let alert = wait_for("a new_template alert, published and marked, and the pass's heartbeat", WAIT, || {
         let store = store.clone();
         async move {
             let a = alerts(&store).await;
             let marks = count(&store, "SELECT count() FROM log_alert_publications").await;
-            (a.len() == 1 && marks >= 1).then(|| a[0].clone())
+            let state = tayga::store::logminer::State::load(&store).await.ok()?;
+            let beat = state.heartbeats().iter().any(|h| h.replica == "r1" && h.at_ns >= now);
+            (a.len() == 1 && marks >= 1 && beat).then(|| a[0].clone())
         }
     })
     .await;

@@ -118,7 +118,8 @@ fn comparable(mut templates: Vec<TemplateRow>) -> Vec<TemplateRow> {
     templates
 }
 
-async fn stored_hits(store: &Store) -> BTreeMap<(String, u64), u64> {
+/// (service, log id) → template id of every stored hit.
+pub(crate) async fn stored_hits(store: &Store) -> BTreeMap<(String, u64), u64> {
     store
         .select_for_tests::<HitRow>("FINAL ORDER BY service, log_id")
         .fetch_all::<HitRow>()
@@ -154,7 +155,9 @@ async fn remine_rebuilds_templates_and_hits_from_the_stored_logs_and_raises_the_
     let older = TemplateRow { template_id: 998, masking_version: "tayga-mask-0".into(), ..stale.clone() };
     let wrong_hit =
         HitRow { service: "web".into(), log_id: logs[0].log_id, template_id: 999, time_ns: logs[0].time_ns };
-    store_mined(&store, &[stale, older], &[wrong_hit]).await.unwrap();
+    store_mined(&store, MinedRows { templates: &[stale, older], hits: &[wrong_hit], ..Default::default() })
+        .await
+        .unwrap();
     let future = u64::MAX / 2;
     write_state(&store, &[(watermark_key(0), "5".into()), (watermark_key(1), future.to_string())], 1).await.unwrap();
 
@@ -249,7 +252,7 @@ fn the_remine_sql_runs_on_current_clickhouse() {
         )));
     }
     let s: Vec<String> = remine_sql::statements().into_iter().map(|s| s.sql).collect();
-    assert_eq!(s.len(), 6, "a new statement needs a line here");
+    assert_eq!(s.len(), 7, "a new statement needs a line here");
     let cols = LogRow::COLUMN_NAMES;
     items.push(serde_json::json!({"sql": common::fill_placeholders(&s[0], &[], &["0"]), "expect": format!("\"checkout\",1,{T0},{T0}")}));
     items.push(
@@ -261,7 +264,8 @@ fn the_remine_sql_runs_on_current_clickhouse() {
     let next = common::fill_placeholders(&s[3], cols, &["0", &t1, "0", "0", "'a'", "'a'", "0"]);
     items.push(serde_json::json!({"sql": format!("SELECT count() FROM ({next})"), "expect": "1"}));
     items.push(Value::String(common::fill_placeholders(&s[4], &[], &["'v1'"])));
-    items.push(Value::String(common::fill_placeholders(&s[5], &[], &["currentDatabase()"])));
+    items.push(Value::String(common::fill_placeholders(&s[5], &[], &["'v1'"])));
+    items.push(Value::String(common::fill_placeholders(&s[6], &[], &["currentDatabase()"])));
     common::run_in_chdb("the remine SQL", &items);
 }
 

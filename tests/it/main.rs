@@ -14,6 +14,7 @@ mod ingest;
 mod logminer;
 mod logminer_commands;
 mod logminer_freeze;
+mod logminer_merges;
 mod logminer_store;
 mod mine_cli;
 mod mine_loghub;

@@ -7,8 +7,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn shared() -> PathBuf {
-    // CI puts shared/ beside the clone; a developer's checkout has it beside the repo too.
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared")
+    // CI puts shared/ beside the clone; a developer's checkout has it beside the repo too,
+    // and a second worktree names it in TAYGA_SHARED.
+    std::env::var_os("TAYGA_SHARED")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared"))
 }
 
 fn python(args: &[&Path]) -> String {
@@ -17,7 +20,7 @@ fn python(args: &[&Path]) -> String {
     String::from_utf8(output.stdout).unwrap()
 }
 
-/// Every set's GA before issue 13; no set may fall below it.
+/// Every set's GA before issue 13 (issue 13's acceptance: no set may fall below it).
 const FLOORS: &[(&str, f64)] = &[
     ("BGL", 0.9900),
     ("HDFS", 0.9975),
@@ -29,11 +32,33 @@ const FLOORS: &[(&str, f64)] = &[
     ("Spark", 0.9255),
 ];
 
+/// This release's figures with the default configuration (docs/mining.md, *Results*): GA,
+/// PA and spurious templates (beyond the true number of events) per set. A change that
+/// lowers one of them, or adds a spurious template (a `new_template` alert nobody should
+/// get), must say so here and in the docs.
+const FIGURES: &[(&str, f64, f64, usize)] = &[
+    ("BGL", 0.9955, 0.9040, 0),
+    ("HDFS", 0.9975, 0.8095, 2),
+    ("Hadoop", 0.9975, 0.8000, 0),
+    ("HealthApp", 1.0, 0.8760, 0),
+    ("Linux", 0.9385, 0.6600, 3),
+    ("OpenStack", 0.9575, 0.3880, 0),
+    ("Proxifier", 1.0, 0.5265, 0),
+    ("Spark", 0.9255, 0.6200, 0),
+];
+/// The averages of [`FIGURES`], default and leave-one-out alike (every fold chooses the
+/// default).
+const AVERAGE_GA: f64 = 0.9765;
+const AVERAGE_PA: f64 = 0.6980;
+/// The scorer prints 4 decimals; averages of them are compared with this slack.
+const SLACK: f64 = 1e-4;
+
 #[derive(Debug, Clone, Copy)]
 struct Score {
     ga: f64,
     pa: f64,
     groups: usize,
+    truth: usize,
 }
 
 /// The 8 sets, extracted once: (name, structured csv, messages file).
@@ -79,8 +104,13 @@ fn score(sets: &Sets, structured: &Path, messages: &Path, drain: &str) -> Score 
     let out = python(&[&scorer, Path::new("score"), structured, &predictions]);
     // "GA 0.9975 PA 0.6120 lines 2000 groups 14/14"
     let words: Vec<&str> = out.split_whitespace().collect();
-    let groups = words[7].split('/').next().unwrap().parse().unwrap();
-    Score { ga: words[1].parse().unwrap(), pa: words[3].parse().unwrap(), groups }
+    let (groups, truth) = words[7].split_once('/').unwrap();
+    Score {
+        ga: words[1].parse().unwrap(),
+        pa: words[3].parse().unwrap(),
+        groups: groups.parse().unwrap(),
+        truth: truth.parse().unwrap(),
+    }
 }
 
 #[test]
@@ -93,11 +123,15 @@ fn default_configuration_meets_the_loghub_goal() {
     let ga = results.iter().map(|r| r.1.ga).sum::<f64>() / n;
     let pa = results.iter().map(|r| r.1.pa).sum::<f64>() / n;
     eprintln!("{results:?}\naverage GA {ga:.4} PA {pa:.4}");
-    assert!(ga >= 0.975, "average GA {ga:.4} < 0.975: {results:?}");
-    assert!(pa >= 0.69, "average PA {pa:.4} < 0.69: {results:?}");
+    assert!(ga >= AVERAGE_GA - SLACK, "average GA {ga:.4} < {AVERAGE_GA}: {results:?}");
+    assert!(pa >= AVERAGE_PA - SLACK, "average PA {pa:.4} < {AVERAGE_PA}: {results:?}");
     for (name, s) in &results {
         let floor = FLOORS.iter().find(|f| f.0 == name).map_or(0.9, |f| f.1);
         assert!(s.ga >= floor, "{name}: GA {:.4} below its floor {floor:.4}", s.ga);
+        let &(_, ga, pa, spurious) = FIGURES.iter().find(|f| f.0 == name).expect("a figure for every set");
+        assert!(s.ga >= ga && s.pa >= pa, "{name}: GA {:.4} PA {:.4}, was {ga:.4} {pa:.4}", s.ga, s.pa);
+        let spur = s.groups.saturating_sub(s.truth);
+        assert!(spur <= spurious, "{name}: {spur} spurious templates, was {spurious}");
     }
 }
 
@@ -136,5 +170,6 @@ fn merge_settings_chosen_on_seven_sets_hold_on_the_eighth() {
         let floor = FLOORS.iter().find(|f| f.0 == name).map_or(0.9, |f| f.1);
         assert!(s.ga >= floor, "{name} held out ({chosen}): GA {:.4} below its floor {floor:.4}", s.ga);
     }
-    assert!(ga >= 0.975, "leave-one-out average GA {ga:.4}");
+    assert!(ga >= AVERAGE_GA - SLACK, "leave-one-out average GA {ga:.4}");
+    assert!(pa >= AVERAGE_PA - SLACK, "leave-one-out average PA {pa:.4}");
 }

@@ -127,6 +127,17 @@ async fn every_row_struct_round_trips_through_its_table() {
         },
     )
     .await;
+    round_trip(
+        &store,
+        TemplateMergeRow {
+            service: "checkout".into(),
+            absorbed_id: u64::MAX - 3,
+            survivor_id: 42,
+            merged_ns: now + 7,
+            masking_version: "tayga-mask-2".into(),
+        },
+    )
+    .await;
     round_trip(&store, AlertPublicationRow { alert_id: 11, alert_updated_ns: now + 62, published_ns: now + 63 }).await;
     round_trip(
         &store,

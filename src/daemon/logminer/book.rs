@@ -8,18 +8,35 @@
 //! pending, and the offsets of their records uncommitted (seed 000: offsets are committed
 //! only for records whose hits and templates are stored).
 //!
+//! A sibling merge ([`crate::mine::Change::Merged`], docs/mining.md "Merging and
+//! identity") retires templates: their first and last seen fold into the survivor's,
+//! their pending rows are dropped, and a merge row per absorbed template is queued with
+//! the rows of the same flush. The book remembers the merges in force for the services it
+//! holds (restored with the templates), so that a chain is resolved when it is written:
+//! when a survivor is absorbed in turn, every template it had absorbed is re-pointed at
+//! the new survivor, and every stored merge row names a live template. An absorbed
+//! template born again (after its survivor was evicted) gets a row naming itself: live.
+//!
 //! It lives with the logminer, above `store`, because its pending rows are the store's
 //! rows; `src/mine` stays a pure core that imports nothing above it.
 
 use std::collections::{BTreeMap, HashMap};
 
 use crate::mine::{MaskingError, Miner, MiningConfig, StoredTemplate};
-use crate::store::{HitRow, TemplateRow};
+use crate::store::{HitRow, TemplateMergeRow, TemplateRow};
 
 #[derive(Debug, Clone, Copy)]
 struct Seen {
     first_ns: u64,
     last_ns: u64,
+}
+
+/// A merge row in force: where an absorbed template's lines go (itself once it was born
+/// again), and the row's version.
+#[derive(Debug, Clone, Copy)]
+struct Merge {
+    survivor: u64,
+    merged_ns: u64,
 }
 
 /// Templates per service with their timestamps, plus the rows not yet stored.
@@ -30,9 +47,15 @@ pub struct Book {
     /// Templates touched since they were last stored, with the number of the mining that
     /// touched them last.
     dirty: BTreeMap<(String, u64), u64>,
-    /// Lines mined so far: numbers the touches in `dirty`.
+    /// Lines mined so far: numbers the touches in `dirty` and `queued`.
     minings: u64,
     hits: Vec<HitRow>,
+    /// The merge rows in force for the services held, by (service, absorbed id): loaded
+    /// with the templates, then kept up to date. One entry per template ever absorbed.
+    merges: HashMap<(String, u64), Merge>,
+    /// Merge rows not yet stored, one per absorbed template (a newer version replaces the
+    /// older, so the queue is bounded by `merges`), with the mining that queued it.
+    queued: BTreeMap<(String, u64), (TemplateMergeRow, u64)>,
 }
 
 /// What one mined log did.
@@ -41,21 +64,30 @@ pub struct Mined {
     pub template_id: u64,
     /// The template was born with this log.
     pub new: bool,
+    /// Templates this log's template absorbed (a sibling merge), 0 mostly.
+    pub absorbed: usize,
 }
 
 /// The rows waiting at one moment: every template touched since it was last stored (at
-/// its current text and count), and every hit. They stay in the book until
-/// [`Book::stored`] is given this view's [`Receipt`].
+/// its current text and count), every merge row, and every hit. They stay in the book
+/// until [`Book::stored`] is given this view's [`Receipt`]. Store them together, merges
+/// before templates ([`crate::store::logminer::store_mined`]).
 #[derive(Debug)]
 pub struct Pending<'a> {
     pub templates: Vec<TemplateRow>,
+    pub merges: Vec<TemplateMergeRow>,
     pub hits: &'a [HitRow],
     receipt: Receipt,
 }
 
 impl Pending<'_> {
     pub fn is_empty(&self) -> bool {
-        self.templates.is_empty() && self.hits.is_empty()
+        self.templates.is_empty() && self.merges.is_empty() && self.hits.is_empty()
+    }
+
+    /// The view as the store takes it.
+    pub fn rows(&self) -> crate::store::logminer::MinedRows<'_> {
+        crate::store::logminer::MinedRows { hits: self.hits, merges: &self.merges, templates: &self.templates }
     }
 
     pub fn receipt(&self) -> Receipt {
@@ -79,6 +111,8 @@ impl Book {
             dirty: BTreeMap::new(),
             minings: 0,
             hits: Vec::new(),
+            merges: HashMap::new(),
+            queued: BTreeMap::new(),
         })
     }
 
@@ -88,8 +122,12 @@ impl Book {
     }
 
     /// Loads stored templates (of this masking version), least recently seen first, as
-    /// [`crate::store::logminer::load_templates`] returns them.
-    pub fn restore(&mut self, rows: Vec<TemplateRow>) {
+    /// [`crate::store::logminer::load_templates`] returns them (the live ones), and the
+    /// merges in force, as [`crate::store::logminer::load_merges`] returns them.
+    pub fn restore(&mut self, rows: Vec<TemplateRow>, merges: Vec<TemplateMergeRow>) {
+        for m in merges {
+            self.merges.insert((m.service, m.absorbed_id), Merge { survivor: m.survivor_id, merged_ns: m.merged_ns });
+        }
         for row in rows {
             let stored = StoredTemplate { id: row.template_id, template: row.template, count: row.count };
             if let Some(evicted) = self.miner.restore(&row.service, stored) {
@@ -109,20 +147,78 @@ impl Book {
         let result = self.miner.add(service, line);
         let template_id = result.template_id;
         let new = result.is_new();
+        let absorbed = result.absorbed().to_vec();
+        self.minings += 1;
         if let Some(evicted) = result.evicted {
             let key = (service.to_string(), evicted);
             self.seen.remove(&key);
             // Its stored row stays: a later line of that shape is born again with the same id.
             self.dirty.remove(&key);
         }
+        if new {
+            self.born(service, template_id, seen_ns);
+        }
+        // The survivor never looks newer than what it absorbed.
+        let (mut first_ns, mut last_ns) = (seen_ns, seen_ns);
+        for &id in &absorbed {
+            let key = (service.to_string(), id);
+            if let Some(s) = self.seen.remove(&key) {
+                first_ns = first_ns.min(s.first_ns);
+                last_ns = last_ns.max(s.last_ns);
+            }
+            self.dirty.remove(&key);
+            self.absorb(service, id, template_id, seen_ns);
+        }
         let key = (service.to_string(), template_id);
-        let seen = self.seen.entry(key.clone()).or_insert(Seen { first_ns: seen_ns, last_ns: seen_ns });
-        seen.first_ns = seen.first_ns.min(seen_ns);
-        seen.last_ns = seen.last_ns.max(seen_ns);
-        self.minings += 1;
+        let seen = self.seen.entry(key.clone()).or_insert(Seen { first_ns, last_ns });
+        seen.first_ns = seen.first_ns.min(first_ns);
+        seen.last_ns = seen.last_ns.max(last_ns);
         self.dirty.insert(key, self.minings);
         self.hits.push(HitRow { service: service.to_string(), log_id, template_id, time_ns });
-        Mined { template_id, new }
+        Mined { template_id, new, absorbed: absorbed.len() }
+    }
+
+    /// `survivor` absorbed `absorbed`: so did it everything `absorbed` had absorbed (a
+    /// chain is resolved here, so a reader needs one lookup).
+    fn absorb(&mut self, service: &str, absorbed: u64, survivor: u64, at_ns: u64) {
+        let mut chain: Vec<u64> = self
+            .merges
+            .iter()
+            .filter(|((s, id), m)| s == service && m.survivor == absorbed && *id != absorbed)
+            .map(|((_, id), _)| *id)
+            .collect();
+        chain.sort_unstable();
+        chain.push(absorbed);
+        for id in chain {
+            self.point(service, id, survivor, at_ns);
+        }
+    }
+
+    /// A template was born: if a merge had absorbed it (its survivor was evicted since), it
+    /// is live again.
+    fn born(&mut self, service: &str, id: u64, at_ns: u64) {
+        let key = (service.to_string(), id);
+        if self.merges.get(&key).is_some_and(|m| m.survivor != id) {
+            self.point(service, id, id, at_ns);
+        }
+    }
+
+    /// Queues the merge row `id → survivor`, a newer version than any before it.
+    fn point(&mut self, service: &str, id: u64, survivor: u64, at_ns: u64) {
+        let key = (service.to_string(), id);
+        let merged_ns = match self.merges.get(&key) {
+            Some(m) => at_ns.max(m.merged_ns.saturating_add(1)),
+            None => at_ns,
+        };
+        self.merges.insert(key.clone(), Merge { survivor, merged_ns });
+        let row = TemplateMergeRow {
+            service: service.to_string(),
+            absorbed_id: id,
+            survivor_id: survivor,
+            merged_ns,
+            masking_version: self.miner.masking_version().to_string(),
+        };
+        self.queued.insert(key, (row, self.minings));
     }
 
     /// Hits waiting to be stored.
@@ -152,7 +248,13 @@ impl Book {
                 updated_ns: now_ns,
             });
         }
-        Pending { templates, hits: &self.hits, receipt: Receipt { hits: self.hits.len(), minings: self.minings } }
+        let merges = self.queued.values().map(|(row, _)| row.clone()).collect();
+        Pending {
+            templates,
+            merges,
+            hits: &self.hits,
+            receipt: Receipt { hits: self.hits.len(), minings: self.minings },
+        }
     }
 
     /// Forgets the rows of the [`Pending`] view `receipt` came from: they are stored. A
@@ -160,6 +262,7 @@ impl Book {
     pub fn stored(&mut self, receipt: Receipt) {
         self.hits.drain(..receipt.hits.min(self.hits.len()));
         self.dirty.retain(|_, touched| *touched > receipt.minings);
+        self.queued.retain(|_, (_, touched)| *touched > receipt.minings);
     }
 
     /// The current text of a template held for `service`.
@@ -177,6 +280,8 @@ impl Book {
         self.miner.remove_service(service);
         self.seen.retain(|(s, _), _| s != service);
         self.dirty.retain(|(s, _), _| s != service);
+        self.merges.retain(|(s, _), _| s != service);
+        self.queued.retain(|(s, _), _| s != service);
     }
 }
 
@@ -251,7 +356,7 @@ mod tests {
         original.mine("web", 2, 2, "cache miss for key 18 in 4 ms", 2);
         let rows = original.pending(3).templates;
         let mut restored = book();
-        restored.restore(rows.clone());
+        restored.restore(rows.clone(), Vec::new());
         let m = restored.mine("web", 3, 3, "cache miss for key 99 in 7 ms", 4);
         assert!(!m.new);
         assert_eq!(m.template_id, rows[0].template_id);
@@ -259,6 +364,223 @@ mod tests {
         assert_eq!((rows[0].count, rows[0].first_seen_ns, rows[0].last_seen_ns), (3, 1, 4));
         restored.remove_service("web");
         assert_eq!(restored.template_count(), 0);
+    }
+
+    fn merging_book(max_clusters: usize) -> Book {
+        let mut config = MiningConfig::default();
+        config.drain.merge_siblings = 5;
+        config.drain.max_clusters = max_clusters;
+        Book::new(config).unwrap()
+    }
+
+    fn invalid_user(book: &mut Book, log_id: u64, user: &str, at: u64) -> Mined {
+        book.mine("sshd", log_id, at, &format!("Invalid user {user} from 10.0.0.{log_id}"), at)
+    }
+
+    fn merge_rows(p: &Pending<'_>) -> Vec<(u64, u64)> {
+        p.merges.iter().map(|m| (m.absorbed_id, m.survivor_id)).collect()
+    }
+
+    fn store_all(book: &mut Book) {
+        let receipt = book.pending(0).receipt();
+        book.stored(receipt);
+    }
+
+    /// Four users, each a template (one name is a quarter of the words), then a fifth: the
+    /// merge. Returns the four ids and what the fifth line did.
+    fn four_users_then_a_merge(book: &mut Book, flush_between: bool) -> (Vec<u64>, Mined) {
+        let ids: Vec<u64> = ["alice", "bob", "carol", "dave"]
+            .iter()
+            .enumerate()
+            .map(|(i, user)| invalid_user(book, i as u64, user, 10 * (i as u64 + 1)).template_id)
+            .collect();
+        if flush_between {
+            store_all(book);
+        }
+        let merged = invalid_user(book, 4, "erin", 50);
+        (ids, merged)
+    }
+
+    #[test]
+    fn a_merge_retires_the_absorbed_folds_their_times_and_queues_their_rows() {
+        let mut book = merging_book(5000);
+        let (ids, merged) = four_users_then_a_merge(&mut book, true);
+        let survivor = *ids.iter().min().unwrap();
+        assert_eq!((merged.template_id, merged.new, merged.absorbed), (survivor, false, 3));
+        let pending = book.pending(60);
+        assert_eq!(pending.templates.len(), 1, "only the survivor's row: {:?}", pending.templates);
+        let t = &pending.templates[0];
+        assert_eq!((t.template_id, t.template.as_str(), t.count), (survivor, "Invalid user <*> from <IP>", 5));
+        assert_eq!((t.first_seen_ns, t.last_seen_ns), (10, 50), "the earliest sighting of any of them");
+        let mut want: Vec<(u64, u64)> = ids.iter().filter(|&&i| i != survivor).map(|&i| (i, survivor)).collect();
+        want.sort_unstable();
+        assert_eq!(merge_rows(&pending), want);
+        assert!(pending.merges.iter().all(|m| m.merged_ns == 50 && m.masking_version == book.masking_version()));
+        assert_eq!(book.template_count(), 1);
+        let receipt = pending.receipt();
+        book.stored(receipt);
+        assert!(book.pending(70).is_empty(), "merges leave with the rows they were stored with");
+        // An absorbed user's own line joins the survivor.
+        let again = invalid_user(&mut book, 5, "bob", 80);
+        assert_eq!((again.template_id, again.new, again.absorbed), (survivor, false, 0));
+        assert!(book.pending(90).merges.is_empty());
+    }
+
+    #[test]
+    fn templates_born_and_absorbed_between_two_flushes_leave_no_row() {
+        let mut book = merging_book(5000);
+        let (ids, merged) = four_users_then_a_merge(&mut book, false);
+        let pending = book.pending(60);
+        assert_eq!(pending.templates.iter().map(|t| t.template_id).collect::<Vec<_>>(), vec![merged.template_id]);
+        assert_eq!(pending.merges.len(), 3, "their merge rows are stored all the same (harmless)");
+        assert_eq!(pending.hits.iter().map(|h| h.template_id).collect::<Vec<_>>()[..4], ids[..], "hits keep their ids");
+    }
+
+    #[test]
+    fn a_survivor_absorbed_in_turn_takes_its_absorbed_along() {
+        let mut book = merging_book(5000);
+        let (ids, first) = four_users_then_a_merge(&mut book, true);
+        let s = first.template_id;
+        store_all(&mut book);
+        // Six roles at 10 lines each (more than the survivor's 5), then a seventh: eight
+        // siblings that differ in the second word merge whatever their counts, into a role.
+        let roles = ["admin", "guest", "root", "oper", "staff", "owner", "tester"];
+        let mut log = 100;
+        let mut role_ids = Vec::new();
+        for role in &roles[..6] {
+            for _ in 0..10 {
+                log += 1;
+                let m = book.mine("sshd", log, log, &format!("Invalid {role} zed from 10.0.0.1"), log);
+                assert_eq!(m.absorbed, 0, "{role}");
+                role_ids.push(m.template_id);
+            }
+        }
+        role_ids.dedup();
+        let second = book.mine("sshd", 999, 999, "Invalid tester zed from 10.0.0.1", 999);
+        assert_eq!(second.absorbed, 6, "the first survivor and five roles");
+        let k = second.template_id;
+        assert_eq!(k, *role_ids.iter().min().unwrap());
+        let pending = book.pending(1_000);
+        let mut want: Vec<(u64, u64)> = ids.iter().chain(&role_ids).filter(|&&i| i != k).map(|&i| (i, k)).collect();
+        want.sort_unstable();
+        assert_eq!(merge_rows(&pending), want, "the users absorbed by {s} now point at {k}");
+        let users: Vec<u64> = ids.iter().copied().filter(|&i| i != s).collect();
+        let repointed: Vec<u64> =
+            pending.merges.iter().filter(|m| users.contains(&m.absorbed_id)).map(|m| m.merged_ns).collect();
+        assert_eq!(repointed, vec![999; 3], "a newer version than the rows that pointed at {s} (50)");
+        assert_eq!(pending.templates.len(), 1);
+        assert_eq!(pending.templates[0].count, 5 + 60 + 1);
+    }
+
+    #[test]
+    fn a_restored_book_resolves_a_later_chain_and_lets_an_absorbed_template_be_born_again() {
+        let mut original = merging_book(5000);
+        let (ids, merged) = four_users_then_a_merge(&mut original, true);
+        let s = merged.template_id;
+        let pending = original.pending(60);
+        let (rows, merges) = (pending.templates.clone(), pending.merges.clone());
+        let mut restored = merging_book(2);
+        restored.restore(rows, merges);
+        assert_eq!(invalid_user(&mut restored, 5, "bob", 70).template_id, s, "absorbed lines go to the survivor");
+        // Two other templates evict the survivor (2 kept); then bob's line is born again
+        // under its old id, which is live again.
+        restored.mine("sshd", 6, 80, "session opened for root", 80);
+        restored.mine("sshd", 7, 90, "connection closed by peer", 90);
+        assert!(restored.template_text("sshd", s).is_none(), "evicted");
+        let bob = ids[1];
+        let again = invalid_user(&mut restored, 8, "bob", 100);
+        assert!(again.new);
+        assert_eq!(again.template_id, bob);
+        let pending = restored.pending(110);
+        let row = pending.merges.iter().find(|m| m.absorbed_id == bob).expect("a row for bob");
+        assert_eq!((row.survivor_id, row.merged_ns), (bob, 100), "bob names itself: live");
+        assert_eq!(pending.merges.len(), 1);
+    }
+
+    /// Stored rows as ClickHouse would keep them: the newest version of each key.
+    #[derive(Default)]
+    struct Stored {
+        templates: BTreeMap<(String, u64), TemplateRow>,
+        merges: BTreeMap<(String, u64), TemplateMergeRow>,
+        hits: Vec<u64>,
+    }
+
+    impl Stored {
+        fn store(&mut self, p: &Pending<'_>) {
+            self.hits.extend(p.hits.iter().map(|h| h.log_id));
+            for m in &p.merges {
+                let key = (m.service.clone(), m.absorbed_id);
+                if self.merges.get(&key).is_none_or(|old| old.merged_ns < m.merged_ns) {
+                    self.merges.insert(key, m.clone());
+                }
+            }
+            for t in &p.templates {
+                self.templates.insert((t.service.clone(), t.template_id), t.clone());
+            }
+        }
+
+        /// What a restart loads: live templates (least recently seen first) and merges in force.
+        fn load(&self) -> (Vec<TemplateRow>, Vec<TemplateMergeRow>) {
+            let retired = |key: &(String, u64)| self.merges.get(key).is_some_and(|m| m.survivor_id != m.absorbed_id);
+            let mut live: Vec<TemplateRow> =
+                self.templates.iter().filter(|(k, _)| !retired(k)).map(|(_, t)| t.clone()).collect();
+            live.sort_by_key(|t| (t.last_seen_ns, t.template_id));
+            let merges = self.merges.values().filter(|m| m.survivor_id != m.absorbed_id).cloned().collect();
+            (live, merges)
+        }
+    }
+
+    fn user_line(user: u8, n: u8) -> String {
+        const USERS: [&str; 12] =
+            ["alice", "bob", "carol", "dave", "erin", "frank", "grace", "heidi", "ivan", "judy", "mallory", "oscar"];
+        format!("Invalid user {} from 10.0.{n}.1", USERS[user as usize % USERS.len()])
+    }
+
+    proptest! {
+        /// With merges in the corpus, whatever fails: after a final flush, what is stored
+        /// restores a book that holds the same live templates and mines every later line as
+        /// the original (same ids); every hit is stored once.
+        #[test]
+        fn what_is_stored_restores_a_book_that_mines_like_the_original(
+            steps in prop::collection::vec((0u8..12, any::<u8>(), prop::option::weighted(0.2, any::<bool>())), 1..80),
+            later in prop::collection::vec((0u8..12, any::<u8>()), 1..20),
+        ) {
+            let mut book = merging_book(5000);
+            let mut stored = Stored::default();
+            for (i, (user, n, flush)) in steps.iter().enumerate() {
+                book.mine("sshd", i as u64, i as u64, &user_line(*user, *n), i as u64);
+                if let Some(succeeds) = flush {
+                    let pending = book.pending(i as u64);
+                    if *succeeds {
+                        stored.store(&pending);
+                        let receipt = pending.receipt();
+                        book.stored(receipt);
+                    }
+                }
+            }
+            let pending = book.pending(1_000);
+            stored.store(&pending);
+            let receipt = pending.receipt();
+            book.stored(receipt);
+            prop_assert_eq!(&stored.hits, &(0..steps.len() as u64).collect::<Vec<_>>());
+            let (rows, merges) = stored.load();
+            let mut restored = merging_book(5000);
+            restored.restore(rows, merges);
+            let held = |b: &Book| {
+                let mut t: Vec<(u64, String, u64)> =
+                    b.miner.templates("sshd").map(|t| (t.id, t.template.to_string(), t.count)).collect();
+                t.sort();
+                t
+            };
+            prop_assert_eq!(held(&restored), held(&book));
+            for (j, (user, n)) in later.iter().enumerate() {
+                let line = user_line(*user, *n);
+                let at = 2_000 + j as u64;
+                let a = book.mine("sshd", at, at, &line, at);
+                let b = restored.mine("sshd", at, at, &line, at);
+                prop_assert_eq!(a, b, "{}", line);
+            }
+        }
     }
 
     /// A flush as the daemon runs it: a view of what is pending, and its receipt back only

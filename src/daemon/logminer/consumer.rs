@@ -225,7 +225,10 @@ impl Logminer {
         self.newest_ingest_ns = self.newest_ingest_ns.max(record.ingest_ns);
         for row in log_rows(request, record.ingest_ns) {
             self.ownership.mined(&row.service, partition, row.time_ns, now, at);
-            self.book.mine(&row.service, row.log_id, row.time_ns, &row.body, now);
+            let mined = self.book.mine(&row.service, row.log_id, row.time_ns, &row.body, now);
+            if mined.absorbed > 0 {
+                self.metrics.merged(&row.service, mined.template_id, mined.absorbed);
+            }
             self.metrics.mined();
         }
     }
@@ -239,8 +242,8 @@ impl Logminer {
         let pending = self.book.pending(now_ns());
         if !pending.is_empty() {
             let receipt = pending.receipt();
-            if let Err(e) = lm::store_mined(&self.store, &pending.templates, pending.hits).await {
-                self.metrics.store_failed("storing hits and templates", &e);
+            if let Err(e) = lm::store_mined(&self.store, pending.rows()).await {
+                self.metrics.store_failed("storing hits, merges and templates", &e);
                 return false;
             }
             self.book.stored(receipt);
@@ -313,7 +316,8 @@ impl Logminer {
     async fn reload(&mut self) -> anyhow::Result<()> {
         let mut book = Book::new(self.config.logminer.mining())?;
         let rows = lm::load_templates(&self.store, book.masking_version()).await?;
-        book.restore(rows);
+        let merges = lm::load_merges(&self.store, book.masking_version()).await?;
+        book.restore(rows, merges);
         let state = State::load(&self.store).await?;
         // Every partition was revoked before this assignment (eager rebalancing), so rows
         // the old book could not store belong to revoked partitions: never committed by

@@ -35,6 +35,7 @@ fn pass_histogram() -> Histogram {
 pub struct LogminerMetrics {
     pub consumer: ConsumerMetrics,
     pub logs_mined: Counter,
+    pub templates_absorbed: Counter,
     pub templates: Gauge,
     pub owned_services: Gauge,
     pub up: Gauge,
@@ -51,6 +52,7 @@ impl LogminerMetrics {
         let m = LogminerMetrics {
             consumer: ConsumerMetrics::register(registry, Group::Logminer),
             logs_mined: Counter::default(),
+            templates_absorbed: Counter::default(),
             templates: Gauge::default(),
             owned_services: Gauge::default(),
             up: Gauge::default(),
@@ -65,6 +67,11 @@ impl LogminerMetrics {
         let r = registry.sub_registry_with_prefix("tayga_logminer");
         r.register("mined_logs", "Log lines mined into templates", m.logs_mined.clone());
         r.register("templates", "Templates held in memory (all services)", m.templates.clone());
+        r.register(
+            "absorbed_templates",
+            "Templates a sibling merge retired into a surviving template",
+            m.templates_absorbed.clone(),
+        );
         r.register("owned_services", "Services this replica owns", m.owned_services.clone());
         r.register("up", "1 while the logminer runs", m.up.clone());
         r.register(
@@ -90,6 +97,13 @@ impl LogminerMetrics {
 
     pub fn mined(&self) {
         self.logs_mined.inc();
+    }
+
+    /// A sibling merge: `survivor` took over the lines of `absorbed` other templates.
+    pub fn merged(&self, service: &str, survivor: u64, absorbed: usize) {
+        self.templates_absorbed.inc_by(absorbed as u64);
+        tracing::info!(service = %service, survivor = %crate::wire::alert::format_id(survivor), absorbed,
+            "templates merged: the survivor keeps its id, the absorbed ones are retired");
     }
 
     /// An alert this process had not raised before (a refresh is not counted).

@@ -131,7 +131,8 @@ impl Logminer {
             return Ok(());
         };
         let lookback = self.rules.lookback_min(self.config.logminer.ownership_window_min);
-        let counts = lm::minute_counts(&self.store, &services, counts_since(oldest_clock, lookback)).await?;
+        let version = self.book.masking_version();
+        let counts = lm::minute_counts(&self.store, &services, version, counts_since(oldest_clock, lookback)).await?;
         let mut by_service = by_service(&counts);
         let now = now_ns();
         let mut rows = Vec::new();

@@ -1,5 +1,8 @@
 //! Templates: per service (or all), with count and first/last seen, the most frequent first,
 //! and their per-minute hit counts over a window (the sparklines).
+//!
+//! A template a sibling merge absorbed is not listed (its survivor's count holds its lines),
+//! and its hits count as its survivor's (`log_template_merges`, docs/mining.md).
 
 use clickhouse::Row;
 use serde::Deserialize;
@@ -24,7 +27,10 @@ pub type TemplateCursor = (u64, String, u64);
 
 /// Binds: [service], [cursor: count, count, service, template id], limit.
 pub fn templates_sql(by_service: bool, after: bool) -> String {
-    let mut conditions = vec!["1"];
+    let mut conditions = vec![
+        "(service, template_id, masking_version) NOT IN (SELECT service, absorbed_id, masking_version \
+         FROM log_template_merges FINAL WHERE survivor_id != absorbed_id)",
+    ];
     if by_service {
         conditions.push("service = ?");
     }
@@ -63,13 +69,19 @@ pub struct MinuteCount {
     pub count: u64,
 }
 
-/// Hits per template and minute; distinct log ids, so re-read logs count once. Binds: from,
-/// to, services (array), template ids (array).
-pub const MINUTE_COUNTS_SQL: &str = "SELECT service, template_id, intDiv(time_ns, 60000000000), uniqExact(log_id)
-FROM log_hits
-WHERE time_ns >= ? AND time_ns < ? AND has(?, service) AND has(?, template_id)
-GROUP BY service, template_id, intDiv(time_ns, 60000000000)
-ORDER BY service, template_id, intDiv(time_ns, 60000000000)";
+/// Hits per template and minute; distinct log ids, so re-read logs count once. A hit of an
+/// absorbed template counts for its survivor (0: no merge row). Binds: from, to, services
+/// (array) twice, template ids (array).
+pub const MINUTE_COUNTS_SQL: &str = "SELECT service, survivor, minute, uniqExact(log_id)
+FROM (SELECT service, if(survivor_id = 0, template_id, survivor_id) AS survivor,
+        intDiv(time_ns, 60000000000) AS minute, log_id
+    FROM (SELECT service, template_id, log_id, time_ns FROM log_hits
+        WHERE time_ns >= ? AND time_ns < ? AND has(?, service)) AS hits
+    ANY LEFT JOIN (SELECT service, absorbed_id AS template_id, survivor_id FROM log_template_merges FINAL
+        WHERE has(?, service)) AS merges USING (service, template_id))
+WHERE has(?, survivor)
+GROUP BY service, survivor, minute
+ORDER BY service, survivor, minute";
 
 pub async fn minute_counts(
     store: &Store,
@@ -83,6 +95,7 @@ pub async fn minute_counts(
         .bind(window.from_ns)
         .bind(window.to_ns)
         .bind(services)
+        .bind(services)
         .bind(template_ids)
         .fetch_all()
         .await
@@ -92,6 +105,6 @@ pub async fn minute_counts(
 pub fn statements() -> Vec<Statement> {
     vec![
         Statement::new("query.templates", templates_sql(true, true)).binds(["'s'", "0", "0", "'s'", "0", "10"]),
-        Statement::new("query.template_minute_counts", MINUTE_COUNTS_SQL).binds(["0", "1", "['s']", "[0]"]),
+        Statement::new("query.template_minute_counts", MINUTE_COUNTS_SQL).binds(["0", "1", "['s']", "['s']", "[0]"]),
     ]
 }
