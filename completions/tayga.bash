@@ -28,9 +28,6 @@ _tayga() {
             tayga,deliveries)
                 cmd="tayga__subcmd__deliveries"
                 ;;
-            tayga,generate)
-                cmd="tayga__subcmd__generate"
-                ;;
             tayga,help)
                 cmd="tayga__subcmd__help"
                 ;;
@@ -117,9 +114,6 @@ _tayga() {
                 ;;
             tayga__subcmd__help,deliveries)
                 cmd="tayga__subcmd__help__subcmd__deliveries"
-                ;;
-            tayga__subcmd__help,generate)
-                cmd="tayga__subcmd__help__subcmd__generate"
                 ;;
             tayga__subcmd__help,help)
                 cmd="tayga__subcmd__help__subcmd__help"
@@ -209,13 +203,17 @@ _tayga() {
 
     case "${cmd}" in
         tayga)
-            opts="-h -V --config --json --help --version config migrate topics serve deliveries remine alerts scale loadgen mine completions man generate help"
+            opts="-h -V --config --json --wide --timeout --help --version config migrate topics serve deliveries remine alerts scale loadgen mine completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -227,13 +225,17 @@ _tayga() {
             return 0
             ;;
         tayga__subcmd__alerts)
-            opts="-h --config --json --help list republish help"
+            opts="-h --config --json --wide --timeout --help list republish help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -301,14 +303,17 @@ _tayga() {
             return 0
             ;;
         tayga__subcmd__alerts__subcmd__list)
-            opts="-h --service --kind --active --limit --config --json --help"
+            opts="-h --service --kind --active --limit --config --json --wide --timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --service)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
                     return 0
                     ;;
                 --kind)
@@ -323,6 +328,10 @@ _tayga() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -331,14 +340,17 @@ _tayga() {
             return 0
             ;;
         tayga__subcmd__alerts__subcmd__republish)
-            opts="-h --alert-id --since --config --json --help"
+            opts="-h --alert-id --since --config --json --wide --timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --alert-id)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
                     return 0
                     ;;
                 --since)
@@ -346,6 +358,10 @@ _tayga() {
                     return 0
                     ;;
                 --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -357,13 +373,17 @@ _tayga() {
             return 0
             ;;
         tayga__subcmd__completions)
-            opts="-h --config --json --help bash zsh fish"
+            opts="-h --config --json --wide --timeout --help bash zsh fish"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -375,13 +395,17 @@ _tayga() {
             return 0
             ;;
         tayga__subcmd__config)
-            opts="-h --config --json --help show check help"
+            opts="-h --config --json --wide --timeout --help show check help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -393,13 +417,17 @@ _tayga() {
             return 0
             ;;
         tayga__subcmd__config__subcmd__check)
-            opts="-h --config --json --help"
+            opts="-h --config --json --wide --timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -467,13 +495,17 @@ _tayga() {
             return 0
             ;;
         tayga__subcmd__config__subcmd__show)
-            opts="-h --config --json --help"
+            opts="-h --config --json --wide --timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -485,13 +517,17 @@ _tayga() {
             return 0
             ;;
         tayga__subcmd__deliveries)
-            opts="-h --config --json --help show help"
+            opts="-h --config --json --wide --timeout --help show help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -545,39 +581,24 @@ _tayga() {
             return 0
             ;;
         tayga__subcmd__deliveries__subcmd__show)
-            opts="-h --alert-id --config --json --help"
+            opts="-h --alert-id --config --json --wide --timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --alert-id)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
                     return 0
                     ;;
                 --config)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        tayga__subcmd__generate)
-            opts="-h --root --config --json --help"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                --root)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --config)
+                --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -589,7 +610,7 @@ _tayga() {
             return 0
             ;;
         tayga__subcmd__help)
-            opts="config migrate topics serve deliveries remine alerts scale loadgen mine completions man generate help"
+            opts="config migrate topics serve deliveries remine alerts scale loadgen mine completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -717,20 +738,6 @@ _tayga() {
         tayga__subcmd__help__subcmd__deliveries__subcmd__show)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        tayga__subcmd__help__subcmd__generate)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -911,7 +918,7 @@ _tayga() {
             return 0
             ;;
         tayga__subcmd__loadgen)
-            opts="-h --protocol --endpoint --rate --duration --concurrency --services --traces-per-request --spans-per-trace --logs-per-request --config --json --help"
+            opts="-h --protocol --endpoint --rate --duration --concurrency --services --traces-per-request --spans-per-trace --logs-per-request --config --json --wide --timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -957,6 +964,10 @@ _tayga() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -965,7 +976,7 @@ _tayga() {
             return 0
             ;;
         tayga__subcmd__man)
-            opts="-h --dir --config --json --help"
+            opts="-h --dir --config --json --wide --timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -979,6 +990,10 @@ _tayga() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -987,13 +1002,17 @@ _tayga() {
             return 0
             ;;
         tayga__subcmd__migrate)
-            opts="-h --print --config --json --help"
+            opts="-h --print --config --json --wide --timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1005,7 +1024,7 @@ _tayga() {
             return 0
             ;;
         tayga__subcmd__mine)
-            opts="-h --service --format --templates --stats --online --mining-config --config --json --help"
+            opts="-h --service --format --templates --stats --online --mining-config --config --json --wide --timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1027,6 +1046,10 @@ _tayga() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -1035,13 +1058,17 @@ _tayga() {
             return 0
             ;;
         tayga__subcmd__remine)
-            opts="-h --dry-run --config --json --help"
+            opts="-h --dry-run --config --json --wide --timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1053,13 +1080,17 @@ _tayga() {
             return 0
             ;;
         tayga__subcmd__scale)
-            opts="-h --config --json --help logminer help"
+            opts="-h --config --json --wide --timeout --help logminer help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1113,7 +1144,7 @@ _tayga() {
             return 0
             ;;
         tayga__subcmd__scale__subcmd__logminer)
-            opts="-h --dry-run --env-file --config --json --help"
+            opts="-h --dry-run --env-file --config --json --wide --timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1127,6 +1158,10 @@ _tayga() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -1135,13 +1170,17 @@ _tayga() {
             return 0
             ;;
         tayga__subcmd__serve)
-            opts="-h --config --json --help ingest writer assembler logminer notifier api all"
+            opts="-h --config --json --wide --timeout --help ingest writer assembler logminer notifier api all"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1153,13 +1192,17 @@ _tayga() {
             return 0
             ;;
         tayga__subcmd__topics)
-            opts="-h --config --json --help create list help"
+            opts="-h --config --json --wide --timeout --help create list help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1171,13 +1214,17 @@ _tayga() {
             return 0
             ;;
         tayga__subcmd__topics__subcmd__create)
-            opts="-h --config --json --help"
+            opts="-h --config --json --wide --timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1245,13 +1292,17 @@ _tayga() {
             return 0
             ;;
         tayga__subcmd__topics__subcmd__list)
-            opts="-h --config --json --help"
+            opts="-h --config --json --wide --timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

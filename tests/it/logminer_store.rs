@@ -121,7 +121,7 @@ fn the_logminer_queries_run_on_current_clickhouse() {
     ));
     items.push(Value::String("INSERT INTO log_alert_publications VALUES (5, 9, 10)".into()));
     let s: Vec<String> = statements().into_iter().map(|s| s.sql).collect();
-    assert_eq!(s.len(), 9, "a new statement needs a line here");
+    assert_eq!(s.len(), 10, "a new statement needs a line here");
     items.push(Value::String(fill(&s[0], &[], &["0"])));
     items.push(Value::String(fill(&s[1], &[], &["'v1'"])));
     items.push(Value::String(fill(&s[2], &[], &["['a']", "'v1'", "0", "1"])));
@@ -131,5 +131,9 @@ fn the_logminer_queries_run_on_current_clickhouse() {
     items.push(Value::String(fill(&s[6], &[], &["[5]"])));
     items.push(Value::String(fill(&s[7], &[], &["0", "[5]", "'a'", "['a']", "'spike'", "0", "9", "9", "9", "0"])));
     items.push(Value::String(fill(&s[8], &[], &[])));
+    items.push(json!({
+        "sql": fill(&s[9], &[], &["0", "[5, 6]", "'a'", "['a']", "'spike'", "0", "9", "9", "9", "0"]),
+        "expect": "0"
+    }));
     common::run_in_chdb("the logminer SQL", &items);
 }
