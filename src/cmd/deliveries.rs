@@ -7,12 +7,12 @@
 use std::io::Write;
 
 use anyhow::Context;
-use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 use serde::Serialize;
 
 use crate::cli::DeliveriesCommand;
-use crate::cmd::time::format_time;
-use crate::config::Config;
+use crate::cmd::table::{Layout, Table};
+use crate::cmd::time::{format_time, format_time_ago, Clock};
+use crate::config::{redact, Config};
 use crate::store::deliveries::latest_for_alert;
 use crate::store::{DeliveryRow, Store};
 use crate::wire::alert::format_id;
@@ -34,9 +34,14 @@ pub async fn run(config: &Config, sub: &DeliveriesCommand, json: bool, out: &mut
     let DeliveriesCommand::Show { alert_id: id } = sub;
     let id = *id;
     let store = Store::new(&config.clickhouse);
-    let rows = latest_for_alert(&store, id).await.with_context(|| {
+    let mut rows = latest_for_alert(&store, id).await.with_context(|| {
         format!("reading deliveries of alert {} from database `{}`", format_id(id), config.clickhouse.database)
     })?;
+    // Rows written before the notifier redacted its errors may still name a target's URL.
+    let urls: Vec<&str> = config.notifier.targets.iter().map(|t| t.url.as_str()).collect();
+    for row in &mut rows {
+        row.last_error = redact::text(&row.last_error, &urls);
+    }
     write_rows(id, &rows, json, out)
 }
 
@@ -69,27 +74,26 @@ pub fn write_rows(id: u64, rows: &[DeliveryRow], json: bool, out: &mut dyn Write
         )?;
         return Ok(());
     }
-    writeln!(out, "alert {}", format_id(id))?;
-    let mut table = Table::new();
-    table.load_preset(UTF8_FULL_CONDENSED).set_header([
-        "target",
-        "status",
-        "attempts",
-        "last_error",
-        "created",
-        "updated",
-    ]);
-    for s in &shown {
-        table.add_row([
+    let layout = Layout::current();
+    let now = Clock::from_env()?.now_ns();
+    let time = |ns: u64| if layout.is_terminal() { format_time_ago(ns, now) } else { format_time(ns) };
+    if layout.is_terminal() {
+        writeln!(out, "alert {}", format_id(id))?;
+    }
+    let mut table = Table::new(["target", "status", "attempts", "last_error", "created", "updated"])
+        .numeric(&["attempts"])
+        .keep(&["status"]);
+    for (s, row) in shown.iter().zip(rows) {
+        table.row([
             s.target.to_string(),
             s.status.to_string(),
             s.attempts.to_string(),
             s.last_error.to_string(),
-            s.created_at.clone(),
-            s.updated_at.clone(),
+            time(row.created_ns),
+            time(row.updated_ns),
         ]);
     }
-    writeln!(out, "{table}")?;
+    write!(out, "{}", table.render(layout))?;
     Ok(())
 }
 
