@@ -118,26 +118,25 @@ fn write_list(listed: &[Listed], total: u64, now: u64, json: bool, out: &mut dyn
         return Ok(());
     }
     let layout = Layout::current();
-    // On a terminal, times carry their age; to a pipe they stay plain RFC 3339.
+    // On a terminal, times carry their age; to a pipe they stay plain RFC 3339. A terminal
+    // that cuts to fit shows last_at only (first_at is in --wide, --json and pipes).
     let time = |ns: u64| if layout.is_terminal() { format_time_ago(ns, now) } else { format_time(ns) };
-    let mut table =
-        Table::new(["alert_id", "kind", "service", "template", "first_at", "last_at", "count", "active", "published"])
-            .numeric(&["count"])
-            .keep(&["alert_id", "kind", "active", "published"]);
+    let both = !matches!(layout, Layout::Terminal(Some(_)));
+    let mut headers =
+        vec!["alert_id", "kind", "service", "template", "first_at", "last_at", "count", "active", "published"];
+    if !both {
+        headers.retain(|h| *h != "first_at");
+    }
+    let mut table = Table::new(headers).numeric(&["count"]).keep(&["alert_id", "active", "published"]);
     let yes_no = |b: bool| if b { "yes" } else { "no" }.to_string();
     for l in listed {
         let a = &l.alert;
-        table.row([
-            format_id(a.alert_id),
-            a.kind.to_string(),
-            a.service.clone(),
-            a.template.clone(),
-            time(a.first_at),
-            time(a.last_at),
-            thousands(a.count),
-            yes_no(l.active),
-            yes_no(l.published),
-        ]);
+        let mut row = vec![format_id(a.alert_id), a.kind.to_string(), a.service.clone(), a.template.clone()];
+        if both {
+            row.push(time(a.first_at));
+        }
+        row.extend([time(a.last_at), thousands(a.count), yes_no(l.active), yes_no(l.published)]);
+        table.row(row);
     }
     write!(out, "{}", table.render(layout))?;
     if let Some(cut) = shown_of(listed.len(), total, "--limit N shows more, --limit 0 all") {

@@ -64,14 +64,14 @@ pub fn format_time(ns: u64) -> String {
     format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{millis:03}Z", rem / 3600, rem % 3600 / 60, rem % 60)
 }
 
-/// A time for a table on a terminal: RFC 3339 to the second and how long ago it was,
-/// `2026-11-29T10:00:00Z (3m 5s ago)`.
+/// A time for a table on a terminal: how long ago it was, then RFC 3339 to the second,
+/// `3m 5s ago (2026-11-29T10:00:00Z)`. The age comes first so a cut column keeps it.
 pub fn format_time_ago(ns: u64, now_ns: u64) -> String {
     let time = format_time(ns - ns % 1_000_000_000).replace(".000Z", "Z");
     if ns > now_ns {
-        return format!("{time} (in {})", format_age(Duration::from_nanos(ns - now_ns)));
+        return format!("in {} ({time})", format_age(Duration::from_nanos(ns - now_ns)));
     }
-    format!("{time} ({} ago)", format_age(Duration::from_nanos(now_ns - ns)))
+    format!("{} ago ({time})", format_age(Duration::from_nanos(now_ns - ns)))
 }
 
 /// Howard Hinnant's days-to-civil algorithm (proleptic Gregorian).
@@ -114,8 +114,8 @@ mod tests {
     #[test]
     fn times_in_tables_carry_their_age() {
         let now = 1_445_412_480_123_456_789;
-        assert_eq!(format_time_ago(now - 125_000_000_000, now), "2015-10-21T07:25:55Z (2m 5s ago)");
-        assert_eq!(format_time_ago(now + 1_000_000_000, now), "2015-10-21T07:28:01Z (in 1s)");
+        assert_eq!(format_time_ago(now - 125_000_000_000, now), "2m 5s ago (2015-10-21T07:25:55Z)");
+        assert_eq!(format_time_ago(now + 1_000_000_000, now), "in 1s (2015-10-21T07:28:01Z)");
     }
 
     #[test]

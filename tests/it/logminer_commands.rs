@@ -331,6 +331,18 @@ async fn alerts_are_listed_and_unmarked_ones_republished_once_oldest_first() {
     let (out, stdout, stderr) = run(env.tayga().env("TAYGA_NOW_NS", &now).args(["alerts", "list"]));
     assert!(out.status.success(), "{stderr}");
     insta::assert_snapshot!("alerts_list_table", stdout);
+    // On an 80-column terminal: it fits, ages beside times, and a cut list says so.
+    let (out, stdout, stderr) = run(env
+        .tayga()
+        .env("TAYGA_NOW_NS", &now)
+        .env("TAYGA_FORCE_TTY", "80")
+        .args(["alerts", "list", "--limit", "3"]));
+    assert!(out.status.success(), "{stderr}");
+    assert!(stdout.lines().all(|l| l.chars().count() <= 80), "{stdout}");
+    assert!(stdout.ends_with("3 of 4 shown; --limit N shows more, --limit 0 all\n"), "{stdout}");
+    insta::assert_snapshot!("alerts_list_80_columns", stdout);
+    let (_, _, stderr) = run(env.tayga().env("TAYGA_NOW_NS", &now).args(["alerts", "list", "--limit", "3"]));
+    assert!(stderr.contains("3 of 4 shown"), "to a pipe the count goes to stderr: {stderr}");
     let (out, _, stderr) = run(env.tayga().args(["alerts", "list", "--kind", "panic"]));
     assert_eq!(out.status.code(), Some(2), "a bad kind is a usage error: {stderr}");
 
