@@ -596,3 +596,63 @@ fn man_pages_have_environment_files_and_exit_status() {
         assert!(top.contains(section), "man/tayga.1 has no {section}");
     }
 }
+
+/// Seed 003's failing delivery, with a Slack-style target whose secret is in its path and
+/// query: neither the notifier's log, nor `notifier_deliveries.last_error`, nor `deliveries
+/// show` (table or JSON) ever shows it. Then SIGTERM stops the notifier with exit 0.
+#[tokio::test]
+async fn a_failing_delivery_never_shows_the_target_secret() {
+    use crate::notifier_support::{alert, publish};
+    let env = TestEnv::new("secret_hook");
+    tayga::bus::topics::ensure_topics(&env.config.kafka, &env.config.names()).await.unwrap();
+    let store = env.migrated_store().await;
+    let secrets = ["SECRETPATH", "SECRETQUERY", "hunter2"];
+    let url = format!("http://user:hunter2@{}/services/T000/SECRETPATH?token=SECRETQUERY", refusing_addr());
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("notifier.log");
+    let targets = format!(r#"[{{name="hook", url="{url}"}}]"#);
+    let mut cmd = env.tayga();
+    cmd.args(["serve", "notifier"])
+        .env("TAYGA_LOG", "debug")
+        .env("TAYGA_NOTIFIER_TARGETS", &targets)
+        .env("TAYGA_NOTIFIER_MAX_ATTEMPTS", "1")
+        .env("TAYGA_NOTIFIER_METRICS_ADDR", common::free_addr())
+        .stdout(std::fs::File::create(&log).unwrap())
+        .stderr(std::fs::OpenOptions::new().append(true).open(&log).unwrap());
+    let mut notifier = common::ChildGuard::spawn(&mut cmd, "tayga serve notifier");
+    let a = alert("secret_hook", 1, tayga::wire::alert::AlertKind::Spike);
+    publish(&env.config, &[&a]).await;
+    let row = common::wait_for("the failed delivery row", std::time::Duration::from_secs(60), || {
+        let store = store.clone();
+        async move {
+            tayga::store::deliveries::latest_for_alert(&store, a.alert_id)
+                .await
+                .ok()
+                .and_then(|rows| rows.into_iter().find(|r| r.status == "failed"))
+        }
+    })
+    .await;
+    assert!(!row.last_error.is_empty(), "the row says why it failed");
+    let id = tayga::wire::alert::format_id(a.alert_id);
+    let mut everything = format!("last_error: {}\n", row.last_error);
+    for json in [false, true] {
+        let mut show = env.tayga();
+        show.env("TAYGA_NOTIFIER_TARGETS", &targets).env("TAYGA_FORCE_TTY", "200");
+        if json {
+            show.arg("--json");
+        }
+        let (out, stdout, stderr) = run(show.args(["deliveries", "show", "--alert-id", &id]));
+        assert!(out.status.success(), "{stderr}");
+        everything.push_str(&stdout);
+        everything.push_str(&stderr);
+    }
+    let status = std::process::Command::new("kill").args(["-TERM", &notifier.id().to_string()]).status().unwrap();
+    assert!(status.success());
+    let exit = notifier.wait_within(std::time::Duration::from_secs(40));
+    everything.push_str(&std::fs::read_to_string(&log).unwrap());
+    assert_eq!(exit.code(), Some(0), "SIGTERM is a clean stop:\n{everything}");
+    assert!(everything.contains("failed"), "{everything}");
+    for secret in secrets {
+        assert!(!everything.contains(secret), "{secret} shown:\n{everything}");
+    }
+}
