@@ -72,8 +72,9 @@ impl Repeats {
         }
     }
 
-    /// The conditions repeated since the last call, with their counts; every condition is
-    /// forgotten, so the next occurrence passes again.
+    /// The conditions repeated since the last call, with their counts. A condition that
+    /// repeated stays known (its next repeats are counted for the next line); one that did not
+    /// is forgotten, so its next occurrence passes again.
     fn take(&self) -> Vec<(String, String, u64)> {
         let mut conditions = self.conditions.lock().unwrap_or_else(|e| e.into_inner());
         let repeated = conditions
@@ -81,7 +82,7 @@ impl Repeats {
             .filter(|c| c.suppressed > 0)
             .map(|c| (c.target.clone(), c.message.clone(), c.suppressed))
             .collect();
-        conditions.clear();
+        conditions.retain(|_, c| std::mem::take(&mut c.suppressed) > 0);
         repeated
     }
 }
@@ -97,29 +98,49 @@ impl<S> Filter<S> for &'static Repeats {
     }
 
     fn event_enabled(&self, event: &Event<'_>, _cx: &Context<'_, S>) -> bool {
+        let mut fields = Fields::default();
+        // Events from the `log` crate (rdkafka logs through it) arrive with target `log` and
+        // their own target in the `log.target` field.
         let target = event.metadata().target();
+        if target == "log" {
+            event.record(&mut fields);
+            if !is_client_library(&fields.log_target) {
+                return true;
+            }
+            return self.admit(&fields.log_target, &fields.message);
+        }
         if !is_client_library(target) {
             return true;
         }
-        let mut message = MessageText::default();
-        event.record(&mut message);
-        self.admit(target, &message.0)
+        event.record(&mut fields);
+        self.admit(target, &fields.message)
     }
 }
 
 #[derive(Default)]
-struct MessageText(String);
+struct Fields {
+    message: String,
+    log_target: String,
+}
 
-impl Visit for MessageText {
+impl Visit for Fields {
     fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        if field.name() == "message" {
-            let _ = write!(self.0, "{value:?}");
+        match field.name() {
+            "message" => {
+                let _ = write!(self.message, "{value:?}");
+            }
+            "log.target" => {
+                let _ = write!(self.log_target, "{value:?}");
+            }
+            _ => {}
         }
     }
 
     fn record_str(&mut self, field: &Field, value: &str) {
-        if field.name() == "message" {
-            self.0.push_str(value);
+        match field.name() {
+            "message" => self.message.push_str(value),
+            "log.target" => self.log_target.push_str(value),
+            _ => {}
         }
     }
 }
@@ -158,7 +179,9 @@ mod tests {
         assert!(!r.admit("librdkafka", &refused(17)));
         assert!(r.admit("librdkafka", "another condition"));
         assert_eq!(r.take(), vec![("librdkafka".to_string(), refused(3), 2)]);
-        assert!(r.admit("librdkafka", &refused(1)), "a new window starts fresh");
+        assert!(!r.admit("librdkafka", &refused(1)), "a condition that repeated is still counted");
+        assert!(r.admit("librdkafka", "another condition"), "a quiet one is forgotten");
+        assert_eq!(r.take(), vec![("librdkafka".to_string(), refused(3), 1)]);
     }
 
     #[test]

@@ -656,3 +656,70 @@ async fn a_failing_delivery_never_shows_the_target_secret() {
         assert!(!everything.contains(secret), "{secret} shown:\n{everything}");
     }
 }
+
+/// `serve all` with no broker: ingest and the API say they are ready, the writer's /health
+/// says why it is not (starting, broker down), librdkafka's repeats are not each logged, and
+/// SIGTERM stops everything within the Compose grace period with exit 0.
+#[tokio::test]
+async fn serve_all_without_a_broker_is_honest_quiet_and_stops_cleanly() {
+    let env = TestEnv::new("serve_nobroker");
+    env.migrated_store().await;
+    let dead = refusing_addr();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("serve.log");
+    let writer = common::free_addr();
+    let addrs = [
+        ("TAYGA_INGEST_HTTP_ADDR", common::free_addr()),
+        ("TAYGA_INGEST_GRPC_ADDR", common::free_addr()),
+        ("TAYGA_WRITER_METRICS_ADDR", writer.clone()),
+        ("TAYGA_ASSEMBLER_METRICS_ADDR", common::free_addr()),
+        ("TAYGA_LOGMINER_METRICS_ADDR", common::free_addr()),
+        ("TAYGA_NOTIFIER_METRICS_ADDR", common::free_addr()),
+        ("TAYGA_API_LISTEN_ADDR", common::free_addr()),
+    ];
+    let mut cmd = env.tayga();
+    cmd.args(["serve", "all"])
+        .env("TAYGA_KAFKA_BROKERS", &dead)
+        .stdout(std::fs::File::create(&log).unwrap())
+        .stderr(std::fs::OpenOptions::new().append(true).open(&log).unwrap());
+    for (key, value) in &addrs {
+        cmd.env(key, value);
+    }
+    let mut serve = common::ChildGuard::spawn(&mut cmd, "tayga serve all");
+    let read_log = || std::fs::read_to_string(&log).unwrap_or_default();
+    common::wait_for("ingest's and the API's ready lines", std::time::Duration::from_secs(60), || async {
+        let text = read_log();
+        (text.contains("ready: ingest:") && text.contains("ready: api:")).then_some(())
+    })
+    .await;
+    let health = common::wait_for("the writer's /health naming the broker", std::time::Duration::from_secs(60), || {
+        let url = format!("http://{writer}/health");
+        async move {
+            let doc: serde_json::Value = reqwest::get(&url).await.ok()?.json().await.ok()?;
+            (doc["broker"] == "down").then_some(doc)
+        }
+    })
+    .await;
+    assert_eq!(health["status"], "starting", "{health}");
+    let reasons = health["reasons"].to_string();
+    assert!(reasons.contains(&format!("the broker at {dead} does not accept connections")), "{health}");
+
+    let status = std::process::Command::new("kill").args(["-TERM", &serve.id().to_string()]).status().unwrap();
+    assert!(status.success());
+    let exit = serve.wait_within(std::time::Duration::from_secs(40));
+    let text = read_log();
+    assert_eq!(exit.code(), Some(0), "SIGTERM while the broker is down is a clean stop:\n{text}");
+    assert!(!text.contains("service failed"), "{text}");
+    // Each client-library condition is logged once, then counted (daemon::repeats).
+    let mut seen = std::collections::BTreeMap::new();
+    for line in text.lines().filter(|l| l.contains("librdkafka:")) {
+        let doc: serde_json::Value = serde_json::from_str(line).unwrap_or_default();
+        let message = doc["message"].as_str().unwrap_or(line).to_string();
+        if message.contains("more like it") {
+            continue;
+        }
+        let condition: String = message.chars().filter(|c| !c.is_ascii_digit()).collect();
+        *seen.entry(condition).or_insert(0) += 1;
+    }
+    assert!(seen.values().all(|n| *n == 1), "repeated client-library lines: {seen:#?}\n{text}");
+}
