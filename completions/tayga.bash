@@ -94,11 +94,17 @@ _tayga() {
             tayga__subcmd__deliveries,help)
                 cmd="tayga__subcmd__deliveries__subcmd__help"
                 ;;
+            tayga__subcmd__deliveries,retry)
+                cmd="tayga__subcmd__deliveries__subcmd__retry"
+                ;;
             tayga__subcmd__deliveries,show)
                 cmd="tayga__subcmd__deliveries__subcmd__show"
                 ;;
             tayga__subcmd__deliveries__subcmd__help,help)
                 cmd="tayga__subcmd__deliveries__subcmd__help__subcmd__help"
+                ;;
+            tayga__subcmd__deliveries__subcmd__help,retry)
+                cmd="tayga__subcmd__deliveries__subcmd__help__subcmd__retry"
                 ;;
             tayga__subcmd__deliveries__subcmd__help,show)
                 cmd="tayga__subcmd__deliveries__subcmd__help__subcmd__show"
@@ -153,6 +159,9 @@ _tayga() {
                 ;;
             tayga__subcmd__help__subcmd__config,show)
                 cmd="tayga__subcmd__help__subcmd__config__subcmd__show"
+                ;;
+            tayga__subcmd__help__subcmd__deliveries,retry)
+                cmd="tayga__subcmd__help__subcmd__deliveries__subcmd__retry"
                 ;;
             tayga__subcmd__help__subcmd__deliveries,show)
                 cmd="tayga__subcmd__help__subcmd__deliveries__subcmd__show"
@@ -517,7 +526,7 @@ _tayga() {
             return 0
             ;;
         tayga__subcmd__deliveries)
-            opts="-h --config --json --wide --timeout --help show help"
+            opts="-h --config --json --wide --timeout --help show retry help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -539,7 +548,7 @@ _tayga() {
             return 0
             ;;
         tayga__subcmd__deliveries__subcmd__help)
-            opts="show help"
+            opts="show retry help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -566,6 +575,20 @@ _tayga() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        tayga__subcmd__deliveries__subcmd__help__subcmd__retry)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         tayga__subcmd__deliveries__subcmd__help__subcmd__show)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
@@ -573,6 +596,42 @@ _tayga() {
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        tayga__subcmd__deliveries__subcmd__retry)
+            opts="-h --alert-id --target --dry-run --config --json --wide --timeout --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --alert-id)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
+                --target)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -722,8 +781,22 @@ _tayga() {
             return 0
             ;;
         tayga__subcmd__help__subcmd__deliveries)
-            opts="show"
+            opts="show retry"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        tayga__subcmd__help__subcmd__deliveries__subcmd__retry)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi

@@ -3,13 +3,19 @@
 //! have been read yet, or was skipped as stale or by kind): it prints a sentence (or `[]`
 //! with `--json`) and exits 0. An id that is not 1–16 hex digits is a usage error (exit 2),
 //! refused by clap with `alert::parse_id`.
+//!
+//! `tayga deliveries retry --alert-id ID [--target NAME] [--dry-run]`: the operator's manual
+//! retry of a failed delivery, through `bus::retry::retry` (the API's retry endpoint calls
+//! the same function). A refusal (no rows, unknown target, a row that is not failed) is an
+//! error: one line on stderr, exit 1, nothing changed.
 
 use std::io::Write;
 
 use anyhow::Context;
 use serde::Serialize;
 
-use crate::cli::DeliveriesCommand;
+use crate::bus::retry::{retry as retry_deliveries, AlertsTopic, Retried, RetryRequest};
+use crate::cli::{DeliveriesCommand, DeliveriesRetryArgs};
 use crate::cmd::table::{Layout, Table};
 use crate::cmd::time::{format_time, format_time_ago, Clock};
 use crate::config::{redact, Config};
@@ -28,28 +34,16 @@ struct Shown<'a> {
     updated_ns: u64,
     created_at: String,
     updated_at: String,
+    manual_retries: u32,
+    retried_ns: u64,
+    /// Empty when never retried.
+    retried_at: String,
+    retried_by: &'a str,
 }
 
-pub async fn run(config: &Config, sub: &DeliveriesCommand, json: bool, out: &mut dyn Write) -> anyhow::Result<()> {
-    let DeliveriesCommand::Show { alert_id: id } = sub;
-    let id = *id;
-    let store = Store::new(&config.clickhouse);
-    let mut rows = latest_for_alert(&store, id).await.with_context(|| {
-        format!("reading deliveries of alert {} from database `{}`", format_id(id), config.clickhouse.database)
-    })?;
-    // Rows written before the notifier redacted its errors may still name a target's URL.
-    let urls: Vec<&str> = config.notifier.targets.iter().map(|t| t.url.as_str()).collect();
-    for row in &mut rows {
-        row.last_error = redact::text(&row.last_error, &urls);
-    }
-    write_rows(id, &rows, json, out)
-}
-
-/// Prints the rows of one alert as a table, or as a JSON array.
-pub fn write_rows(id: u64, rows: &[DeliveryRow], json: bool, out: &mut dyn Write) -> anyhow::Result<()> {
-    let shown: Vec<Shown> = rows
-        .iter()
-        .map(|r| Shown {
+impl<'a> Shown<'a> {
+    fn of(r: &'a DeliveryRow) -> Shown<'a> {
+        Shown {
             alert_id: format_id(r.alert_id),
             target: &r.target,
             status: &r.status,
@@ -59,13 +53,46 @@ pub fn write_rows(id: u64, rows: &[DeliveryRow], json: bool, out: &mut dyn Write
             updated_ns: r.updated_ns,
             created_at: format_time(r.created_ns),
             updated_at: format_time(r.updated_ns),
-        })
-        .collect();
+            manual_retries: r.manual_retries,
+            retried_ns: r.retried_ns,
+            retried_at: if r.retried_ns == 0 { String::new() } else { format_time(r.retried_ns) },
+            retried_by: &r.retried_by,
+        }
+    }
+}
+
+pub async fn run(config: &Config, sub: &DeliveriesCommand, json: bool, out: &mut dyn Write) -> anyhow::Result<()> {
+    match sub {
+        DeliveriesCommand::Show { alert_id } => show(config, *alert_id, json, out).await,
+        DeliveriesCommand::Retry(args) => retry(config, args, json, out).await,
+    }
+}
+
+async fn show(config: &Config, id: u64, json: bool, out: &mut dyn Write) -> anyhow::Result<()> {
+    let store = Store::new(&config.clickhouse);
+    let mut rows = latest_for_alert(&store, id).await.with_context(|| {
+        format!("reading deliveries of alert {} from database `{}`", format_id(id), config.clickhouse.database)
+    })?;
+    redact_errors(config, &mut rows);
+    write_rows(id, &rows, json, out)
+}
+
+/// Rows written before the notifier redacted its errors may still name a target's URL.
+fn redact_errors(config: &Config, rows: &mut [DeliveryRow]) {
+    let urls: Vec<&str> = config.notifier.targets.iter().map(|t| t.url.as_str()).collect();
+    for row in rows {
+        row.last_error = redact::text(&row.last_error, &urls);
+    }
+}
+
+/// Prints the rows of one alert as a table, or as a JSON array.
+pub fn write_rows(id: u64, rows: &[DeliveryRow], json: bool, out: &mut dyn Write) -> anyhow::Result<()> {
     if json {
+        let shown: Vec<Shown> = rows.iter().map(Shown::of).collect();
         writeln!(out, "{}", serde_json::to_string_pretty(&shown)?)?;
         return Ok(());
     }
-    if shown.is_empty() {
+    if rows.is_empty() {
         writeln!(
             out,
             "no deliveries for alert {}: the notifier has not read it, skipped it (stale, or no target takes its kind), \
@@ -74,26 +101,133 @@ pub fn write_rows(id: u64, rows: &[DeliveryRow], json: bool, out: &mut dyn Write
         )?;
         return Ok(());
     }
-    let layout = Layout::current();
-    let now = Clock::from_env()?.now_ns();
-    let time = |ns: u64| if layout.is_terminal() { format_time_ago(ns, now) } else { format_time(ns) };
-    if layout.is_terminal() {
+    if Layout::current().is_terminal() {
         writeln!(out, "alert {}", format_id(id))?;
     }
-    let mut table = Table::new(["target", "status", "attempts", "last_error", "created", "updated"])
-        .numeric(&["attempts"])
-        .keep(&["status"]);
-    for (s, row) in shown.iter().zip(rows) {
-        table.row([
+    write_table(rows, "last retried", out)
+}
+
+/// The rows as a table, then who retried which (a line per retried row, `<target>: <verb>
+/// at <time> by <who>`). The `manual_retries` column appears only when a row was retried.
+fn write_table(rows: &[DeliveryRow], verb: &str, out: &mut dyn Write) -> anyhow::Result<()> {
+    let retried = rows.iter().any(|r| r.manual_retries > 0);
+    let mut header = vec!["target", "status", "attempts", "last_error", "created", "updated"];
+    if retried {
+        header.push("manual_retries");
+    }
+    let layout = Layout::current();
+    let now = Clock::from_env()?.now_ns();
+    // On a terminal, times carry their age; to a pipe they stay plain RFC 3339.
+    let time = |ns: u64| if layout.is_terminal() { format_time_ago(ns, now) } else { format_time(ns) };
+    let mut table = Table::new(header).numeric(&["attempts", "manual_retries"]).keep(&["status"]);
+    for s in rows.iter().map(Shown::of) {
+        let mut cells = vec![
             s.target.to_string(),
             s.status.to_string(),
             s.attempts.to_string(),
             s.last_error.to_string(),
-            time(row.created_ns),
-            time(row.updated_ns),
-        ]);
+            time(s.created_ns),
+            time(s.updated_ns),
+        ];
+        if retried {
+            cells.push(s.manual_retries.to_string());
+        }
+        table.row(cells);
     }
     write!(out, "{}", table.render(layout))?;
+    for s in rows.iter().filter(|r| r.manual_retries > 0).map(Shown::of) {
+        writeln!(out, "{}: {verb} at {} by {}", s.target, s.retried_at, s.retried_by)?;
+    }
+    Ok(())
+}
+
+/// Who runs the command, as `retried_by` records it: `cli:<user>@<host>`.
+fn operator() -> String {
+    let user = ["USER", "LOGNAME"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok().filter(|u| !u.trim().is_empty()))
+        .unwrap_or_else(|| "unknown".into());
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "unknown".into());
+    format!("cli:{}@{}", user.trim(), host)
+}
+
+async fn retry(config: &Config, args: &DeliveriesRetryArgs, json: bool, out: &mut dyn Write) -> anyhow::Result<()> {
+    let by = operator();
+    let request = RetryRequest {
+        alert_id: args.alert_id,
+        target: args.target.as_deref(),
+        dry_run: args.dry_run,
+        by: &by,
+        now_ns: Clock::from_env()?.now_ns(),
+    };
+    let store = Store::new(&config.clickhouse);
+    let topic = AlertsTopic::new(config);
+    let mut retried = match retry_deliveries(&store, &topic, &request).await {
+        Ok(r) => r,
+        Err(e) if e.is_refusal() => return Err(e.into()),
+        Err(e) => {
+            return Err(anyhow::Error::new(e).context(format!(
+                "retrying deliveries of alert {} in database `{}`",
+                format_id(args.alert_id),
+                config.clickhouse.database
+            )))
+        }
+    };
+    redact_errors(config, &mut retried.retried);
+    redact_errors(config, &mut retried.untouched);
+    write_retried(&retried, json, out)
+}
+
+#[derive(Debug, Serialize)]
+struct RetriedShown<'a> {
+    alert_id: String,
+    topic: &'a str,
+    dry_run: bool,
+    retried: Vec<Shown<'a>>,
+    untouched: Vec<Shown<'a>>,
+}
+
+/// Prints what a retry did: a sentence and the reset rows, or one JSON object.
+pub fn write_retried(r: &Retried, json: bool, out: &mut dyn Write) -> anyhow::Result<()> {
+    if json {
+        let shown = RetriedShown {
+            alert_id: format_id(r.alert_id),
+            topic: &r.topic,
+            dry_run: r.dry_run,
+            retried: r.retried.iter().map(Shown::of).collect(),
+            untouched: r.untouched.iter().map(Shown::of).collect(),
+        };
+        writeln!(out, "{}", serde_json::to_string_pretty(&shown)?)?;
+        return Ok(());
+    }
+    let n = r.retried.len();
+    let noun = if n == 1 { "delivery" } else { "deliveries" };
+    let id = format_id(r.alert_id);
+    if r.dry_run {
+        writeln!(
+            out,
+            "dry run: would reset {n} failed {noun} of alert {id} to pending and republish the alert to {}; \
+             nothing changed",
+            r.topic
+        )?;
+    } else {
+        writeln!(
+            out,
+            "alert {id}: {n} failed {noun} reset to pending and the alert republished to {}; the notifier delivers \
+             it once more",
+            r.topic
+        )?;
+    }
+    write_table(&r.retried, if r.dry_run { "would be retried" } else { "retried" }, out)?;
+    if !r.untouched.is_empty() {
+        let others: Vec<String> = r.untouched.iter().map(|u| format!("{} ({})", u.target, u.status)).collect();
+        writeln!(out, "left as they are: {}", others.join(", "))?;
+    }
     Ok(())
 }
 
