@@ -723,3 +723,34 @@ async fn serve_all_without_a_broker_is_honest_quiet_and_stops_cleanly() {
     }
     assert!(seen.values().all(|n| *n == 1), "repeated client-library lines: {seen:#?}\n{text}");
 }
+
+/// compose.yaml checked by a real Compose CLI where one is installed (Debian's
+/// `docker-compose` 1.29 validates a file without an engine; it predates the top-level `name`
+/// key, which is left out of its copy).
+#[test]
+fn compose_yaml_validates_with_a_real_compose_cli_when_installed() {
+    let Some(compose) = std::env::var_os("PATH")
+        .and_then(|p| std::env::split_paths(&p).map(|d| d.join("docker-compose")).find(|p| p.is_file()))
+    else {
+        eprintln!("docker-compose is not installed: compose.yaml is checked by the parse test only");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/compose.yaml")).unwrap();
+    let copy: String = text.lines().filter(|l| !l.starts_with("name:")).map(|l| format!("{l}\n")).collect();
+    std::fs::write(dir.path().join("compose.yaml"), copy).unwrap();
+    std::fs::create_dir(dir.path().join("secrets")).unwrap();
+    std::fs::write(dir.path().join("secrets/clickhouse_password"), "pw\n").unwrap();
+    let (out, stdout, stderr) = run(std::process::Command::new(&compose)
+        .current_dir(dir.path())
+        .env("TAYGA_API_TOKEN", "t")
+        .args(["-f", "compose.yaml", "config"]));
+    assert!(out.status.success(), "docker-compose config refused compose.yaml: {stderr}");
+    assert!(stdout.contains("127.0.0.1:8080:8080") && stdout.contains("127.0.0.1:19092:19092"), "{stdout}");
+    // Without the API token Compose refuses to start (the `:?` in the file).
+    let (out, _, stderr) = run(std::process::Command::new(&compose)
+        .current_dir(dir.path())
+        .env_remove("TAYGA_API_TOKEN")
+        .args(["-f", "compose.yaml", "config", "-q"]));
+    assert!(!out.status.success() && stderr.contains("TAYGA_API_TOKEN"), "{stderr}");
+}
