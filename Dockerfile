@@ -1,7 +1,7 @@
 # Multi-stage build of the single `tayga` binary; the runtime image runs as a non-root user.
 FROM rust:1.89-bookworm AS build
 WORKDIR /src
-COPY Cargo.toml Cargo.lock ./
+COPY Cargo.toml Cargo.lock build.rs ./
 COPY src ./src
 COPY benches ./benches
 RUN cargo build --release --locked --bin tayga

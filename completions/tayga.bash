@@ -28,9 +28,6 @@ _tayga() {
             tayga,deliveries)
                 cmd="tayga__subcmd__deliveries"
                 ;;
-            tayga,generate)
-                cmd="tayga__subcmd__generate"
-                ;;
             tayga,help)
                 cmd="tayga__subcmd__help"
                 ;;
@@ -124,9 +121,6 @@ _tayga() {
             tayga__subcmd__help,deliveries)
                 cmd="tayga__subcmd__help__subcmd__deliveries"
                 ;;
-            tayga__subcmd__help,generate)
-                cmd="tayga__subcmd__help__subcmd__generate"
-                ;;
             tayga__subcmd__help,help)
                 cmd="tayga__subcmd__help__subcmd__help"
                 ;;
@@ -218,13 +212,17 @@ _tayga() {
 
     case "${cmd}" in
         tayga)
-            opts="-h -V --config --json --help --version config migrate topics serve deliveries remine alerts scale loadgen mine completions man generate help"
+            opts="-h -V --config --json --wide --timeout --help --version config migrate topics serve deliveries remine alerts scale loadgen mine completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -236,13 +234,17 @@ _tayga() {
             return 0
             ;;
         tayga__subcmd__alerts)
-            opts="-h --config --json --help list republish help"
+            opts="-h --config --json --wide --timeout --help list republish help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -310,14 +312,17 @@ _tayga() {
             return 0
             ;;
         tayga__subcmd__alerts__subcmd__list)
-            opts="-h --service --kind --active --limit --config --json --help"
+            opts="-h --service --kind --active --limit --config --json --wide --timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --service)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
                     return 0
                     ;;
                 --kind)
@@ -332,6 +337,10 @@ _tayga() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -340,14 +349,17 @@ _tayga() {
             return 0
             ;;
         tayga__subcmd__alerts__subcmd__republish)
-            opts="-h --alert-id --since --config --json --help"
+            opts="-h --alert-id --since --config --json --wide --timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --alert-id)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
                     return 0
                     ;;
                 --since)
@@ -355,6 +367,10 @@ _tayga() {
                     return 0
                     ;;
                 --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -366,13 +382,17 @@ _tayga() {
             return 0
             ;;
         tayga__subcmd__completions)
-            opts="-h --config --json --help bash zsh fish"
+            opts="-h --config --json --wide --timeout --help bash zsh fish"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -384,13 +404,17 @@ _tayga() {
             return 0
             ;;
         tayga__subcmd__config)
-            opts="-h --config --json --help show check help"
+            opts="-h --config --json --wide --timeout --help show check help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -402,13 +426,17 @@ _tayga() {
             return 0
             ;;
         tayga__subcmd__config__subcmd__check)
-            opts="-h --config --json --help"
+            opts="-h --config --json --wide --timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -476,13 +504,17 @@ _tayga() {
             return 0
             ;;
         tayga__subcmd__config__subcmd__show)
-            opts="-h --config --json --help"
+            opts="-h --config --json --wide --timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -494,13 +526,17 @@ _tayga() {
             return 0
             ;;
         tayga__subcmd__deliveries)
-            opts="-h --config --json --help show retry help"
+            opts="-h --config --json --wide --timeout --help show retry help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -568,21 +604,31 @@ _tayga() {
             return 0
             ;;
         tayga__subcmd__deliveries__subcmd__retry)
-            opts="-h --alert-id --target --dry-run --config --json --help"
+            opts="-h --alert-id --target --dry-run --config --json --wide --timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --alert-id)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
                     return 0
                     ;;
                 --target)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
                     return 0
                     ;;
                 --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -594,39 +640,24 @@ _tayga() {
             return 0
             ;;
         tayga__subcmd__deliveries__subcmd__show)
-            opts="-h --alert-id --config --json --help"
+            opts="-h --alert-id --config --json --wide --timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --alert-id)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
                     return 0
                     ;;
                 --config)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        tayga__subcmd__generate)
-            opts="-h --root --config --json --help"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                --root)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --config)
+                --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -638,7 +669,7 @@ _tayga() {
             return 0
             ;;
         tayga__subcmd__help)
-            opts="config migrate topics serve deliveries remine alerts scale loadgen mine completions man generate help"
+            opts="config migrate topics serve deliveries remine alerts scale loadgen mine completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -780,20 +811,6 @@ _tayga() {
         tayga__subcmd__help__subcmd__deliveries__subcmd__show)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        tayga__subcmd__help__subcmd__generate)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -974,7 +991,7 @@ _tayga() {
             return 0
             ;;
         tayga__subcmd__loadgen)
-            opts="-h --protocol --endpoint --rate --duration --concurrency --services --traces-per-request --spans-per-trace --logs-per-request --config --json --help"
+            opts="-h --protocol --endpoint --rate --duration --concurrency --services --traces-per-request --spans-per-trace --logs-per-request --config --json --wide --timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1020,6 +1037,10 @@ _tayga() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -1028,7 +1049,7 @@ _tayga() {
             return 0
             ;;
         tayga__subcmd__man)
-            opts="-h --dir --config --json --help"
+            opts="-h --dir --config --json --wide --timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1042,6 +1063,10 @@ _tayga() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -1050,13 +1075,17 @@ _tayga() {
             return 0
             ;;
         tayga__subcmd__migrate)
-            opts="-h --print --config --json --help"
+            opts="-h --print --config --json --wide --timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1068,7 +1097,7 @@ _tayga() {
             return 0
             ;;
         tayga__subcmd__mine)
-            opts="-h --service --format --templates --stats --online --mining-config --config --json --help"
+            opts="-h --service --format --templates --stats --online --mining-config --config --json --wide --timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1090,6 +1119,10 @@ _tayga() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -1098,13 +1131,17 @@ _tayga() {
             return 0
             ;;
         tayga__subcmd__remine)
-            opts="-h --dry-run --config --json --help"
+            opts="-h --dry-run --config --json --wide --timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1116,13 +1153,17 @@ _tayga() {
             return 0
             ;;
         tayga__subcmd__scale)
-            opts="-h --config --json --help logminer help"
+            opts="-h --config --json --wide --timeout --help logminer help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1176,7 +1217,7 @@ _tayga() {
             return 0
             ;;
         tayga__subcmd__scale__subcmd__logminer)
-            opts="-h --dry-run --env-file --config --json --help"
+            opts="-h --dry-run --env-file --config --json --wide --timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1190,6 +1231,10 @@ _tayga() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -1198,13 +1243,17 @@ _tayga() {
             return 0
             ;;
         tayga__subcmd__serve)
-            opts="-h --config --json --help ingest writer assembler logminer notifier api all"
+            opts="-h --config --json --wide --timeout --help ingest writer assembler logminer notifier api all"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1216,13 +1265,17 @@ _tayga() {
             return 0
             ;;
         tayga__subcmd__topics)
-            opts="-h --config --json --help create list help"
+            opts="-h --config --json --wide --timeout --help create list help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1234,13 +1287,17 @@ _tayga() {
             return 0
             ;;
         tayga__subcmd__topics__subcmd__create)
-            opts="-h --config --json --help"
+            opts="-h --config --json --wide --timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1308,13 +1365,17 @@ _tayga() {
             return 0
             ;;
         tayga__subcmd__topics__subcmd__list)
-            opts="-h --config --json --help"
+            opts="-h --config --json --wide --timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

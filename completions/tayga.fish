@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_tayga_global_optspecs
-    string join \n config= json h/help V/version
+    string join \n config= json wide timeout= h/help V/version
 end
 
 function __fish_tayga_needs_command
@@ -25,8 +25,10 @@ function __fish_tayga_using_subcommand
 end
 
 complete -c tayga -n "__fish_tayga_needs_command" -l config -d 'Configuration file (default: ./tayga.toml when it exists)' -r -F
-complete -c tayga -n "__fish_tayga_needs_command" -l json -d 'Print data as JSON instead of tables'
-complete -c tayga -n "__fish_tayga_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c tayga -n "__fish_tayga_needs_command" -l timeout -d 'How long to wait for the broker or ClickHouse to answer before giving up, e.g. 500ms, 10s, 1m' -r
+complete -c tayga -n "__fish_tayga_needs_command" -l json -d 'Print data as JSON instead of tables (commands that print no data refuse it)'
+complete -c tayga -n "__fish_tayga_needs_command" -l wide -d 'Print tables whole, at any width, instead of cutting the widest columns to fit the terminal'
+complete -c tayga -n "__fish_tayga_needs_command" -s h -l help -d 'Print help'
 complete -c tayga -n "__fish_tayga_needs_command" -s V -l version -d 'Print version'
 complete -c tayga -n "__fish_tayga_needs_command" -f -a "config" -d 'Show or check the effective configuration'
 complete -c tayga -n "__fish_tayga_needs_command" -f -a "migrate" -d 'Create the ClickHouse database and tables, or upgrade them to the current schema'
@@ -39,116 +41,151 @@ complete -c tayga -n "__fish_tayga_needs_command" -f -a "scale" -d 'Change how m
 complete -c tayga -n "__fish_tayga_needs_command" -f -a "loadgen" -d 'Send synthetic OTLP traffic to an ingest, at a set rate, and report what it achieved'
 complete -c tayga -n "__fish_tayga_needs_command" -f -a "mine" -d 'Mine log templates from a plain log file, offline, with the logminer\'s engine'
 complete -c tayga -n "__fish_tayga_needs_command" -f -a "completions" -d 'Print a shell completion script'
-complete -c tayga -n "__fish_tayga_needs_command" -f -a "man" -d 'Print the man page, or write one page per subcommand into a directory'
-complete -c tayga -n "__fish_tayga_needs_command" -f -a "generate" -d 'Regenerate the committed completions/ and man/ directories'
+complete -c tayga -n "__fish_tayga_needs_command" -f -a "man" -d 'Print the man page (through `man` on a terminal), or write one page per subcommand into a directory'
 complete -c tayga -n "__fish_tayga_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c tayga -n "__fish_tayga_using_subcommand config; and not __fish_seen_subcommand_from show check help" -l config -d 'Configuration file (default: ./tayga.toml when it exists)' -r -F
-complete -c tayga -n "__fish_tayga_using_subcommand config; and not __fish_seen_subcommand_from show check help" -l json -d 'Print data as JSON instead of tables'
-complete -c tayga -n "__fish_tayga_using_subcommand config; and not __fish_seen_subcommand_from show check help" -s h -l help -d 'Print help'
+complete -c tayga -n "__fish_tayga_using_subcommand config; and not __fish_seen_subcommand_from show check help" -l timeout -d 'How long to wait for the broker or ClickHouse to answer before giving up, e.g. 500ms, 10s, 1m' -r
+complete -c tayga -n "__fish_tayga_using_subcommand config; and not __fish_seen_subcommand_from show check help" -l json -d 'Print data as JSON instead of tables (commands that print no data refuse it)'
+complete -c tayga -n "__fish_tayga_using_subcommand config; and not __fish_seen_subcommand_from show check help" -l wide -d 'Print tables whole, at any width, instead of cutting the widest columns to fit the terminal'
+complete -c tayga -n "__fish_tayga_using_subcommand config; and not __fish_seen_subcommand_from show check help" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tayga -n "__fish_tayga_using_subcommand config; and not __fish_seen_subcommand_from show check help" -f -a "show" -d 'Print every setting with its value and where it came from (default, file, env)'
 complete -c tayga -n "__fish_tayga_using_subcommand config; and not __fish_seen_subcommand_from show check help" -f -a "check" -d 'Validate the configuration; exit 1 with one line per problem'
 complete -c tayga -n "__fish_tayga_using_subcommand config; and not __fish_seen_subcommand_from show check help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c tayga -n "__fish_tayga_using_subcommand config; and __fish_seen_subcommand_from show" -l config -d 'Configuration file (default: ./tayga.toml when it exists)' -r -F
-complete -c tayga -n "__fish_tayga_using_subcommand config; and __fish_seen_subcommand_from show" -l json -d 'Print data as JSON instead of tables'
+complete -c tayga -n "__fish_tayga_using_subcommand config; and __fish_seen_subcommand_from show" -l timeout -d 'How long to wait for the broker or ClickHouse to answer before giving up, e.g. 500ms, 10s, 1m' -r
+complete -c tayga -n "__fish_tayga_using_subcommand config; and __fish_seen_subcommand_from show" -l json -d 'Print data as JSON instead of tables (commands that print no data refuse it)'
+complete -c tayga -n "__fish_tayga_using_subcommand config; and __fish_seen_subcommand_from show" -l wide -d 'Print tables whole, at any width, instead of cutting the widest columns to fit the terminal'
 complete -c tayga -n "__fish_tayga_using_subcommand config; and __fish_seen_subcommand_from show" -s h -l help -d 'Print help'
 complete -c tayga -n "__fish_tayga_using_subcommand config; and __fish_seen_subcommand_from check" -l config -d 'Configuration file (default: ./tayga.toml when it exists)' -r -F
-complete -c tayga -n "__fish_tayga_using_subcommand config; and __fish_seen_subcommand_from check" -l json -d 'Print data as JSON instead of tables'
+complete -c tayga -n "__fish_tayga_using_subcommand config; and __fish_seen_subcommand_from check" -l timeout -d 'How long to wait for the broker or ClickHouse to answer before giving up, e.g. 500ms, 10s, 1m' -r
+complete -c tayga -n "__fish_tayga_using_subcommand config; and __fish_seen_subcommand_from check" -l json -d 'Print data as JSON instead of tables (commands that print no data refuse it)'
+complete -c tayga -n "__fish_tayga_using_subcommand config; and __fish_seen_subcommand_from check" -l wide -d 'Print tables whole, at any width, instead of cutting the widest columns to fit the terminal'
 complete -c tayga -n "__fish_tayga_using_subcommand config; and __fish_seen_subcommand_from check" -s h -l help -d 'Print help'
 complete -c tayga -n "__fish_tayga_using_subcommand config; and __fish_seen_subcommand_from help" -f -a "show" -d 'Print every setting with its value and where it came from (default, file, env)'
 complete -c tayga -n "__fish_tayga_using_subcommand config; and __fish_seen_subcommand_from help" -f -a "check" -d 'Validate the configuration; exit 1 with one line per problem'
 complete -c tayga -n "__fish_tayga_using_subcommand config; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c tayga -n "__fish_tayga_using_subcommand migrate" -l config -d 'Configuration file (default: ./tayga.toml when it exists)' -r -F
+complete -c tayga -n "__fish_tayga_using_subcommand migrate" -l timeout -d 'How long to wait for the broker or ClickHouse to answer before giving up, e.g. 500ms, 10s, 1m' -r
 complete -c tayga -n "__fish_tayga_using_subcommand migrate" -l print -d 'Print the DDL statements instead of running them'
-complete -c tayga -n "__fish_tayga_using_subcommand migrate" -l json -d 'Print data as JSON instead of tables'
-complete -c tayga -n "__fish_tayga_using_subcommand migrate" -s h -l help -d 'Print help'
+complete -c tayga -n "__fish_tayga_using_subcommand migrate" -l json -d 'Print data as JSON instead of tables (commands that print no data refuse it)'
+complete -c tayga -n "__fish_tayga_using_subcommand migrate" -l wide -d 'Print tables whole, at any width, instead of cutting the widest columns to fit the terminal'
+complete -c tayga -n "__fish_tayga_using_subcommand migrate" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tayga -n "__fish_tayga_using_subcommand topics; and not __fish_seen_subcommand_from create list help" -l config -d 'Configuration file (default: ./tayga.toml when it exists)' -r -F
-complete -c tayga -n "__fish_tayga_using_subcommand topics; and not __fish_seen_subcommand_from create list help" -l json -d 'Print data as JSON instead of tables'
-complete -c tayga -n "__fish_tayga_using_subcommand topics; and not __fish_seen_subcommand_from create list help" -s h -l help -d 'Print help'
+complete -c tayga -n "__fish_tayga_using_subcommand topics; and not __fish_seen_subcommand_from create list help" -l timeout -d 'How long to wait for the broker or ClickHouse to answer before giving up, e.g. 500ms, 10s, 1m' -r
+complete -c tayga -n "__fish_tayga_using_subcommand topics; and not __fish_seen_subcommand_from create list help" -l json -d 'Print data as JSON instead of tables (commands that print no data refuse it)'
+complete -c tayga -n "__fish_tayga_using_subcommand topics; and not __fish_seen_subcommand_from create list help" -l wide -d 'Print tables whole, at any width, instead of cutting the widest columns to fit the terminal'
+complete -c tayga -n "__fish_tayga_using_subcommand topics; and not __fish_seen_subcommand_from create list help" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tayga -n "__fish_tayga_using_subcommand topics; and not __fish_seen_subcommand_from create list help" -f -a "create" -d 'Create the four topics (existing ones are reported and left as they are)'
 complete -c tayga -n "__fish_tayga_using_subcommand topics; and not __fish_seen_subcommand_from create list help" -f -a "list" -d 'Show each topic\'s partitions, records, and each consumer group\'s committed offsets and lag'
 complete -c tayga -n "__fish_tayga_using_subcommand topics; and not __fish_seen_subcommand_from create list help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c tayga -n "__fish_tayga_using_subcommand topics; and __fish_seen_subcommand_from create" -l config -d 'Configuration file (default: ./tayga.toml when it exists)' -r -F
-complete -c tayga -n "__fish_tayga_using_subcommand topics; and __fish_seen_subcommand_from create" -l json -d 'Print data as JSON instead of tables'
+complete -c tayga -n "__fish_tayga_using_subcommand topics; and __fish_seen_subcommand_from create" -l timeout -d 'How long to wait for the broker or ClickHouse to answer before giving up, e.g. 500ms, 10s, 1m' -r
+complete -c tayga -n "__fish_tayga_using_subcommand topics; and __fish_seen_subcommand_from create" -l json -d 'Print data as JSON instead of tables (commands that print no data refuse it)'
+complete -c tayga -n "__fish_tayga_using_subcommand topics; and __fish_seen_subcommand_from create" -l wide -d 'Print tables whole, at any width, instead of cutting the widest columns to fit the terminal'
 complete -c tayga -n "__fish_tayga_using_subcommand topics; and __fish_seen_subcommand_from create" -s h -l help -d 'Print help'
 complete -c tayga -n "__fish_tayga_using_subcommand topics; and __fish_seen_subcommand_from list" -l config -d 'Configuration file (default: ./tayga.toml when it exists)' -r -F
-complete -c tayga -n "__fish_tayga_using_subcommand topics; and __fish_seen_subcommand_from list" -l json -d 'Print data as JSON instead of tables'
+complete -c tayga -n "__fish_tayga_using_subcommand topics; and __fish_seen_subcommand_from list" -l timeout -d 'How long to wait for the broker or ClickHouse to answer before giving up, e.g. 500ms, 10s, 1m' -r
+complete -c tayga -n "__fish_tayga_using_subcommand topics; and __fish_seen_subcommand_from list" -l json -d 'Print data as JSON instead of tables (commands that print no data refuse it)'
+complete -c tayga -n "__fish_tayga_using_subcommand topics; and __fish_seen_subcommand_from list" -l wide -d 'Print tables whole, at any width, instead of cutting the widest columns to fit the terminal'
 complete -c tayga -n "__fish_tayga_using_subcommand topics; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help'
 complete -c tayga -n "__fish_tayga_using_subcommand topics; and __fish_seen_subcommand_from help" -f -a "create" -d 'Create the four topics (existing ones are reported and left as they are)'
 complete -c tayga -n "__fish_tayga_using_subcommand topics; and __fish_seen_subcommand_from help" -f -a "list" -d 'Show each topic\'s partitions, records, and each consumer group\'s committed offsets and lag'
 complete -c tayga -n "__fish_tayga_using_subcommand topics; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c tayga -n "__fish_tayga_using_subcommand serve" -l config -d 'Configuration file (default: ./tayga.toml when it exists)' -r -F
-complete -c tayga -n "__fish_tayga_using_subcommand serve" -l json -d 'Print data as JSON instead of tables'
+complete -c tayga -n "__fish_tayga_using_subcommand serve" -l timeout -d 'How long to wait for the broker or ClickHouse to answer before giving up, e.g. 500ms, 10s, 1m' -r
+complete -c tayga -n "__fish_tayga_using_subcommand serve" -l json -d 'Print data as JSON instead of tables (commands that print no data refuse it)'
+complete -c tayga -n "__fish_tayga_using_subcommand serve" -l wide -d 'Print tables whole, at any width, instead of cutting the widest columns to fit the terminal'
 complete -c tayga -n "__fish_tayga_using_subcommand serve" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and not __fish_seen_subcommand_from show retry help" -l config -d 'Configuration file (default: ./tayga.toml when it exists)' -r -F
-complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and not __fish_seen_subcommand_from show retry help" -l json -d 'Print data as JSON instead of tables'
-complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and not __fish_seen_subcommand_from show retry help" -s h -l help -d 'Print help'
+complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and not __fish_seen_subcommand_from show retry help" -l timeout -d 'How long to wait for the broker or ClickHouse to answer before giving up, e.g. 500ms, 10s, 1m' -r
+complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and not __fish_seen_subcommand_from show retry help" -l json -d 'Print data as JSON instead of tables (commands that print no data refuse it)'
+complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and not __fish_seen_subcommand_from show retry help" -l wide -d 'Print tables whole, at any width, instead of cutting the widest columns to fit the terminal'
+complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and not __fish_seen_subcommand_from show retry help" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and not __fish_seen_subcommand_from show retry help" -f -a "show" -d 'The (alert, target) delivery rows of one alert: status, attempts, last error'
 complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and not __fish_seen_subcommand_from show retry help" -f -a "retry" -d 'Retry a failed delivery: reset it to pending and republish the alert, once'
 complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and not __fish_seen_subcommand_from show retry help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and __fish_seen_subcommand_from show" -l alert-id -d 'The alert\'s id, as printed by `tayga alerts list` and sent in webhook payloads' -r
+complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and __fish_seen_subcommand_from show" -l alert-id -d 'The alert\'s id, as printed by `tayga alerts list` and sent in webhook payloads' -r -f
 complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and __fish_seen_subcommand_from show" -l config -d 'Configuration file (default: ./tayga.toml when it exists)' -r -F
-complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and __fish_seen_subcommand_from show" -l json -d 'Print data as JSON instead of tables'
+complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and __fish_seen_subcommand_from show" -l timeout -d 'How long to wait for the broker or ClickHouse to answer before giving up, e.g. 500ms, 10s, 1m' -r
+complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and __fish_seen_subcommand_from show" -l json -d 'Print data as JSON instead of tables (commands that print no data refuse it)'
+complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and __fish_seen_subcommand_from show" -l wide -d 'Print tables whole, at any width, instead of cutting the widest columns to fit the terminal'
 complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and __fish_seen_subcommand_from show" -s h -l help -d 'Print help'
-complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and __fish_seen_subcommand_from retry" -l alert-id -d 'The alert\'s id, as printed by `tayga deliveries show` and sent in webhook payloads' -r
-complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and __fish_seen_subcommand_from retry" -l target -d 'Only this target (default: every failed target of the alert)' -r
+complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and __fish_seen_subcommand_from retry" -l alert-id -d 'The alert\'s id, as printed by `tayga deliveries show` and sent in webhook payloads' -r -f
+complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and __fish_seen_subcommand_from retry" -l target -d 'Only this target (default: every failed target of the alert)' -r -f
 complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and __fish_seen_subcommand_from retry" -l config -d 'Configuration file (default: ./tayga.toml when it exists)' -r -F
+complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and __fish_seen_subcommand_from retry" -l timeout -d 'How long to wait for the broker or ClickHouse to answer before giving up, e.g. 500ms, 10s, 1m' -r
 complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and __fish_seen_subcommand_from retry" -l dry-run -d 'Check and print what would be retried; change nothing'
-complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and __fish_seen_subcommand_from retry" -l json -d 'Print data as JSON instead of tables'
+complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and __fish_seen_subcommand_from retry" -l json -d 'Print data as JSON instead of tables (commands that print no data refuse it)'
+complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and __fish_seen_subcommand_from retry" -l wide -d 'Print tables whole, at any width, instead of cutting the widest columns to fit the terminal'
 complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and __fish_seen_subcommand_from retry" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and __fish_seen_subcommand_from help" -f -a "show" -d 'The (alert, target) delivery rows of one alert: status, attempts, last error'
 complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and __fish_seen_subcommand_from help" -f -a "retry" -d 'Retry a failed delivery: reset it to pending and republish the alert, once'
 complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c tayga -n "__fish_tayga_using_subcommand remine" -l config -d 'Configuration file (default: ./tayga.toml when it exists)' -r -F
+complete -c tayga -n "__fish_tayga_using_subcommand remine" -l timeout -d 'How long to wait for the broker or ClickHouse to answer before giving up, e.g. 500ms, 10s, 1m' -r
 complete -c tayga -n "__fish_tayga_using_subcommand remine" -l dry-run -d 'Check the heartbeat rule and print what would be re-mined; change nothing'
-complete -c tayga -n "__fish_tayga_using_subcommand remine" -l json -d 'Print data as JSON instead of tables'
+complete -c tayga -n "__fish_tayga_using_subcommand remine" -l json -d 'Print data as JSON instead of tables (commands that print no data refuse it)'
+complete -c tayga -n "__fish_tayga_using_subcommand remine" -l wide -d 'Print tables whole, at any width, instead of cutting the widest columns to fit the terminal'
 complete -c tayga -n "__fish_tayga_using_subcommand remine" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tayga -n "__fish_tayga_using_subcommand alerts; and not __fish_seen_subcommand_from list republish help" -l config -d 'Configuration file (default: ./tayga.toml when it exists)' -r -F
-complete -c tayga -n "__fish_tayga_using_subcommand alerts; and not __fish_seen_subcommand_from list republish help" -l json -d 'Print data as JSON instead of tables'
-complete -c tayga -n "__fish_tayga_using_subcommand alerts; and not __fish_seen_subcommand_from list republish help" -s h -l help -d 'Print help'
+complete -c tayga -n "__fish_tayga_using_subcommand alerts; and not __fish_seen_subcommand_from list republish help" -l timeout -d 'How long to wait for the broker or ClickHouse to answer before giving up, e.g. 500ms, 10s, 1m' -r
+complete -c tayga -n "__fish_tayga_using_subcommand alerts; and not __fish_seen_subcommand_from list republish help" -l json -d 'Print data as JSON instead of tables (commands that print no data refuse it)'
+complete -c tayga -n "__fish_tayga_using_subcommand alerts; and not __fish_seen_subcommand_from list republish help" -l wide -d 'Print tables whole, at any width, instead of cutting the widest columns to fit the terminal'
+complete -c tayga -n "__fish_tayga_using_subcommand alerts; and not __fish_seen_subcommand_from list republish help" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tayga -n "__fish_tayga_using_subcommand alerts; and not __fish_seen_subcommand_from list republish help" -f -a "list" -d 'The newest version of each alert, most recently active first'
 complete -c tayga -n "__fish_tayga_using_subcommand alerts; and not __fish_seen_subcommand_from list republish help" -f -a "republish" -d 'Publish alerts again to the alerts topic: every unmarked one of a window, or one by id'
 complete -c tayga -n "__fish_tayga_using_subcommand alerts; and not __fish_seen_subcommand_from list republish help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c tayga -n "__fish_tayga_using_subcommand alerts; and __fish_seen_subcommand_from list" -l service -d 'Only alerts of this service' -r
+complete -c tayga -n "__fish_tayga_using_subcommand alerts; and __fish_seen_subcommand_from list" -l service -d 'Only alerts of this service' -r -f
 complete -c tayga -n "__fish_tayga_using_subcommand alerts; and __fish_seen_subcommand_from list" -l kind -d 'Only alerts of this kind' -r -f -a "new_template\t''
 spike\t''
 silence\t''"
 complete -c tayga -n "__fish_tayga_using_subcommand alerts; and __fish_seen_subcommand_from list" -l limit -d 'At most this many alerts (0: no limit)' -r
 complete -c tayga -n "__fish_tayga_using_subcommand alerts; and __fish_seen_subcommand_from list" -l config -d 'Configuration file (default: ./tayga.toml when it exists)' -r -F
+complete -c tayga -n "__fish_tayga_using_subcommand alerts; and __fish_seen_subcommand_from list" -l timeout -d 'How long to wait for the broker or ClickHouse to answer before giving up, e.g. 500ms, 10s, 1m' -r
 complete -c tayga -n "__fish_tayga_using_subcommand alerts; and __fish_seen_subcommand_from list" -l active -d 'Only active alerts: refreshed (last_at) within the last 5 minutes'
-complete -c tayga -n "__fish_tayga_using_subcommand alerts; and __fish_seen_subcommand_from list" -l json -d 'Print data as JSON instead of tables'
+complete -c tayga -n "__fish_tayga_using_subcommand alerts; and __fish_seen_subcommand_from list" -l json -d 'Print data as JSON instead of tables (commands that print no data refuse it)'
+complete -c tayga -n "__fish_tayga_using_subcommand alerts; and __fish_seen_subcommand_from list" -l wide -d 'Print tables whole, at any width, instead of cutting the widest columns to fit the terminal'
 complete -c tayga -n "__fish_tayga_using_subcommand alerts; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help'
-complete -c tayga -n "__fish_tayga_using_subcommand alerts; and __fish_seen_subcommand_from republish" -l alert-id -d 'Republish this alert\'s newest version, even if it was already published' -r
+complete -c tayga -n "__fish_tayga_using_subcommand alerts; and __fish_seen_subcommand_from republish" -l alert-id -d 'Republish this alert\'s newest version, even if it was already published' -r -f
 complete -c tayga -n "__fish_tayga_using_subcommand alerts; and __fish_seen_subcommand_from republish" -l since -d 'Republish unmarked alerts updated within this window, e.g. 30m, 24h, 7d (default: logminer.republish_window_hours, 24h)' -r
 complete -c tayga -n "__fish_tayga_using_subcommand alerts; and __fish_seen_subcommand_from republish" -l config -d 'Configuration file (default: ./tayga.toml when it exists)' -r -F
-complete -c tayga -n "__fish_tayga_using_subcommand alerts; and __fish_seen_subcommand_from republish" -l json -d 'Print data as JSON instead of tables'
+complete -c tayga -n "__fish_tayga_using_subcommand alerts; and __fish_seen_subcommand_from republish" -l timeout -d 'How long to wait for the broker or ClickHouse to answer before giving up, e.g. 500ms, 10s, 1m' -r
+complete -c tayga -n "__fish_tayga_using_subcommand alerts; and __fish_seen_subcommand_from republish" -l json -d 'Print data as JSON instead of tables (commands that print no data refuse it)'
+complete -c tayga -n "__fish_tayga_using_subcommand alerts; and __fish_seen_subcommand_from republish" -l wide -d 'Print tables whole, at any width, instead of cutting the widest columns to fit the terminal'
 complete -c tayga -n "__fish_tayga_using_subcommand alerts; and __fish_seen_subcommand_from republish" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tayga -n "__fish_tayga_using_subcommand alerts; and __fish_seen_subcommand_from help" -f -a "list" -d 'The newest version of each alert, most recently active first'
 complete -c tayga -n "__fish_tayga_using_subcommand alerts; and __fish_seen_subcommand_from help" -f -a "republish" -d 'Publish alerts again to the alerts topic: every unmarked one of a window, or one by id'
 complete -c tayga -n "__fish_tayga_using_subcommand alerts; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c tayga -n "__fish_tayga_using_subcommand scale; and not __fish_seen_subcommand_from logminer help" -l config -d 'Configuration file (default: ./tayga.toml when it exists)' -r -F
-complete -c tayga -n "__fish_tayga_using_subcommand scale; and not __fish_seen_subcommand_from logminer help" -l json -d 'Print data as JSON instead of tables'
-complete -c tayga -n "__fish_tayga_using_subcommand scale; and not __fish_seen_subcommand_from logminer help" -s h -l help -d 'Print help'
+complete -c tayga -n "__fish_tayga_using_subcommand scale; and not __fish_seen_subcommand_from logminer help" -l timeout -d 'How long to wait for the broker or ClickHouse to answer before giving up, e.g. 500ms, 10s, 1m' -r
+complete -c tayga -n "__fish_tayga_using_subcommand scale; and not __fish_seen_subcommand_from logminer help" -l json -d 'Print data as JSON instead of tables (commands that print no data refuse it)'
+complete -c tayga -n "__fish_tayga_using_subcommand scale; and not __fish_seen_subcommand_from logminer help" -l wide -d 'Print tables whole, at any width, instead of cutting the widest columns to fit the terminal'
+complete -c tayga -n "__fish_tayga_using_subcommand scale; and not __fish_seen_subcommand_from logminer help" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tayga -n "__fish_tayga_using_subcommand scale; and not __fish_seen_subcommand_from logminer help" -f -a "logminer" -d 'Set the number of logminer replicas (1 to the partitions of the logs topic, at most 12)'
 complete -c tayga -n "__fish_tayga_using_subcommand scale; and not __fish_seen_subcommand_from logminer help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c tayga -n "__fish_tayga_using_subcommand scale; and __fish_seen_subcommand_from logminer" -l env-file -d 'The Compose env file to set LOGMINER_REPLICAS in (created if absent)' -r -F
 complete -c tayga -n "__fish_tayga_using_subcommand scale; and __fish_seen_subcommand_from logminer" -l config -d 'Configuration file (default: ./tayga.toml when it exists)' -r -F
+complete -c tayga -n "__fish_tayga_using_subcommand scale; and __fish_seen_subcommand_from logminer" -l timeout -d 'How long to wait for the broker or ClickHouse to answer before giving up, e.g. 500ms, 10s, 1m' -r
 complete -c tayga -n "__fish_tayga_using_subcommand scale; and __fish_seen_subcommand_from logminer" -l dry-run -d 'Print the plan; change nothing'
-complete -c tayga -n "__fish_tayga_using_subcommand scale; and __fish_seen_subcommand_from logminer" -l json -d 'Print data as JSON instead of tables'
+complete -c tayga -n "__fish_tayga_using_subcommand scale; and __fish_seen_subcommand_from logminer" -l json -d 'Print data as JSON instead of tables (commands that print no data refuse it)'
+complete -c tayga -n "__fish_tayga_using_subcommand scale; and __fish_seen_subcommand_from logminer" -l wide -d 'Print tables whole, at any width, instead of cutting the widest columns to fit the terminal'
 complete -c tayga -n "__fish_tayga_using_subcommand scale; and __fish_seen_subcommand_from logminer" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tayga -n "__fish_tayga_using_subcommand scale; and __fish_seen_subcommand_from help" -f -a "logminer" -d 'Set the number of logminer replicas (1 to the partitions of the logs topic, at most 12)'
 complete -c tayga -n "__fish_tayga_using_subcommand scale; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c tayga -n "__fish_tayga_using_subcommand loadgen" -l protocol -d 'OTLP/HTTP or OTLP/gRPC' -r -f -a "http\t'OTLP/HTTP with protobuf bodies'
 grpc\t'OTLP/gRPC'"
 complete -c tayga -n "__fish_tayga_using_subcommand loadgen" -l endpoint -d 'Ingest\'s address (default: http://127.0.0.1:4318 for http, http://127.0.0.1:4317 for grpc)' -r
-complete -c tayga -n "__fish_tayga_using_subcommand loadgen" -l rate -d 'Requests per second, over all connections; 0 sends as fast as ingest answers' -r
-complete -c tayga -n "__fish_tayga_using_subcommand loadgen" -l duration -d 'How long to send, in seconds' -r
+complete -c tayga -n "__fish_tayga_using_subcommand loadgen" -l rate -d 'Requests per second, over all connections (0.001 to 1000000); 0 sends as fast as ingest answers' -r
+complete -c tayga -n "__fish_tayga_using_subcommand loadgen" -l duration -d 'How long to send: 90s, 5m, 1h, or a number of seconds' -r
 complete -c tayga -n "__fish_tayga_using_subcommand loadgen" -l concurrency -d 'Requests in flight at once' -r
 complete -c tayga -n "__fish_tayga_using_subcommand loadgen" -l services -d 'Distinct services the traffic comes from' -r
 complete -c tayga -n "__fish_tayga_using_subcommand loadgen" -l traces-per-request -d 'Traces in each traces request (0: send no traces)' -r
 complete -c tayga -n "__fish_tayga_using_subcommand loadgen" -l spans-per-trace -d 'Spans in each trace' -r
 complete -c tayga -n "__fish_tayga_using_subcommand loadgen" -l logs-per-request -d 'Logs in each logs request (0: send no logs)' -r
 complete -c tayga -n "__fish_tayga_using_subcommand loadgen" -l config -d 'Configuration file (default: ./tayga.toml when it exists)' -r -F
-complete -c tayga -n "__fish_tayga_using_subcommand loadgen" -l json -d 'Print data as JSON instead of tables'
+complete -c tayga -n "__fish_tayga_using_subcommand loadgen" -l timeout -d 'How long to wait for the broker or ClickHouse to answer before giving up, e.g. 500ms, 10s, 1m' -r
+complete -c tayga -n "__fish_tayga_using_subcommand loadgen" -l json -d 'Print data as JSON instead of tables (commands that print no data refuse it)'
+complete -c tayga -n "__fish_tayga_using_subcommand loadgen" -l wide -d 'Print tables whole, at any width, instead of cutting the widest columns to fit the terminal'
 complete -c tayga -n "__fish_tayga_using_subcommand loadgen" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tayga -n "__fish_tayga_using_subcommand mine" -l service -d 'Service the lines belong to (templates ids are per service)' -r
 complete -c tayga -n "__fish_tayga_using_subcommand mine" -l format -d 'Output format: csv (header `line,template_id,template`), json (one object per line) or table' -r -f -a "csv\t''
@@ -156,36 +193,37 @@ json\t''
 table\t''"
 complete -c tayga -n "__fish_tayga_using_subcommand mine" -l mining-config -d 'TOML file with `[drain]` and `[masking]` tables (the keys of `[logminer.drain]` and `[logminer.masking]` in tayga.toml). Without it, the logminer\'s own settings (tayga.toml and environment) are used, so offline ids match the logminer\'s' -r -F
 complete -c tayga -n "__fish_tayga_using_subcommand mine" -l config -d 'Configuration file (default: ./tayga.toml when it exists)' -r -F
+complete -c tayga -n "__fish_tayga_using_subcommand mine" -l timeout -d 'How long to wait for the broker or ClickHouse to answer before giving up, e.g. 500ms, 10s, 1m' -r
 complete -c tayga -n "__fish_tayga_using_subcommand mine" -l templates -d 'Print the templates with their counts, most frequent first, instead of one row per line'
 complete -c tayga -n "__fish_tayga_using_subcommand mine" -l stats -d 'Print lines, templates, lines/s and peak memory to stderr'
 complete -c tayga -n "__fish_tayga_using_subcommand mine" -l online -d 'Print each line as soon as it is mined, with its template as it was then, instead of the final templates at the end (for pipes that never end)'
-complete -c tayga -n "__fish_tayga_using_subcommand mine" -l json -d 'Print data as JSON instead of tables'
-complete -c tayga -n "__fish_tayga_using_subcommand mine" -s h -l help -d 'Print help'
+complete -c tayga -n "__fish_tayga_using_subcommand mine" -l json -d 'Print data as JSON instead of tables (commands that print no data refuse it)'
+complete -c tayga -n "__fish_tayga_using_subcommand mine" -l wide -d 'Print tables whole, at any width, instead of cutting the widest columns to fit the terminal'
+complete -c tayga -n "__fish_tayga_using_subcommand mine" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tayga -n "__fish_tayga_using_subcommand completions" -l config -d 'Configuration file (default: ./tayga.toml when it exists)' -r -F
-complete -c tayga -n "__fish_tayga_using_subcommand completions" -l json -d 'Print data as JSON instead of tables'
-complete -c tayga -n "__fish_tayga_using_subcommand completions" -s h -l help -d 'Print help'
+complete -c tayga -n "__fish_tayga_using_subcommand completions" -l timeout -d 'How long to wait for the broker or ClickHouse to answer before giving up, e.g. 500ms, 10s, 1m' -r
+complete -c tayga -n "__fish_tayga_using_subcommand completions" -l json -d 'Print data as JSON instead of tables (commands that print no data refuse it)'
+complete -c tayga -n "__fish_tayga_using_subcommand completions" -l wide -d 'Print tables whole, at any width, instead of cutting the widest columns to fit the terminal'
+complete -c tayga -n "__fish_tayga_using_subcommand completions" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tayga -n "__fish_tayga_using_subcommand man" -l dir -d 'Write tayga.1 and a page per subcommand into this directory' -r -F
 complete -c tayga -n "__fish_tayga_using_subcommand man" -l config -d 'Configuration file (default: ./tayga.toml when it exists)' -r -F
-complete -c tayga -n "__fish_tayga_using_subcommand man" -l json -d 'Print data as JSON instead of tables'
-complete -c tayga -n "__fish_tayga_using_subcommand man" -s h -l help -d 'Print help'
-complete -c tayga -n "__fish_tayga_using_subcommand generate" -l root -d 'The repository root: completions/ and man/ are written below it' -r -F
-complete -c tayga -n "__fish_tayga_using_subcommand generate" -l config -d 'Configuration file (default: ./tayga.toml when it exists)' -r -F
-complete -c tayga -n "__fish_tayga_using_subcommand generate" -l json -d 'Print data as JSON instead of tables'
-complete -c tayga -n "__fish_tayga_using_subcommand generate" -s h -l help -d 'Print help'
-complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries remine alerts scale loadgen mine completions man generate help" -f -a "config" -d 'Show or check the effective configuration'
-complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries remine alerts scale loadgen mine completions man generate help" -f -a "migrate" -d 'Create the ClickHouse database and tables, or upgrade them to the current schema'
-complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries remine alerts scale loadgen mine completions man generate help" -f -a "topics" -d 'Create Tayga\'s Kafka topics, or show their partitions and consumer lag'
-complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries remine alerts scale loadgen mine completions man generate help" -f -a "serve" -d 'Run one daemon, or every daemon in one process (`all`)'
-complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries remine alerts scale loadgen mine completions man generate help" -f -a "deliveries" -d 'Show the delivery state of an alert to each webhook target'
-complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries remine alerts scale loadgen mine completions man generate help" -f -a "remine" -d 'Re-mine the stored logs with the current masking rules, rebuilding templates and hits'
-complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries remine alerts scale loadgen mine completions man generate help" -f -a "alerts" -d 'List alerts, or republish them to the alerts topic'
-complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries remine alerts scale loadgen mine completions man generate help" -f -a "scale" -d 'Change how many replicas of a scalable daemon run (the logminer)'
-complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries remine alerts scale loadgen mine completions man generate help" -f -a "loadgen" -d 'Send synthetic OTLP traffic to an ingest, at a set rate, and report what it achieved'
-complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries remine alerts scale loadgen mine completions man generate help" -f -a "mine" -d 'Mine log templates from a plain log file, offline, with the logminer\'s engine'
-complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries remine alerts scale loadgen mine completions man generate help" -f -a "completions" -d 'Print a shell completion script'
-complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries remine alerts scale loadgen mine completions man generate help" -f -a "man" -d 'Print the man page, or write one page per subcommand into a directory'
-complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries remine alerts scale loadgen mine completions man generate help" -f -a "generate" -d 'Regenerate the committed completions/ and man/ directories'
-complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries remine alerts scale loadgen mine completions man generate help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c tayga -n "__fish_tayga_using_subcommand man" -l timeout -d 'How long to wait for the broker or ClickHouse to answer before giving up, e.g. 500ms, 10s, 1m' -r
+complete -c tayga -n "__fish_tayga_using_subcommand man" -l json -d 'Print data as JSON instead of tables (commands that print no data refuse it)'
+complete -c tayga -n "__fish_tayga_using_subcommand man" -l wide -d 'Print tables whole, at any width, instead of cutting the widest columns to fit the terminal'
+complete -c tayga -n "__fish_tayga_using_subcommand man" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries remine alerts scale loadgen mine completions man help" -f -a "config" -d 'Show or check the effective configuration'
+complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries remine alerts scale loadgen mine completions man help" -f -a "migrate" -d 'Create the ClickHouse database and tables, or upgrade them to the current schema'
+complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries remine alerts scale loadgen mine completions man help" -f -a "topics" -d 'Create Tayga\'s Kafka topics, or show their partitions and consumer lag'
+complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries remine alerts scale loadgen mine completions man help" -f -a "serve" -d 'Run one daemon, or every daemon in one process (`all`)'
+complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries remine alerts scale loadgen mine completions man help" -f -a "deliveries" -d 'Show the delivery state of an alert to each webhook target'
+complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries remine alerts scale loadgen mine completions man help" -f -a "remine" -d 'Re-mine the stored logs with the current masking rules, rebuilding templates and hits'
+complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries remine alerts scale loadgen mine completions man help" -f -a "alerts" -d 'List alerts, or republish them to the alerts topic'
+complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries remine alerts scale loadgen mine completions man help" -f -a "scale" -d 'Change how many replicas of a scalable daemon run (the logminer)'
+complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries remine alerts scale loadgen mine completions man help" -f -a "loadgen" -d 'Send synthetic OTLP traffic to an ingest, at a set rate, and report what it achieved'
+complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries remine alerts scale loadgen mine completions man help" -f -a "mine" -d 'Mine log templates from a plain log file, offline, with the logminer\'s engine'
+complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries remine alerts scale loadgen mine completions man help" -f -a "completions" -d 'Print a shell completion script'
+complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries remine alerts scale loadgen mine completions man help" -f -a "man" -d 'Print the man page (through `man` on a terminal), or write one page per subcommand into a directory'
+complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries remine alerts scale loadgen mine completions man help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c tayga -n "__fish_tayga_using_subcommand help; and __fish_seen_subcommand_from config" -f -a "show" -d 'Print every setting with its value and where it came from (default, file, env)'
 complete -c tayga -n "__fish_tayga_using_subcommand help; and __fish_seen_subcommand_from config" -f -a "check" -d 'Validate the configuration; exit 1 with one line per problem'
 complete -c tayga -n "__fish_tayga_using_subcommand help; and __fish_seen_subcommand_from topics" -f -a "create" -d 'Create the four topics (existing ones are reported and left as they are)'

@@ -4,27 +4,54 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand, ValueEnum, ValueHint};
+
+/// `tayga --version`: the package version, the commit and the build date (build.rs).
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("TAYGA_BUILD_COMMIT"),
+    ", built ",
+    env!("TAYGA_BUILD_DATE"),
+    ")"
+);
 
 #[derive(Debug, Parser)]
 #[command(
     name = "tayga",
-    version,
+    version = VERSION,
     about = "OpenTelemetry traces and logs into ClickHouse, with log templates, alerts and trace stories",
     long_about = "Tayga receives OpenTelemetry traces and logs (OTLP), keeps them in ClickHouse, mines log \
 templates per service, raises alerts when a new kind of log line appears, a template spikes or goes \
 silent, assembles traces into stories and delivers alerts to webhooks.\n\n\
 Configuration comes from tayga.toml (or --config), overridden by TAYGA_<SECTION>_<KEY> environment \
-variables; with neither, everything runs against localhost."
+variables; with neither, everything runs against localhost.",
+    after_long_help = "Examples:\n  \
+tayga serve all                      # every daemon in one process (OTLP on :4318 and :4317)\n  \
+tayga config check                   # validate tayga.toml and the environment\n  \
+tayga topics list                    # partitions, records and each group's lag\n  \
+tayga alerts list --active           # what is alerting now\n  \
+tayga mine app.log --templates       # templates of a log file, offline\n\n\
+Exit status: 0 success (also when the reader of a pipe went away), 1 failure (one line on stderr \
+says what and what to do), 2 usage error."
 )]
 pub struct Cli {
     /// Configuration file (default: ./tayga.toml when it exists)
     #[arg(long, global = true, value_name = "FILE", env = "TAYGA_CONFIG")]
     pub config: Option<PathBuf>,
 
-    /// Print data as JSON instead of tables
+    /// Print data as JSON instead of tables (commands that print no data refuse it)
     #[arg(long, global = true)]
     pub json: bool,
+
+    /// Print tables whole, at any width, instead of cutting the widest columns to fit the terminal
+    #[arg(long, global = true)]
+    pub wide: bool,
+
+    /// How long to wait for the broker or ClickHouse to answer before giving up, e.g. 500ms, 10s, 1m
+    #[arg(long, global = true, value_name = "DURATION", env = "TAYGA_TIMEOUT", default_value = "10s",
+          value_parser = parse_timeout)]
+    pub timeout: Duration,
 
     #[command(subcommand)]
     pub command: Command,
@@ -33,17 +60,28 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Show or check the effective configuration
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_long_help = "Examples:\n  tayga config show\n  tayga --json config show\n  \
+TAYGA_KAFKA_BROKERS=kafka:9092 tayga config check"
+    )]
     Config(ConfigCommand),
     /// Create the ClickHouse database and tables, or upgrade them to the current schema
+    #[command(after_long_help = "Examples:\n  tayga migrate\n  tayga migrate --print > schema.sql")]
     Migrate(MigrateArgs),
     /// Create Tayga's Kafka topics, or show their partitions and consumer lag
-    #[command(subcommand)]
+    #[command(subcommand, after_long_help = "Examples:\n  tayga topics create\n  tayga topics list --timeout 3s")]
     Topics(TopicsCommand),
     /// Run one daemon, or every daemon in one process (`all`)
+    #[command(after_long_help = "Examples:\n  tayga serve all\n  TAYGA_LOG=debug tayga serve writer\n\n\
+Each service logs one `ready` line saying what listens where; SIGTERM or SIGINT stops it cleanly (exit 0).")]
     Serve(ServeArgs),
     /// Show the delivery state of an alert to each webhook target
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_long_help = "Examples:\n  tayga deliveries show --alert-id 9f3c2a1b4d5e6f70\n  \
+tayga deliveries retry --alert-id 9f3c2a1b4d5e6f70 --dry-run"
+    )]
     Deliveries(DeliveriesCommand),
     /// Re-mine the stored logs with the current masking rules, rebuilding templates and hits
     #[command(
@@ -54,22 +92,34 @@ re-mined. The new-template watermarks are raised to the end of the re-mine, so n
 announced as new.\n\n\
 Refuses to run while any logminer replica has written a heartbeat in the last \
 logminer.heartbeat_fresh_secs (3 minutes): stop every logminer first. Safe to run again after an \
-interruption; start the logminers only after a run that finished."
+interruption; start the logminers only after a run that finished.",
+        after_long_help = "Examples:\n  tayga remine --dry-run\n  tayga remine"
     )]
     Remine(RemineArgs),
     /// List alerts, or republish them to the alerts topic
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_long_help = "Examples:\n  tayga alerts list --active\n  \
+tayga alerts list --service checkout --kind spike --limit 0\n  tayga alerts republish --since 2h"
+    )]
     Alerts(AlertsCommand),
     /// Change how many replicas of a scalable daemon run (the logminer)
-    #[command(subcommand)]
+    #[command(subcommand, after_long_help = "Examples:\n  tayga scale logminer 3 --dry-run\n  tayga scale logminer 3")]
     Scale(ScaleCommand),
     /// Send synthetic OTLP traffic to an ingest, at a set rate, and report what it achieved
+    #[command(after_long_help = "Examples:\n  tayga loadgen --rate 20 --duration 30s --logs-per-request 20\n  \
+tayga loadgen --protocol grpc --rate 0 --duration 1m")]
     Loadgen(LoadgenArgs),
     /// Mine log templates from a plain log file, offline, with the logminer's engine
+    #[command(after_long_help = "Examples:\n  tayga mine app.log --templates --format table\n  \
+journalctl -f -o cat | tayga mine --online -")]
     Mine(MineArgs),
     /// Print a shell completion script
+    #[command(after_long_help = "Examples:\n  source <(tayga completions bash)\n  \
+tayga completions fish > ~/.config/fish/completions/tayga.fish")]
     Completions(CompletionsArgs),
-    /// Print the man page, or write one page per subcommand into a directory
+    /// Print the man page (through `man` on a terminal), or write one page per subcommand into a directory
+    #[command(after_long_help = "Examples:\n  tayga man\n  tayga man --dir /usr/local/share/man/man1")]
     Man(ManArgs),
     /// Regenerate the committed completions/ and man/ directories
     #[command(hide = true)]
@@ -125,14 +175,14 @@ pub struct LoadgenArgs {
     /// Ingest's address (default: http://127.0.0.1:4318 for http, http://127.0.0.1:4317 for grpc)
     #[arg(long, value_name = "URL")]
     pub endpoint: Option<String>,
-    /// Requests per second, over all connections; 0 sends as fast as ingest answers
-    #[arg(long, default_value_t = 10.0)]
+    /// Requests per second, over all connections (0.001 to 1000000); 0 sends as fast as ingest answers
+    #[arg(long, default_value = "10", value_parser = parse_rate)]
     pub rate: f64,
-    /// How long to send, in seconds
-    #[arg(long, default_value_t = 10.0, value_name = "SECS")]
-    pub duration: f64,
+    /// How long to send: 90s, 5m, 1h, or a number of seconds
+    #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = parse_loadgen_duration)]
+    pub duration: Duration,
     /// Requests in flight at once
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = 4, value_parser = parse_concurrency)]
     pub concurrency: usize,
     /// Distinct services the traffic comes from
     #[arg(long, default_value_t = 3)]
@@ -153,7 +203,7 @@ pub enum DeliveriesCommand {
     /// The (alert, target) delivery rows of one alert: status, attempts, last error
     Show {
         /// The alert's id, as printed by `tayga alerts list` and sent in webhook payloads
-        #[arg(long, value_name = "ID", value_parser = crate::wire::alert::parse_id)]
+        #[arg(long, value_name = "ID", value_parser = crate::wire::alert::parse_id, value_hint = ValueHint::Other)]
         alert_id: u64,
     },
     /// Retry a failed delivery: reset it to pending and republish the alert, once
@@ -172,10 +222,10 @@ by itself."
 #[derive(Debug, Args)]
 pub struct DeliveriesRetryArgs {
     /// The alert's id, as printed by `tayga deliveries show` and sent in webhook payloads
-    #[arg(long, value_name = "ID", value_parser = crate::wire::alert::parse_id)]
+    #[arg(long, value_name = "ID", value_parser = crate::wire::alert::parse_id, value_hint = ValueHint::Other)]
     pub alert_id: u64,
     /// Only this target (default: every failed target of the alert)
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", value_hint = ValueHint::Other)]
     pub target: Option<String>,
     /// Check and print what would be retried; change nothing
     #[arg(long)]
@@ -205,7 +255,7 @@ version is marked in log_alert_publications. Exits 1 when a send failed.")]
 #[derive(Debug, Args)]
 pub struct AlertsListArgs {
     /// Only alerts of this service
-    #[arg(long)]
+    #[arg(long, value_hint = ValueHint::Other)]
     pub service: Option<String>,
     /// Only alerts of this kind
     #[arg(long, value_name = "KIND", value_parser = alert_kind_parser())]
@@ -231,7 +281,8 @@ fn alert_kind_parser() -> impl clap::builder::TypedValueParser<Value = crate::wi
 #[derive(Debug, Args)]
 pub struct AlertsRepublishArgs {
     /// Republish this alert's newest version, even if it was already published
-    #[arg(long, value_name = "ID", value_parser = crate::wire::alert::parse_id, conflicts_with = "since")]
+    #[arg(long, value_name = "ID", value_parser = crate::wire::alert::parse_id, conflicts_with = "since",
+          value_hint = ValueHint::Other)]
     pub alert_id: Option<u64>,
     /// Republish unmarked alerts updated within this window, e.g. 30m, 24h, 7d
     /// (default: logminer.republish_window_hours, 24h)
@@ -253,8 +304,8 @@ from the slowest partition it takes over. Then sets LOGMINER_REPLICAS=N in the C
 
 #[derive(Debug, Args)]
 pub struct ScaleLogminerArgs {
-    /// The number of replicas
-    #[arg(value_name = "N")]
+    /// The number of replicas (1 to 12)
+    #[arg(value_name = "N", value_parser = clap::value_parser!(u32).range(1..=crate::config::MAX_LOGMINER_REPLICAS as i64))]
     pub replicas: u32,
     /// Print the plan; change nothing
     #[arg(long)]
@@ -360,9 +411,79 @@ pub fn parse_window(text: &str) -> Result<Duration, String> {
     secs.map(Duration::from_secs).ok_or_else(bad)
 }
 
+/// `--timeout`: a [`parse_window`] form or milliseconds (`500ms`), above 0 and at most a day.
+pub fn parse_timeout(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    let d = match t.strip_suffix("ms") {
+        Some(ms) if !ms.is_empty() && ms.bytes().all(|b| b.is_ascii_digit()) => {
+            Duration::from_millis(ms.parse().map_err(|_| format!("`{text}` is too large"))?)
+        }
+        _ => parse_window(t)?,
+    };
+    if d.is_zero() || d > Duration::from_secs(86_400) {
+        return Err(format!("`{text}` is out of range: a timeout is above 0 and at most 1d"));
+    }
+    Ok(d)
+}
+
+/// `loadgen --duration`: the forms `--since` takes (30m, 24h), or a number of seconds as
+/// before; above 0 and at most 7 days.
+pub fn parse_loadgen_duration(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    let d = if t.bytes().all(|b| b.is_ascii_digit() || b == b'.') && !t.is_empty() {
+        let secs: f64 =
+            t.parse().map_err(|_| format!("`{text}` is not a duration: expected 90s, 5m, 1h or seconds"))?;
+        Duration::try_from_secs_f64(secs).map_err(|_| format!("`{text}` is out of range"))?
+    } else {
+        parse_window(t)?
+    };
+    if d.is_zero() || d > Duration::from_secs(7 * 86_400) {
+        return Err(format!("`{text}` is out of range: a duration is above 0 and at most 7d"));
+    }
+    Ok(d)
+}
+
+/// `loadgen --concurrency`: 1 to 1024 requests in flight.
+pub fn parse_concurrency(text: &str) -> Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(n) if (1..=1024).contains(&n) => Ok(n),
+        _ => Err(format!("`{text}` is not a number from 1 to 1024")),
+    }
+}
+
+/// `loadgen --rate`: 0 (as fast as ingest answers) or 0.001 to 1,000,000 requests per second.
+pub fn parse_rate(text: &str) -> Result<f64, String> {
+    let rate: f64 = text.trim().parse().map_err(|_| format!("`{text}` is not a number"))?;
+    if rate == 0.0 || (0.001..=1_000_000.0).contains(&rate) {
+        Ok(rate)
+    } else {
+        Err(format!("`{text}` is out of range: 0, or 0.001 to 1000000 requests per second"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn timeouts_durations_and_rates_refuse_what_is_out_of_range() {
+        assert_eq!(parse_timeout("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_timeout("10s"), Ok(Duration::from_secs(10)));
+        for bad in ["0s", "0ms", "2d", "ms", "10"] {
+            assert!(parse_timeout(bad).is_err(), "{bad:?} was accepted");
+        }
+        assert_eq!(parse_loadgen_duration("1s"), Ok(Duration::from_secs(1)));
+        assert_eq!(parse_loadgen_duration("30m"), Ok(Duration::from_secs(1800)));
+        assert_eq!(parse_loadgen_duration("2.5"), Ok(Duration::from_millis(2500)));
+        for bad in ["inf", "1e20", "NaN", "-1", "0", "", "8d", "99999999999999999999999"] {
+            assert!(parse_loadgen_duration(bad).is_err(), "{bad:?} was accepted");
+        }
+        assert_eq!(parse_rate("0"), Ok(0.0));
+        assert_eq!(parse_rate("20"), Ok(20.0));
+        for bad in ["1e-300", "inf", "NaN", "-1", "1e7", "x"] {
+            assert!(parse_rate(bad).is_err(), "{bad:?} was accepted");
+        }
+    }
 
     #[test]
     fn windows_read_with_a_unit() {

@@ -3,12 +3,20 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 use tayga::cli::Cli;
-use tayga::cmd::{self, Reported};
+use tayga::cmd::{self, fail, Reported};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if cli.json && !cmd::prints_data(&cli.command) {
+        Cli::command()
+            .error(
+                clap::error::ErrorKind::ArgumentConflict,
+                "--json is for commands that print data; this one prints none",
+            )
+            .exit();
+    }
     if matches!(cli.command, tayga::cli::Command::Serve(_)) {
         // Daemons log JSON in containers, at info by default (src/daemon/mod.rs).
         tayga::daemon::init_tracing();
@@ -28,11 +36,16 @@ fn main() -> ExitCode {
     // Not `.lock()`: daemons log to stdout from other threads, and a lock held here for the
     // whole run would block them forever.
     let mut stdout = std::io::stdout();
-    match runtime.block_on(cmd::run(cli, &mut stdout)) {
+    let outcome = runtime.block_on(cmd::run(cli, &mut stdout));
+    // Daemon threads (librdkafka's among them) may still hold work; do not wait for them.
+    runtime.shutdown_background();
+    match outcome {
         Ok(()) => ExitCode::SUCCESS,
+        // The reader went away (`tayga … | head`): what it wanted was written.
+        Err(e) if fail::is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) if e.is::<Reported>() => ExitCode::FAILURE,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", fail::one_line(&e));
             ExitCode::FAILURE
         }
     }

@@ -6,6 +6,7 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use serde::Serialize;
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use super::consume::lag::{committed_offsets, group_reader, partition_lag};
 use super::{client_config, SMALL_TOPIC_PARTITIONS};
@@ -63,11 +64,20 @@ impl TopicOutcome {
 
 /// Creates every missing topic; existing ones are left as they are and reported.
 pub async fn ensure_topics(kafka: &KafkaConfig, names: &Names) -> Result<Vec<TopicOutcome>, TopicError> {
+    ensure_topics_within(kafka, names, super::ADMIN_TIMEOUT).await
+}
+
+/// [`ensure_topics`], each broker request bounded by `timeout` (an operator's `--timeout`).
+pub async fn ensure_topics_within(
+    kafka: &KafkaConfig,
+    names: &Names,
+    timeout: Duration,
+) -> Result<Vec<TopicOutcome>, TopicError> {
     let specs = topic_specs(names, kafka);
     let admin: AdminClient<DefaultClientContext> = client_config(kafka)
         .create()
         .map_err(|source| TopicError::Unreachable { brokers: kafka.brokers.clone(), source })?;
-    let existing = partition_counts(kafka, None).await?;
+    let existing = partition_counts_within(kafka, None, timeout).await?;
 
     let missing: Vec<&TopicSpec> = specs.iter().filter(|s| !existing.contains_key(&s.name)).collect();
     let new_topics: Vec<NewTopic> = missing
@@ -76,7 +86,7 @@ pub async fn ensure_topics(kafka: &KafkaConfig, names: &Names) -> Result<Vec<Top
         .collect();
     let mut created = BTreeMap::new();
     if !new_topics.is_empty() {
-        let options = AdminOptions::new().operation_timeout(Some(super::ADMIN_TIMEOUT));
+        let options = AdminOptions::new().operation_timeout(Some(timeout)).request_timeout(Some(timeout));
         let results = admin
             .create_topics(new_topics.iter(), &options)
             .await
@@ -95,7 +105,8 @@ pub async fn ensure_topics(kafka: &KafkaConfig, names: &Names) -> Result<Vec<Top
         }
     }
 
-    let now = if created.values().any(|c| !c) { partition_counts(kafka, None).await? } else { existing };
+    let now =
+        if created.values().any(|c| !c) { partition_counts_within(kafka, None, timeout).await? } else { existing };
     Ok(specs
         .into_iter()
         .map(|spec| match created.get(&spec.name) {
@@ -111,6 +122,15 @@ pub async fn ensure_topics(kafka: &KafkaConfig, names: &Names) -> Result<Vec<Top
 
 /// Partition counts by topic name, from the broker's metadata (one topic or all).
 pub async fn partition_counts(kafka: &KafkaConfig, topic: Option<&str>) -> Result<BTreeMap<String, i32>, TopicError> {
+    partition_counts_within(kafka, topic, super::ADMIN_TIMEOUT).await
+}
+
+/// [`partition_counts`], the metadata request bounded by `timeout`.
+pub async fn partition_counts_within(
+    kafka: &KafkaConfig,
+    topic: Option<&str>,
+    timeout: Duration,
+) -> Result<BTreeMap<String, i32>, TopicError> {
     let kafka = kafka.clone();
     let topic = topic.map(str::to_string);
     blocking(move || {
@@ -118,7 +138,7 @@ pub async fn partition_counts(kafka: &KafkaConfig, topic: Option<&str>) -> Resul
             .create()
             .map_err(|source| TopicError::Unreachable { brokers: kafka.brokers.clone(), source })?;
         let metadata = consumer
-            .fetch_metadata(topic.as_deref(), super::ADMIN_TIMEOUT)
+            .fetch_metadata(topic.as_deref(), timeout)
             .map_err(|source| TopicError::Unreachable { brokers: kafka.brokers.clone(), source })?;
         Ok(metadata
             .topics()
@@ -153,7 +173,16 @@ pub struct TopicStatus {
 
 /// Partitions, record counts and each Tayga group's lag, for the four topics.
 pub async fn describe_topics(kafka: &KafkaConfig, names: &Names) -> Result<Vec<TopicStatus>, TopicError> {
-    let counts = partition_counts(kafka, None).await?;
+    describe_topics_within(kafka, names, super::ADMIN_TIMEOUT).await
+}
+
+/// [`describe_topics`], each broker request bounded by `timeout`.
+pub async fn describe_topics_within(
+    kafka: &KafkaConfig,
+    names: &Names,
+    timeout: Duration,
+) -> Result<Vec<TopicStatus>, TopicError> {
+    let counts = partition_counts_within(kafka, None, timeout).await?;
     let specs = topic_specs(names, kafka);
     let kafka = kafka.clone();
     let names = names.clone();
@@ -164,11 +193,11 @@ pub async fn describe_topics(kafka: &KafkaConfig, names: &Names) -> Result<Vec<T
                 out.push(TopicStatus { topic: spec.name, partitions: None, records: 0, groups: Vec::new() });
                 continue;
             };
-            let watermarks = watermarks(&kafka, &spec.name, partitions)?;
+            let watermarks = watermarks(&kafka, &spec.name, partitions, timeout)?;
             let records = watermarks.iter().map(|(low, high)| high - low).sum();
             let mut groups = Vec::new();
             for group in names.groups_of(&spec.name) {
-                groups.push(group_lag(&kafka, group, &spec.name, &watermarks)?);
+                groups.push(group_lag(&kafka, group, &spec.name, &watermarks, timeout)?);
             }
             out.push(TopicStatus { topic: spec.name, partitions: Some(partitions), records, groups });
         }
@@ -178,23 +207,34 @@ pub async fn describe_topics(kafka: &KafkaConfig, names: &Names) -> Result<Vec<T
 }
 
 /// (low, high) watermarks of every partition of `topic`, in partition order.
-pub fn watermarks(kafka: &KafkaConfig, topic: &str, partitions: i32) -> Result<Vec<(i64, i64)>, TopicError> {
+pub fn watermarks(
+    kafka: &KafkaConfig,
+    topic: &str,
+    partitions: i32,
+    timeout: Duration,
+) -> Result<Vec<(i64, i64)>, TopicError> {
     let consumer: BaseConsumer = client_config(kafka)
         .create()
         .map_err(|source| TopicError::Unreachable { brokers: kafka.brokers.clone(), source })?;
     (0..partitions)
         .map(|p| {
             consumer
-                .fetch_watermarks(topic, p, super::ADMIN_TIMEOUT)
+                .fetch_watermarks(topic, p, timeout)
                 .map_err(|source| TopicError::Read { what: format!("watermarks of {topic}/{p}"), source })
         })
         .collect()
 }
 
-fn group_lag(kafka: &KafkaConfig, group: &str, topic: &str, watermarks: &[(i64, i64)]) -> Result<GroupLag, TopicError> {
+fn group_lag(
+    kafka: &KafkaConfig,
+    group: &str,
+    topic: &str,
+    watermarks: &[(i64, i64)],
+    timeout: Duration,
+) -> Result<GroupLag, TopicError> {
     let consumer = group_reader(kafka, group)
         .map_err(|source| TopicError::Unreachable { brokers: kafka.brokers.clone(), source })?;
-    let committed = committed_offsets(&consumer, topic, 0..watermarks.len() as i32, super::ADMIN_TIMEOUT)
+    let committed = committed_offsets(&consumer, topic, 0..watermarks.len() as i32, timeout)
         .map_err(|source| TopicError::Read { what: format!("committed offsets of group {group}"), source })?;
     let total_committed = committed.iter().filter_map(|(_, o)| *o).reduce(|a, b| a + b);
     let lag =

@@ -9,39 +9,71 @@
 //! publication mark means the same whoever wrote it.
 
 use std::io::Write;
+use std::time::Duration;
 
 use anyhow::Context;
-use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 use serde::Serialize;
 
+use super::reach;
+use super::table::{shown_of, thousands, Layout, Table};
 use crate::bus::alerts::publish_and_mark;
 use crate::bus::producer::Publisher;
-use crate::bus::topics::partition_counts;
+use crate::bus::topics::partition_counts_within;
 use crate::cli::{AlertsCommand, AlertsListArgs, AlertsRepublishArgs};
-use crate::cmd::time::{format_time, Clock};
+use crate::cmd::time::{format_time, format_time_ago, Clock};
 use crate::config::Config;
-use crate::store::logminer::{active_cutoff_ns, alerts, published_versions, unmarked_alerts, AlertQuery};
+use crate::store::logminer::{active_cutoff_ns, alerts, count_alerts, published_versions, unmarked_alerts, AlertQuery};
 use crate::store::{AlertRow, Store};
 use crate::wire::alert::{format_id, Alert};
 
-pub async fn run(config: &Config, sub: &AlertsCommand, json: bool, out: &mut dyn Write) -> anyhow::Result<()> {
+pub async fn run(
+    config: &Config,
+    sub: &AlertsCommand,
+    timeout: Duration,
+    json: bool,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
     match sub {
-        AlertsCommand::List(args) => list(config, args, json, out).await,
-        AlertsCommand::Republish(args) => republish(config, args, json, out).await,
+        AlertsCommand::List(args) => list(config, args, timeout, json, out).await,
+        AlertsCommand::Republish(args) => republish(config, args, timeout, json, out).await,
     }
 }
 
-/// One alert as `alerts list --json` prints it: the alert document plus two fields.
-#[derive(Debug, Serialize)]
+/// One alert as `alerts list --json` prints it: the alert document, its times as RFC 3339
+/// beside the nanoseconds (`first_at`, `first_at_ns`), plus two fields.
+#[derive(Debug)]
 struct Listed {
-    #[serde(flatten)]
     alert: Alert,
     active: bool,
     published: bool,
 }
 
-async fn list(config: &Config, args: &AlertsListArgs, json: bool, out: &mut dyn Write) -> anyhow::Result<()> {
-    let cutoff = active_cutoff_ns(Clock::from_env()?.now_ns());
+impl Serialize for Listed {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut doc = serde_json::to_value(&self.alert).map_err(serde::ser::Error::custom)?;
+        if let Some(obj) = doc.as_object_mut() {
+            for (key, ns) in [("first_at", self.alert.first_at), ("last_at", self.alert.last_at)] {
+                obj.insert(key.into(), format_time(ns).into());
+                obj.insert(format!("{key}_ns"), ns.into());
+            }
+            obj.insert("active".into(), self.active.into());
+            obj.insert("published".into(), self.published.into());
+        }
+        doc.serialize(serializer)
+    }
+}
+
+async fn list(
+    config: &Config,
+    args: &AlertsListArgs,
+    timeout: Duration,
+    json: bool,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    // One reading of the clock: the active rule and the ages in the table agree.
+    let now = Clock::from_env()?.now_ns();
+    let cutoff = active_cutoff_ns(now);
+    reach::clickhouse(&config.clickhouse, timeout).await?;
     let store = Store::new(&config.clickhouse);
     let query = AlertQuery {
         service: args.service.clone(),
@@ -52,6 +84,14 @@ async fn list(config: &Config, args: &AlertsListArgs, json: bool, out: &mut dyn 
     };
     let database = &config.clickhouse.database;
     let rows = alerts(&store, &query).await.with_context(|| format!("reading alerts of database `{database}`"))?;
+    // Only when the limit may have cut: how many there are in all, for "100 of N shown".
+    let total = match query.limit {
+        Some(limit) if rows.len() as u64 >= limit => {
+            let all = AlertQuery { limit: None, ..query.clone() };
+            count_alerts(&store, &all).await.with_context(|| format!("counting alerts of database `{database}`"))?
+        }
+        _ => rows.len() as u64,
+    };
     let marks = published_versions(&store, &rows).await.context("reading publication marks")?;
     let listed = rows
         .iter()
@@ -65,13 +105,10 @@ async fn list(config: &Config, args: &AlertsListArgs, json: bool, out: &mut dyn 
             })
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
-    write_list(&listed, json, out)
+    write_list(&listed, total, now, json, out)
 }
 
-/// Template texts longer than this are cut in the table (`--json` has them whole).
-const TEMPLATE_WIDTH: usize = 60;
-
-fn write_list(listed: &[Listed], json: bool, out: &mut dyn Write) -> anyhow::Result<()> {
+fn write_list(listed: &[Listed], total: u64, now: u64, json: bool, out: &mut dyn Write) -> anyhow::Result<()> {
     if json {
         writeln!(out, "{}", serde_json::to_string_pretty(listed)?)?;
         return Ok(());
@@ -80,38 +117,36 @@ fn write_list(listed: &[Listed], json: bool, out: &mut dyn Write) -> anyhow::Res
         writeln!(out, "no alerts match")?;
         return Ok(());
     }
-    let mut table = Table::new();
-    table.load_preset(UTF8_FULL_CONDENSED).set_header([
-        "alert_id",
-        "kind",
-        "service",
-        "template",
-        "first_at",
-        "last_at",
-        "count",
-        "active",
-        "published",
-    ]);
+    let layout = Layout::current();
+    // On a terminal, times carry their age; to a pipe they stay plain RFC 3339. A terminal
+    // that cuts to fit shows last_at only (first_at is in --wide, --json and pipes).
+    let time = |ns: u64| if layout.is_terminal() { format_time_ago(ns, now) } else { format_time(ns) };
+    let both = !matches!(layout, Layout::Terminal(Some(_)));
+    let mut headers =
+        vec!["alert_id", "kind", "service", "template", "first_at", "last_at", "count", "active", "published"];
+    if !both {
+        headers.retain(|h| *h != "first_at");
+    }
+    let mut table = Table::new(headers).numeric(&["count"]).keep(&["alert_id", "active", "published"]);
     let yes_no = |b: bool| if b { "yes" } else { "no" }.to_string();
     for l in listed {
         let a = &l.alert;
-        let template = match a.template.char_indices().nth(TEMPLATE_WIDTH) {
-            Some((cut, _)) => format!("{}…", &a.template[..cut]),
-            None => a.template.clone(),
-        };
-        table.add_row([
-            format_id(a.alert_id),
-            a.kind.to_string(),
-            a.service.clone(),
-            template,
-            format_time(a.first_at),
-            format_time(a.last_at),
-            a.count.to_string(),
-            yes_no(l.active),
-            yes_no(l.published),
-        ]);
+        let mut row = vec![format_id(a.alert_id), a.kind.to_string(), a.service.clone(), a.template.clone()];
+        if both {
+            row.push(time(a.first_at));
+        }
+        row.extend([time(a.last_at), thousands(a.count), yes_no(l.active), yes_no(l.published)]);
+        table.row(row);
     }
-    writeln!(out, "{table}")?;
+    write!(out, "{}", table.render(layout))?;
+    if let Some(cut) = shown_of(listed.len(), total, "--limit N shows more, --limit 0 all") {
+        // On stderr to a pipe, so the rows stay rows.
+        if layout.is_terminal() {
+            writeln!(out, "{cut}")?;
+        } else {
+            eprintln!("{cut}");
+        }
+    }
     Ok(())
 }
 
@@ -123,23 +158,43 @@ struct Republished<'a> {
     error: Option<String>,
 }
 
-async fn republish(config: &Config, args: &AlertsRepublishArgs, json: bool, out: &mut dyn Write) -> anyhow::Result<()> {
-    let store = Store::new(&config.clickhouse);
+async fn republish(
+    config: &Config,
+    args: &AlertsRepublishArgs,
+    timeout: Duration,
+    json: bool,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
     let topic = config.names().alerts;
     let database = &config.clickhouse.database;
+    // What needs only ClickHouse comes first: an unknown id is said at once, whatever the
+    // broker's state.
+    reach::clickhouse(&config.clickhouse, timeout).await?;
+    let store = Store::new(&config.clickhouse);
+    let one = match args.alert_id {
+        Some(id) => {
+            let rows = alerts(&store, &AlertQuery { alert_id: Some(id), ..Default::default() })
+                .await
+                .with_context(|| format!("reading alert {} of database `{database}`", format_id(id)))?;
+            anyhow::ensure!(
+                !rows.is_empty(),
+                "no such alert: {} is not in log_alerts of database `{database}`",
+                format_id(id)
+            );
+            Some(rows)
+        }
+        None => None,
+    };
+    reach::broker(&config.kafka, timeout).await?;
     // Say plainly that the topic is missing instead of failing each send after a timeout.
-    let topics = partition_counts(&config.kafka, Some(&topic))
+    let topics = partition_counts_within(&config.kafka, Some(&topic), timeout)
         .await
         .with_context(|| format!("reading topic {topic} from {}", config.kafka.brokers))?;
     anyhow::ensure!(topics.contains_key(&topic), "topic {topic} does not exist; create it with `tayga topics create`");
     let publisher = Publisher::new(&config.kafka).context("creating a Kafka producer")?;
 
-    let (published, error) = match args.alert_id {
-        Some(id) => {
-            let rows = alerts(&store, &AlertQuery { alert_id: Some(id), ..Default::default() })
-                .await
-                .with_context(|| format!("reading alert {} of database `{database}`", format_id(id)))?;
-            anyhow::ensure!(!rows.is_empty(), "no alert {} in log_alerts of database `{database}`", format_id(id));
+    let (published, error) = match one {
+        Some(rows) => {
             let p = publish_and_mark(&publisher, &store, &topic, &rows).await;
             (p.published, p.error.map(|e| e.to_string()))
         }

@@ -3,30 +3,35 @@
 use std::io::Write;
 use std::path::Path;
 
-use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 use serde_json::json;
 
+use super::table::{Layout, Table};
 use super::Reported;
 use crate::cli::ConfigCommand;
-use crate::config::{display_value, is_secret, ConfigError, Loaded};
+use crate::config::{display_value, json_value, ConfigError, Loaded};
 
 pub fn run(sub: &ConfigCommand, file: Option<&Path>, json: bool, out: &mut dyn Write) -> anyhow::Result<()> {
     let loaded = match Loaded::load(file) {
         Ok(loaded) => loaded,
+        Err(e) if json && matches!(sub, ConfigCommand::Check) => return check_json(file, &e.problems, out),
         Err(e) => return Err(load_failed(e)),
     };
     match sub {
         ConfigCommand::Show => show(&loaded, json, out),
-        ConfigCommand::Check => check(&loaded, out),
+        ConfigCommand::Check => check(&loaded, json, out),
     }
 }
 
 /// A configuration that does not load: one stderr line per problem, then exit 1.
 pub fn load_failed(err: ConfigError) -> anyhow::Error {
-    for problem in &err.problems {
+    report(&err.problems)
+}
+
+fn report(problems: &[String]) -> anyhow::Error {
+    for problem in problems {
         eprintln!("config: {problem}");
     }
-    Reported(format!("the configuration has {} problem(s)", err.problems.len())).into()
+    Reported(format!("the configuration has {} problem(s)", problems.len())).into()
 }
 
 fn show(loaded: &Loaded, json: bool, out: &mut dyn Write) -> anyhow::Result<()> {
@@ -34,41 +39,52 @@ fn show(loaded: &Loaded, json: bool, out: &mut dyn Write) -> anyhow::Result<()> 
         let values: serde_json::Map<String, serde_json::Value> = loaded
             .values
             .iter()
-            .map(|(key, (value, source))| {
-                let shown = if is_secret(key) || key.ends_with("targets") {
-                    serde_json::Value::String(display_value(key, value))
-                } else {
-                    serde_json::to_value(value).unwrap_or(serde_json::Value::Null)
-                };
-                (key.clone(), json!({ "value": shown, "source": source }))
-            })
+            .map(|(key, (value, source))| (key.clone(), json!({ "value": json_value(key, value), "source": source })))
             .collect();
         let doc = json!({ "file": loaded.file.as_ref().map(|f| f.display().to_string()), "values": values });
         writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
         return Ok(());
     }
-    match &loaded.file {
-        Some(file) => writeln!(out, "# file: {}", file.display())?,
-        None => writeln!(out, "# no config file; defaults and environment only")?,
+    let layout = Layout::current();
+    if layout.is_terminal() {
+        match &loaded.file {
+            Some(file) => writeln!(out, "# file: {}", file.display())?,
+            None => writeln!(out, "# no config file; defaults and environment only")?,
+        }
     }
-    let mut table = Table::new();
-    table.load_preset(UTF8_FULL_CONDENSED).set_header(["key", "value", "source"]);
+    let mut table = Table::new(["key", "value", "source"]).keep(&["key", "source"]);
     for (key, (value, source)) in &loaded.values {
-        table.add_row([key.clone(), display_value(key, value), source.to_string()]);
+        table.row([key.clone(), display_value(key, value), source.to_string()]);
     }
-    writeln!(out, "{table}")?;
+    write!(out, "{}", table.render(layout))?;
     Ok(())
 }
 
-fn check(loaded: &Loaded, out: &mut dyn Write) -> anyhow::Result<()> {
-    let problems = loaded.config.validate();
+fn check(loaded: &Loaded, json: bool, out: &mut dyn Write) -> anyhow::Result<()> {
+    let problems = loaded.problems();
+    if json {
+        return check_json(loaded.file.as_deref(), &problems, out);
+    }
     if problems.is_empty() {
         let from = loaded.file.as_ref().map_or("defaults and environment".to_string(), |f| f.display().to_string());
         writeln!(out, "config ok ({from})")?;
         return Ok(());
     }
-    for problem in &problems {
-        eprintln!("config: {problem}");
+    Err(report(&problems))
+}
+
+/// `config check --json`: `{"ok": …, "file": …, "problems": […]}` on stdout, exit 1 when
+/// there is a problem.
+fn check_json(file: Option<&Path>, problems: &[String], out: &mut dyn Write) -> anyhow::Result<()> {
+    let doc = json!({
+        "ok": problems.is_empty(),
+        "file": file.map(|f| f.display().to_string()),
+        "problems": problems,
+    });
+    writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(Reported(format!("the configuration has {} problem(s)", problems.len())).into())
     }
-    Err(Reported(format!("the configuration has {} problem(s)", problems.len())).into())
 }

@@ -12,13 +12,13 @@
 use std::io::Write;
 
 use anyhow::Context;
-use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 use serde::Serialize;
 
 use crate::bus::retry::{retry as retry_deliveries, AlertsTopic, Retried, RetryRequest};
 use crate::cli::{DeliveriesCommand, DeliveriesRetryArgs};
-use crate::cmd::time::{format_time, Clock};
-use crate::config::Config;
+use crate::cmd::table::{Layout, Table};
+use crate::cmd::time::{format_time, format_time_ago, Clock};
+use crate::config::{redact, Config};
 use crate::store::deliveries::latest_for_alert;
 use crate::store::{DeliveryRow, Store};
 use crate::wire::alert::format_id;
@@ -70,10 +70,19 @@ pub async fn run(config: &Config, sub: &DeliveriesCommand, json: bool, out: &mut
 
 async fn show(config: &Config, id: u64, json: bool, out: &mut dyn Write) -> anyhow::Result<()> {
     let store = Store::new(&config.clickhouse);
-    let rows = latest_for_alert(&store, id).await.with_context(|| {
+    let mut rows = latest_for_alert(&store, id).await.with_context(|| {
         format!("reading deliveries of alert {} from database `{}`", format_id(id), config.clickhouse.database)
     })?;
+    redact_errors(config, &mut rows);
     write_rows(id, &rows, json, out)
+}
+
+/// Rows written before the notifier redacted its errors may still name a target's URL.
+fn redact_errors(config: &Config, rows: &mut [DeliveryRow]) {
+    let urls: Vec<&str> = config.notifier.targets.iter().map(|t| t.url.as_str()).collect();
+    for row in rows {
+        row.last_error = redact::text(&row.last_error, &urls);
+    }
 }
 
 /// Prints the rows of one alert as a table, or as a JSON array.
@@ -92,7 +101,9 @@ pub fn write_rows(id: u64, rows: &[DeliveryRow], json: bool, out: &mut dyn Write
         )?;
         return Ok(());
     }
-    writeln!(out, "alert {}", format_id(id))?;
+    if Layout::current().is_terminal() {
+        writeln!(out, "alert {}", format_id(id))?;
+    }
     write_table(rows, "last retried", out)
 }
 
@@ -104,23 +115,26 @@ fn write_table(rows: &[DeliveryRow], verb: &str, out: &mut dyn Write) -> anyhow:
     if retried {
         header.push("manual_retries");
     }
-    let mut table = Table::new();
-    table.load_preset(UTF8_FULL_CONDENSED).set_header(header);
+    let layout = Layout::current();
+    let now = Clock::from_env()?.now_ns();
+    // On a terminal, times carry their age; to a pipe they stay plain RFC 3339.
+    let time = |ns: u64| if layout.is_terminal() { format_time_ago(ns, now) } else { format_time(ns) };
+    let mut table = Table::new(header).numeric(&["attempts", "manual_retries"]).keep(&["status"]);
     for s in rows.iter().map(Shown::of) {
         let mut cells = vec![
             s.target.to_string(),
             s.status.to_string(),
             s.attempts.to_string(),
             s.last_error.to_string(),
-            s.created_at.clone(),
-            s.updated_at.clone(),
+            time(s.created_ns),
+            time(s.updated_ns),
         ];
         if retried {
             cells.push(s.manual_retries.to_string());
         }
-        table.add_row(cells);
+        table.row(cells);
     }
-    writeln!(out, "{table}")?;
+    write!(out, "{}", table.render(layout))?;
     for s in rows.iter().filter(|r| r.manual_retries > 0).map(Shown::of) {
         writeln!(out, "{}: {verb} at {} by {}", s.target, s.retried_at, s.retried_by)?;
     }
@@ -153,7 +167,7 @@ async fn retry(config: &Config, args: &DeliveriesRetryArgs, json: bool, out: &mu
     };
     let store = Store::new(&config.clickhouse);
     let topic = AlertsTopic::new(config);
-    let retried = match retry_deliveries(&store, &topic, &request).await {
+    let mut retried = match retry_deliveries(&store, &topic, &request).await {
         Ok(r) => r,
         Err(e) if e.is_refusal() => return Err(e.into()),
         Err(e) => {
@@ -164,6 +178,8 @@ async fn retry(config: &Config, args: &DeliveriesRetryArgs, json: bool, out: &mu
             )))
         }
     };
+    redact_errors(config, &mut retried.retried);
+    redact_errors(config, &mut retried.untouched);
     write_retried(&retried, json, out)
 }
 

@@ -87,7 +87,7 @@ pub async fn run(args: &LoadgenArgs, json: bool, out: &mut dyn Write) -> anyhow:
         "nothing to send: give --traces-per-request or --logs-per-request above 0"
     );
     anyhow::ensure!(
-        args.duration > 0.0 && args.rate >= 0.0 && args.concurrency > 0,
+        !args.duration.is_zero() && args.rate >= 0.0 && args.concurrency > 0,
         "--duration and --concurrency must be above 0, --rate at least 0"
     );
     let client = match args.protocol {
@@ -127,7 +127,7 @@ pub async fn run(args: &LoadgenArgs, json: bool, out: &mut dyn Write) -> anyhow:
     let logs = Arc::new(AtomicU64::new(0));
     let slots = Arc::new(Semaphore::new(args.concurrency));
     let started = Instant::now();
-    let end = started + Duration::from_secs_f64(args.duration);
+    let end = started + args.duration;
     let interval = (args.rate > 0.0).then(|| Duration::from_secs_f64(1.0 / args.rate));
     let mut sent: u64 = 0;
     let mut tasks = tokio::task::JoinSet::new();

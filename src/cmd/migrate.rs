@@ -1,6 +1,7 @@
 //! `tayga migrate`: create or upgrade the ClickHouse schema.
 
 use std::io::Write;
+use std::time::Duration;
 
 use anyhow::Context;
 
@@ -8,17 +9,34 @@ use crate::cli::MigrateArgs;
 use crate::config::Config;
 use crate::store::{migrate, Store};
 
-pub async fn run(config: &Config, args: &MigrateArgs, json: bool, out: &mut dyn Write) -> anyhow::Result<()> {
+pub async fn run(
+    config: &Config,
+    args: &MigrateArgs,
+    timeout: Duration,
+    json: bool,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
     if args.print {
-        for statement in migrate::all_statements() {
+        let statements = migrate::all_statements();
+        if json {
+            writeln!(out, "{}", serde_json::to_string_pretty(&statements)?)?;
+            return Ok(());
+        }
+        for statement in statements {
             writeln!(out, "{statement};\n")?;
         }
         return Ok(());
     }
+    let what = || {
+        format!(
+            "migrating database `{}` at {}",
+            config.clickhouse.database,
+            crate::config::redact::url(&config.clickhouse.url)
+        )
+    };
+    super::reach::clickhouse(&config.clickhouse, timeout).await.with_context(what)?;
     let store = Store::new(&config.clickhouse);
-    let report = migrate::migrate(&store)
-        .await
-        .with_context(|| format!("migrating database `{}` at {}", config.clickhouse.database, config.clickhouse.url))?;
+    let report = migrate::migrate(&store).await.with_context(what)?;
     if json {
         writeln!(out, "{}", serde_json::to_string_pretty(&report)?)?;
         return Ok(());

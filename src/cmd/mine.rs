@@ -7,6 +7,7 @@
 //! at the time. `--online` prints each line as it is mined instead, for endless pipes.
 
 use crate::cli::{MineArgs, MineFormat as Format};
+use crate::cmd::table::{Layout, Table};
 use crate::mine::{Change, FastMap, Miner, MiningConfig};
 use anyhow::{Context, Result};
 use std::fs::File;
@@ -28,6 +29,12 @@ pub fn run(args: &MineArgs, logminer: &crate::config::LogminerConfig, json: bool
     let mut miner = Miner::new(config).context("masking configuration")?;
 
     let (name, size, input): (String, Option<u64>, Box<dyn Read + Send>) = if args.file == "-" {
+        if io::stdin().is_terminal() {
+            // Without a file, a terminal would otherwise wait in silence.
+            eprintln!(
+                "tayga mine: reading log lines from standard input (end with Ctrl-D; `tayga mine FILE` reads a file)"
+            );
+        }
         ("standard input".to_string(), None, Box::new(io::stdin()))
     } else {
         let file = File::open(&args.file).with_context(|| format!("opening {}", args.file))?;
@@ -152,7 +159,7 @@ pub fn run(args: &MineArgs, logminer: &crate::config::LogminerConfig, json: bool
         write_lines(format, &mut out, &per_line, &ids, &texts)
     } else {
         match table.take() {
-            Some(t) => writeln!(out, "{t}"),
+            Some(t) => write!(out, "{}", t.render(Layout::current())),
             None => Ok(()),
         }
     };
@@ -258,10 +265,9 @@ fn ignore_broken_pipe(e: io::Error) -> Result<()> {
     }
 }
 
-fn new_table() -> comfy_table::Table {
-    let mut t = comfy_table::Table::new();
-    t.load_preset(comfy_table::presets::UTF8_FULL_CONDENSED);
-    t
+/// The per-line table (`--format table`), laid out for this process's stdout.
+fn new_table() -> Table {
+    Table::new(["line", "template_id", "template"]).numeric(&["line"])
 }
 
 struct LineRow<'a> {
@@ -271,7 +277,7 @@ struct LineRow<'a> {
 }
 
 impl LineRow<'_> {
-    fn write(&self, format: Format, out: &mut impl Write, table: Option<&mut comfy_table::Table>) -> io::Result<()> {
+    fn write(&self, format: Format, out: &mut impl Write, table: Option<&mut Table>) -> io::Result<()> {
         match format {
             Format::Csv => writeln!(out, "{},{:016x},{}", self.line, self.id, csv_field(self.template)),
             Format::Json => writeln!(
@@ -283,10 +289,7 @@ impl LineRow<'_> {
             ),
             Format::Table => {
                 let table = table.expect("a table for the table format");
-                if table.header().is_none() {
-                    table.set_header(["line", "template_id", "template"]);
-                }
-                table.add_row([self.line.to_string(), format!("{:016x}", self.id), self.template.to_string()]);
+                table.row([self.line.to_string(), format!("{:016x}", self.id), self.template.to_string()]);
                 Ok(())
             }
         }
@@ -324,7 +327,7 @@ fn write_lines(
         }
     }
     if let Some(t) = table {
-        writeln!(out, "{t}")?;
+        write!(out, "{}", t.render(Layout::current()))?;
     }
     Ok(())
 }
@@ -356,12 +359,11 @@ fn write_templates(
             }
         }
         Format::Table => {
-            let mut t = new_table();
-            t.set_header(["template_id", "count", "template"]);
+            let mut t = Table::new(["template_id", "count", "template"]).numeric(&["count"]);
             for &i in order {
-                t.add_row([format!("{:016x}", ids[i]), counts[i].to_string(), texts[i].clone()]);
+                t.row([format!("{:016x}", ids[i]), counts[i].to_string(), texts[i].clone()]);
             }
-            writeln!(out, "{t}")?;
+            write!(out, "{}", t.render(Layout::current()))?;
         }
     }
     Ok(())

@@ -5,13 +5,16 @@
 pub mod alerts;
 pub mod config;
 pub mod deliveries;
+pub mod fail;
 pub mod generate;
 pub mod loadgen;
 pub mod migrate;
 pub mod mine;
+pub mod reach;
 pub mod remine;
 pub mod scale;
 pub mod serve;
+pub mod table;
 pub mod time;
 pub mod topics;
 
@@ -25,18 +28,34 @@ use crate::config::Loaded;
 #[error("{0}")]
 pub struct Reported(pub String);
 
+/// Whether a command prints data (and so takes `--json`). The others refuse `--json` as a
+/// usage error instead of ignoring it.
+pub fn prints_data(command: &Command) -> bool {
+    !matches!(command, Command::Serve(_) | Command::Completions(_) | Command::Man(_) | Command::Generate(_))
+}
+
 /// Runs one parsed command line.
 pub async fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<()> {
+    table::set_wide(cli.wide);
     let load = || Loaded::load(cli.config.as_deref()).map_err(config::load_failed);
+    let timeout = cli.timeout;
     match &cli.command {
         Command::Config(sub) => config::run(sub, cli.config.as_deref(), cli.json, out),
-        Command::Migrate(args) => migrate::run(&load()?.config, args, cli.json, out).await,
-        Command::Topics(sub) => topics::run(&load()?.config, sub, cli.json, out).await,
+        Command::Migrate(args) => migrate::run(&load()?.config, args, timeout, cli.json, out).await,
+        Command::Topics(sub) => topics::run(&load()?.config, sub, timeout, cli.json, out).await,
         Command::Serve(args) => serve::run(load()?, args.service).await,
-        Command::Deliveries(sub) => deliveries::run(&load()?.config, sub, cli.json, out).await,
-        Command::Remine(args) => remine::run(&load()?.config, args, cli.json, out).await,
-        Command::Alerts(sub) => alerts::run(&load()?.config, sub, cli.json, out).await,
-        Command::Scale(sub) => scale::run(&load()?.config, sub, cli.json, out).await,
+        Command::Deliveries(sub) => {
+            let config = load()?.config;
+            reach::clickhouse(&config.clickhouse, timeout).await?;
+            deliveries::run(&config, sub, cli.json, out).await
+        }
+        Command::Remine(args) => {
+            let config = load()?.config;
+            reach::clickhouse(&config.clickhouse, timeout).await?;
+            remine::run(&config, args, cli.json, out).await
+        }
+        Command::Alerts(sub) => alerts::run(&load()?.config, sub, timeout, cli.json, out).await,
+        Command::Scale(sub) => scale::run(&load()?.config, sub, timeout, cli.json, out).await,
         Command::Loadgen(args) => loadgen::run(args, cli.json, out).await,
         Command::Mine(args) => mine::run(args, &load()?.config.logminer, cli.json),
         Command::Completions(args) => generate::completions(args.shell, out),

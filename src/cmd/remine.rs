@@ -15,8 +15,8 @@ use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
+use crate::cmd::table::{thousands, Layout, Table};
 use anyhow::Context;
-use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 use serde::Serialize;
 
 use crate::cli::RemineArgs;
@@ -300,17 +300,11 @@ fn write_outcome(o: &Outcome, json: bool, out: &mut dyn Write) -> anyhow::Result
     writeln!(out, "epoch start: {}", format_time(p.epoch_start_ns))?;
     if o.dry_run {
         if !p.services.is_empty() {
-            let mut table = Table::new();
-            table.load_preset(UTF8_FULL_CONDENSED).set_header(["service", "logs", "oldest", "newest"]);
+            let mut table = Table::new(["service", "logs", "oldest", "newest"]).numeric(&["logs"]);
             for s in &p.services {
-                table.add_row([
-                    s.service.clone(),
-                    s.logs.to_string(),
-                    format_time(s.oldest_ns),
-                    format_time(s.newest_ns),
-                ]);
+                table.row([s.service.clone(), thousands(s.logs), format_time(s.oldest_ns), format_time(s.newest_ns)]);
             }
-            writeln!(out, "{table}")?;
+            write!(out, "{}", table.render(Layout::current()))?;
         }
         writeln!(
             out,

@@ -13,11 +13,12 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use anyhow::Context;
 use serde::Serialize;
 
-use crate::bus::topics::partition_counts;
+use crate::bus::topics::partition_counts_within;
 use crate::cli::{ScaleCommand, ScaleLogminerArgs};
 use crate::config::{Config, MAX_LOGMINER_REPLICAS};
 use crate::store::logminer::{watermark_key, write_state, State};
@@ -81,18 +82,36 @@ struct Plan {
     ran: bool,
 }
 
-pub async fn run(config: &Config, sub: &ScaleCommand, json: bool, out: &mut dyn Write) -> anyhow::Result<()> {
+pub async fn run(
+    config: &Config,
+    sub: &ScaleCommand,
+    timeout: Duration,
+    json: bool,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
     let ScaleCommand::Logminer(args) = sub;
-    logminer(config, args, json, out).await
+    logminer(config, args, timeout, json, out).await
 }
 
-async fn logminer(config: &Config, args: &ScaleLogminerArgs, json: bool, out: &mut dyn Write) -> anyhow::Result<()> {
+async fn logminer(
+    config: &Config,
+    args: &ScaleLogminerArgs,
+    timeout: Duration,
+    json: bool,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
     let n = args.replicas;
+    // clap refuses 0 and more than the maximum as usage errors; this keeps the rule whole
+    // for any other caller.
     if n == 0 {
         return Err(ScaleError::Zero.into());
     }
+    if n > MAX_LOGMINER_REPLICAS {
+        return Err(ScaleError::BeyondMax { replicas: n }.into());
+    }
     let topic = config.names().logs;
-    let counts = partition_counts(&config.kafka, Some(&topic))
+    super::reach::broker(&config.kafka, timeout).await?;
+    let counts = partition_counts_within(&config.kafka, Some(&topic), timeout)
         .await
         .with_context(|| format!("reading the partitions of {topic} from {}", config.kafka.brokers))?;
     let partitions = *counts
@@ -100,6 +119,7 @@ async fn logminer(config: &Config, args: &ScaleLogminerArgs, json: bool, out: &m
         .with_context(|| format!("topic {topic} does not exist; create it with `tayga topics create`"))?;
     check_replicas(n, &topic, partitions)?;
 
+    super::reach::clickhouse(&config.clickhouse, timeout).await?;
     let store = Store::new(&config.clickhouse);
     let state = State::load(&store)
         .await

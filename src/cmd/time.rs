@@ -64,6 +64,16 @@ pub fn format_time(ns: u64) -> String {
     format!("{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{millis:03}Z", rem / 3600, rem % 3600 / 60, rem % 60)
 }
 
+/// A time for a table on a terminal: how long ago it was, then RFC 3339 to the second,
+/// `3m 5s ago (2026-11-29T10:00:00Z)`. The age comes first so a cut column keeps it.
+pub fn format_time_ago(ns: u64, now_ns: u64) -> String {
+    let time = format_time(ns - ns % 1_000_000_000).replace(".000Z", "Z");
+    if ns > now_ns {
+        return format!("in {} ({time})", format_age(Duration::from_nanos(ns - now_ns)));
+    }
+    format!("{} ago ({time})", format_age(Duration::from_nanos(now_ns - ns)))
+}
+
 /// Howard Hinnant's days-to-civil algorithm (proleptic Gregorian).
 fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let z = z + 719_468;
@@ -99,6 +109,13 @@ mod tests {
         assert_eq!(format_time(1_445_412_480_123_456_789), "2015-10-21T07:28:00.123Z");
         assert_eq!(format_time(951_782_400_000_000_000), "2000-02-29T00:00:00.000Z");
         assert_eq!(format_time(4_102_444_799_000_000_000), "2099-12-31T23:59:59.000Z");
+    }
+
+    #[test]
+    fn times_in_tables_carry_their_age() {
+        let now = 1_445_412_480_123_456_789;
+        assert_eq!(format_time_ago(now - 125_000_000_000, now), "2m 5s ago (2015-10-21T07:25:55Z)");
+        assert_eq!(format_time_ago(now + 1_000_000_000, now), "in 1s (2015-10-21T07:28:01Z)");
     }
 
     #[test]

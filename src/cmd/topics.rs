@@ -1,19 +1,28 @@
 //! `tayga topics create` and `tayga topics list`.
 
 use std::io::Write;
+use std::time::Duration;
 
 use anyhow::Context;
-use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 
-use crate::bus::topics::{describe_topics, ensure_topics, TopicOutcome};
+use super::reach;
+use super::table::{thousands, Layout, Table};
+use crate::bus::topics::{describe_topics_within, ensure_topics_within, TopicOutcome};
 use crate::cli::TopicsCommand;
 use crate::config::Config;
 
-pub async fn run(config: &Config, sub: &TopicsCommand, json: bool, out: &mut dyn Write) -> anyhow::Result<()> {
+pub async fn run(
+    config: &Config,
+    sub: &TopicsCommand,
+    timeout: Duration,
+    json: bool,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
     let names = config.names();
+    reach::broker(&config.kafka, timeout).await?;
     match sub {
         TopicsCommand::Create => {
-            let outcomes = ensure_topics(&config.kafka, &names)
+            let outcomes = ensure_topics_within(&config.kafka, &names, timeout)
                 .await
                 .with_context(|| format!("creating topics on {}", config.kafka.brokers))?;
             if json {
@@ -41,46 +50,43 @@ pub async fn run(config: &Config, sub: &TopicsCommand, json: bool, out: &mut dyn
             Ok(())
         }
         TopicsCommand::List => {
-            let status = describe_topics(&config.kafka, &names)
+            let status = describe_topics_within(&config.kafka, &names, timeout)
                 .await
                 .with_context(|| format!("reading topics from {}", config.kafka.brokers))?;
             if json {
                 writeln!(out, "{}", serde_json::to_string_pretty(&status)?)?;
                 return Ok(());
             }
-            let mut table = Table::new();
-            table.load_preset(UTF8_FULL_CONDENSED).set_header([
-                "topic",
+            let mut table = Table::new(["topic", "partitions", "records", "group", "committed", "lag"]).numeric(&[
                 "partitions",
                 "records",
-                "group",
                 "committed",
                 "lag",
             ]);
             for topic in &status {
                 let partitions = topic.partitions.map_or("missing".to_string(), |p| p.to_string());
                 if topic.groups.is_empty() {
-                    table.add_row([
+                    table.row([
                         topic.topic.clone(),
                         partitions.clone(),
-                        topic.records.to_string(),
+                        thousands(topic.records),
                         "-".into(),
                         "-".into(),
                         "-".into(),
                     ]);
                 }
                 for group in &topic.groups {
-                    table.add_row([
+                    table.row([
                         topic.topic.clone(),
                         partitions.clone(),
-                        topic.records.to_string(),
+                        thousands(topic.records),
                         group.group.clone(),
-                        group.committed.map_or("none".to_string(), |c| c.to_string()),
-                        group.lag.to_string(),
+                        group.committed.map_or("none".to_string(), thousands),
+                        thousands(group.lag),
                     ]);
                 }
             }
-            writeln!(out, "{table}")?;
+            write!(out, "{}", table.render(Layout::current()))?;
             Ok(())
         }
     }

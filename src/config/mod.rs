@@ -7,6 +7,7 @@
 //! reported by its dotted path, every problem at once, instead of one serde error at a time.
 
 mod names;
+pub mod redact;
 mod sections;
 
 use std::collections::BTreeMap;
@@ -25,6 +26,25 @@ const ENV_ALIASES: &[(&str, &str)] = &[("LOGMINER_REPLICAS", "logminer.replicas"
 
 /// The file read when `--config` is not given, if it exists.
 pub const DEFAULT_CONFIG_FILE: &str = "tayga.toml";
+
+/// `TAYGA_*` variables that are not configuration keys: the binary's own (`--config`,
+/// logging, `--timeout`, forced terminal output, the commands' test clock) and the local
+/// services script's. Any other `TAYGA_*` name is a misspelt key and an error.
+pub const OTHER_VARIABLES: &[&str] = &[
+    "TAYGA_CONFIG",
+    "TAYGA_LOG",
+    "TAYGA_TIMEOUT",
+    "TAYGA_FORCE_TTY",
+    "TAYGA_NOW_NS",
+    "TAYGA_HOME",
+    "TAYGA_CH_HTTP_PORT",
+    "TAYGA_CH_TCP_PORT",
+    "TAYGA_BROKER_PORT",
+];
+
+/// Prefixes of variables the test suite and CI read, and the build's own (`build.rs`; cargo
+/// sets them for test runs too): never configuration.
+const OTHER_VARIABLE_PREFIXES: &[&str] = &["TAYGA_TEST_", "TAYGA_BUILD_"];
 
 /// Where a value in the effective configuration came from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -66,6 +86,8 @@ pub struct Loaded {
     pub file: Option<PathBuf>,
     /// Dotted key → (value, source), for every leaf of the effective configuration.
     pub values: BTreeMap<String, (Value, Source)>,
+    /// Dotted key → the variable that set it, for values whose source is the environment.
+    pub env_vars: BTreeMap<String, String>,
 }
 
 impl Loaded {
@@ -80,11 +102,12 @@ impl Loaded {
         let text = match &file {
             Some(path) => Some(
                 std::fs::read_to_string(path)
-                    .map_err(|e| ConfigError::one(format!("cannot read config file {}: {e}", path.display())))?,
+                    .map_err(|e| ConfigError::one(format!("{}: cannot read the config file: {e}", path.display())))?,
             ),
             None => None,
         };
-        let mut loaded = Self::from_parts(text.as_deref(), &env)?;
+        let label = file.as_ref().map(|f| f.display().to_string());
+        let mut loaded = Self::build(label.as_deref().zip(text.as_deref()), &env)?;
         loaded.file = file;
         Ok(loaded)
     }
@@ -92,60 +115,136 @@ impl Loaded {
     /// Builds the configuration from a file's text (if any) and an environment. Pure, so
     /// tests need not touch the process environment.
     pub fn from_parts(file_text: Option<&str>, env: &BTreeMap<String, String>) -> Result<Loaded, ConfigError> {
+        Self::build(file_text.map(|t| ("tayga.toml", t)), env)
+    }
+
+    /// `file` is (the name problems are reported under, its text). Every problem is
+    /// collected, each on its own line naming the file or variable it comes from: the wrong
+    /// value is left at its default so the rest can still be checked, and the semantic
+    /// checks ([`Config::validate`]) run too whenever the configuration still deserialises.
+    fn build(file: Option<(&str, &str)>, env: &BTreeMap<String, String>) -> Result<Loaded, ConfigError> {
         let defaults = Value::try_from(Config::default()).expect("the default configuration serialises to TOML");
         let mut merged = defaults.clone();
         let mut sources = BTreeMap::new();
+        let mut env_vars = BTreeMap::new();
         let mut problems = Vec::new();
         collect_leaves(&defaults, "", &mut |path, _| {
             sources.insert(path.to_string(), Source::Default);
         });
 
-        if let Some(text) = file_text {
-            let file: Value = text
-                .parse::<toml::Table>()
-                .map(Value::Table)
-                .map_err(|e| ConfigError::one(format!("config file is not valid TOML: {e}")))?;
-            collect_leaves(
-                &file,
-                "",
-                &mut |path, value| match set_checked(&mut merged, &defaults, path, value.clone()) {
+        if let Some((label, text)) = file {
+            match text.parse::<toml::Table>() {
+                Ok(table) => collect_leaves(&Value::Table(table), "", &mut |path, value| match set_checked(
+                    &mut merged,
+                    &defaults,
+                    path,
+                    value.clone(),
+                ) {
                     Ok(()) => {
                         sources.insert(path.to_string(), Source::File);
                     }
-                    Err(problem) => problems.push(problem),
-                },
-            );
-        }
-
-        for (path, env_name) in env_names(&defaults) {
-            let raw = env.get(&env_name).or_else(|| {
-                ENV_ALIASES.iter().find(|(_, target)| *target == path).and_then(|(alias, _)| env.get(*alias))
-            });
-            let Some(raw) = raw else { continue };
-            let default = lookup(&defaults, &path).expect("env names come from the defaults");
-            match parse_env_value(raw, default) {
-                Ok(value) => match set_checked(&mut merged, &defaults, &path, value) {
-                    Ok(()) => {
-                        sources.insert(path.clone(), Source::Env);
-                    }
-                    Err(problem) => problems.push(format!("{problem} (from ${env_name})")),
-                },
-                Err(why) => problems.push(format!("${env_name}: {why}")),
+                    Err(problem) => problems.push(format!("{label}: {problem}")),
+                }),
+                Err(e) => problems.push(format!("{label}: {}", toml_error_line(text, &e))),
             }
         }
 
-        if !problems.is_empty() {
-            return Err(ConfigError { problems });
+        let names = env_names(&defaults);
+        for (path, env_name) in &names {
+            let alias = ENV_ALIASES.iter().find(|(_, target)| target == path).map(|(alias, _)| *alias);
+            let (var, raw) = match (env.get(env_name), alias.and_then(|a| env.get(a).map(|v| (a, v)))) {
+                (Some(raw), _) => (env_name.as_str(), raw),
+                (None, Some((alias, raw))) => (alias, raw),
+                (None, None) => continue,
+            };
+            let default = lookup(&defaults, path).expect("env names come from the defaults");
+            match parse_env_value(raw, default) {
+                Ok(value) => match set_checked(&mut merged, &defaults, path, value) {
+                    Ok(()) => {
+                        sources.insert(path.clone(), Source::Env);
+                        env_vars.insert(path.clone(), var.to_string());
+                    }
+                    Err(problem) => problems.push(format!("${var}: {problem}")),
+                },
+                Err(why) => problems.push(format!("${var}: {why}")),
+            }
         }
-        let config: Config = serde_path_to_error::deserialize(merged.clone())
-            .map_err(|e| ConfigError::one(format!("{}: {}", e.path(), e.inner())))?;
+        let known: Vec<&str> = names.iter().map(|(_, n)| n.as_str()).collect();
+        for var in env.keys().filter(|k| k.starts_with("TAYGA_")) {
+            if known.contains(&var.as_str())
+                || OTHER_VARIABLES.contains(&var.as_str())
+                || OTHER_VARIABLE_PREFIXES.iter().any(|p| var.starts_with(p))
+            {
+                continue;
+            }
+            let hint = nearest(var, known.iter().chain(OTHER_VARIABLES).copied())
+                .map_or(String::new(), |n| format!("; did you mean ${n}?"));
+            problems.push(format!("${var}: not a Tayga variable{hint}"));
+        }
 
+        let config = match serde_path_to_error::deserialize::<_, Config>(merged.clone()) {
+            Ok(config) => config,
+            Err(e) => {
+                let path = e.path().to_string();
+                let leaf = path.split('[').next().unwrap_or(&path);
+                let problem = format!("{path}: {}", e.inner());
+                problems.push(match (sources.get(leaf), env_vars.get(leaf), file) {
+                    (Some(Source::Env), Some(var), _) => format!("${var}: {problem}"),
+                    (_, _, Some((label, _))) => format!("{label}: {problem}"),
+                    _ => problem,
+                });
+                return Err(ConfigError { problems });
+            }
+        };
+        let mut config = config;
+        if config.clickhouse.password.is_empty() && !config.clickhouse.password_file.is_empty() {
+            let path = &config.clickhouse.password_file;
+            match std::fs::read_to_string(path) {
+                Ok(text) => config.clickhouse.password = text.trim_end_matches(['\n', '\r']).to_string(),
+                Err(e) => {
+                    let from = match env_vars.get("clickhouse.password_file") {
+                        Some(var) => format!("${var}"),
+                        None => file.map_or("clickhouse.password_file".to_string(), |(label, _)| label.to_string()),
+                    };
+                    problems.push(format!("{from}: cannot read the ClickHouse password file {path}: {e}"));
+                }
+            }
+        }
         let mut values = BTreeMap::new();
         collect_leaves(&merged, "", &mut |path, value| {
             let source = sources.get(path).cloned().unwrap_or(Source::File);
             values.insert(path.to_string(), (value.clone(), source));
         });
-        Ok(Loaded { config, file: None, values })
+        let loaded = Loaded { config, file: None, values, env_vars };
+        if !problems.is_empty() {
+            let label = file.map(|(label, _)| label);
+            problems.extend(loaded.problems_in(label));
+            return Err(ConfigError { problems });
+        }
+        Ok(loaded)
+    }
+
+    /// The semantic problems of the loaded configuration ([`Config::validate`]), each line
+    /// naming the variable or the file its value came from.
+    pub fn problems(&self) -> Vec<String> {
+        let label = self.file.as_ref().map(|f| f.display().to_string());
+        self.problems_in(label.as_deref())
+    }
+
+    fn problems_in(&self, file: Option<&str>) -> Vec<String> {
+        self.config
+            .problems()
+            .into_iter()
+            .map(|p| {
+                // A problem of `notifier.targets[0].url` is a problem of the `notifier.targets` leaf.
+                let leaf = p.key.split('[').next().unwrap_or(&p.key);
+                match (self.source_of(leaf), self.env_vars.get(leaf), file) {
+                    (Some(Source::Env), Some(var), _) => format!("${var}: {}", p.message),
+                    (Some(Source::File), _, Some(file)) => format!("{file}: {}", p.message),
+                    _ => p.message,
+                }
+            })
+            .collect()
     }
 
     /// Where the value at `path` came from.
@@ -252,24 +351,81 @@ fn parse_env_value(raw: &str, default: &Value) -> Result<Value, String> {
     }
 }
 
-/// A value as one line of TOML, for display.
-pub fn display_value(path: &str, value: &Value) -> String {
-    if is_secret(path) && !matches!(value, Value::String(s) if s.is_empty()) {
-        return "<redacted>".to_string();
+/// A TOML syntax error as one line: where, then what (toml's own text spans several lines).
+fn toml_error_line(text: &str, e: &toml::de::Error) -> String {
+    let what = e.message().trim().replace('\n', " ");
+    match e.span() {
+        Some(span) => {
+            let before = &text[..span.start.min(text.len())];
+            let line = before.matches('\n').count() + 1;
+            let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+            format!("not valid TOML at line {line}, column {column}: {what}")
+        }
+        None => format!("not valid TOML: {what}"),
     }
+}
+
+/// The known name closest to a misspelt one, if one is close enough to be what was meant.
+fn nearest<'a>(name: &str, known: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    known
+        .map(|k| (strsim::levenshtein(name, k), k))
+        .filter(|(d, _)| *d <= 3.max(name.len() / 5))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, k)| k)
+}
+
+/// Keys whose values are URLs shown through [`redact::url`].
+fn is_url(path: &str) -> bool {
+    path.ends_with("url")
+}
+
+/// A value as one line of TOML, for display: secrets hidden, URLs redacted, targets as
+/// `name=url` with the url's path hidden.
+pub fn display_value(path: &str, value: &Value) -> String {
     match value {
+        Value::String(s) if s.is_empty() => "\"\"".to_string(),
+        _ if is_secret(path) => redact::HIDDEN.to_string(),
+        Value::String(s) if is_url(path) => Value::String(redact::url(s)).to_string(),
         Value::Array(items) if path.ends_with("targets") => {
-            // Targets carry headers (tokens): show names and urls only.
             let shown: Vec<String> = items
                 .iter()
                 .map(|t| {
                     let get = |k: &str| t.get(k).and_then(Value::as_str).unwrap_or("").to_string();
-                    format!("{}={}", get("name"), get("url"))
+                    format!("{}={}", get("name"), redact::target_url(&get("url")))
                 })
                 .collect();
             format!("[{}]", shown.join(", "))
         }
         other => other.to_string(),
+    }
+}
+
+/// A value as typed JSON (`config show --json`): numbers stay numbers, arrays arrays, with the
+/// same redaction as [`display_value`]: secrets, URLs and every target header value.
+pub fn json_value(path: &str, value: &Value) -> serde_json::Value {
+    use serde_json::Value as J;
+    match value {
+        Value::String(s) if s.is_empty() => J::String(String::new()),
+        _ if is_secret(path) => J::String(redact::HIDDEN.to_string()),
+        Value::String(s) if is_url(path) => J::String(redact::url(s)),
+        Value::Array(items) if path.ends_with("targets") => J::Array(
+            items
+                .iter()
+                .map(|t| {
+                    let mut t = serde_json::to_value(t).unwrap_or(J::Null);
+                    if let Some(obj) = t.as_object_mut() {
+                        if let Some(J::String(u)) = obj.get_mut("url") {
+                            *u = redact::target_url(u);
+                        }
+                        if let Some(J::Object(headers)) = obj.get_mut("headers") {
+                            headers.values_mut().for_each(|v| *v = J::String(redact::HIDDEN.to_string()));
+                        }
+                    }
+                    t
+                })
+                .collect(),
+        ),
+        other => serde_json::to_value(other).unwrap_or(J::Null),
     }
 }
 
@@ -317,7 +473,7 @@ mod tests {
     fn every_unknown_key_is_named() {
         let file = "[kafka]\nbrokerz = \"x\"\n[nope]\na = 1\n";
         let err = Loaded::from_parts(Some(file), &env(&[])).unwrap_err();
-        assert_eq!(err.problems, vec!["unknown key `kafka.brokerz`", "unknown key `nope.a`"]);
+        assert_eq!(err.problems, vec!["tayga.toml: unknown key `kafka.brokerz`", "tayga.toml: unknown key `nope.a`"]);
     }
 
     #[test]
@@ -330,7 +486,7 @@ mod tests {
         assert_eq!(
             err.problems,
             vec![
-                "`kafka.partitions` must be an integer, found a string",
+                "tayga.toml: `kafka.partitions` must be an integer, found a string",
                 "$TAYGA_NOTIFIER_MAX_ATTEMPTS: `many` is not an integer",
             ]
         );
@@ -339,7 +495,10 @@ mod tests {
     #[test]
     fn enum_values_are_checked_by_serde_with_their_path() {
         let err = Loaded::from_parts(None, &env(&[("TAYGA_INGEST_PIPELINE", "carrier-pigeon")])).unwrap_err();
-        assert!(err.problems[0].starts_with("ingest.pipeline: unknown variant `carrier-pigeon`"), "{err}");
+        assert!(
+            err.problems[0].starts_with("$TAYGA_INGEST_PIPELINE: ingest.pipeline: unknown variant `carrier-pigeon`"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -363,12 +522,70 @@ mod tests {
         let file = "[[notifier.targets]]\nname = \"ops\"\nurl = \"http://x/\"\nretries = 3\n";
         let err = Loaded::from_parts(Some(file), &env(&[])).unwrap_err();
         assert!(err.problems[0].contains("unknown field `retries`"), "{err}");
-        assert!(err.problems[0].starts_with("notifier.targets[0]"), "{err}");
+        assert!(err.problems[0].starts_with("tayga.toml: notifier.targets[0]"), "{err}");
     }
 
     #[test]
     fn secrets_are_redacted() {
         assert_eq!(display_value("clickhouse.password", &Value::String("pw".into())), "<redacted>");
         assert_eq!(display_value("clickhouse.password", &Value::String(String::new())), "\"\"");
+        assert_eq!(
+            display_value("clickhouse.url", &Value::String("http://u:pw@h:8123".into())),
+            "\"http://<redacted>@h:8123\""
+        );
+        assert_eq!(json_value("clickhouse.password", &Value::String(String::new())), serde_json::json!(""));
+    }
+
+    #[test]
+    fn a_misspelt_variable_is_an_error_that_suggests_the_key() {
+        let err = Loaded::from_parts(
+            None,
+            &env(&[("TAYGA_KAFKA_BROKER", "x:1"), ("TAYGA_CLICKHOUSE_PASWORD", "p"), ("TAYGA_LOG", "debug")]),
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.problems,
+            vec![
+                "$TAYGA_CLICKHOUSE_PASWORD: not a Tayga variable; did you mean $TAYGA_CLICKHOUSE_PASSWORD?",
+                "$TAYGA_KAFKA_BROKER: not a Tayga variable; did you mean $TAYGA_KAFKA_BROKERS?",
+            ]
+        );
+    }
+
+    #[test]
+    fn the_password_can_come_from_a_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("pw");
+        std::fs::write(&path, "s3cret\n").unwrap();
+        let loaded =
+            Loaded::from_parts(None, &env(&[("TAYGA_CLICKHOUSE_PASSWORD_FILE", path.to_str().unwrap())])).unwrap();
+        assert_eq!(loaded.config.clickhouse.password, "s3cret");
+        let err = Loaded::from_parts(None, &env(&[("TAYGA_CLICKHOUSE_PASSWORD_FILE", "/nonexistent/pw")])).unwrap_err();
+        assert!(err.problems[0].starts_with("$TAYGA_CLICKHOUSE_PASSWORD_FILE: cannot read"), "{err}");
+    }
+
+    #[test]
+    fn an_alias_is_reported_under_its_own_name() {
+        let err = Loaded::from_parts(None, &env(&[("LOGMINER_REPLICAS", "abc")])).unwrap_err();
+        assert_eq!(err.problems, vec!["$LOGMINER_REPLICAS: `abc` is not an integer"]);
+    }
+
+    #[test]
+    fn every_problem_is_reported_at_once_each_naming_its_source() {
+        let file = "[kafka]\nbrokerz = 1\n[logminer.drain]\nsim_th = 7.5\ndepth = 0\n";
+        let err = Loaded::from_parts(Some(file), &env(&[("TAYGA_KAFKA_PARTITIONS", "0")])).unwrap_err();
+        assert_eq!(err.problems.len(), 4, "{err}");
+        assert_eq!(err.problems[0], "tayga.toml: unknown key `kafka.brokerz`");
+        assert!(err.problems.iter().any(|p| p.starts_with("$TAYGA_KAFKA_PARTITIONS: kafka.partitions")), "{err}");
+        assert!(err.problems.iter().any(|p| p.starts_with("tayga.toml: logminer.drain.sim_th")), "{err}");
+        assert!(err.problems.iter().any(|p| p.starts_with("tayga.toml: logminer.drain.depth")), "{err}");
+    }
+
+    #[test]
+    fn a_toml_error_is_one_line_naming_the_file() {
+        let err = Loaded::from_parts(Some("[kafka]\nbrokers = \n"), &env(&[])).unwrap_err();
+        assert_eq!(err.problems.len(), 1);
+        assert!(err.problems[0].starts_with("tayga.toml: not valid TOML at line 2, column"), "{err}");
+        assert!(!err.problems[0].contains('\n'), "{err}");
     }
 }

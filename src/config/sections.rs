@@ -54,6 +54,9 @@ pub struct ClickHouseConfig {
     pub database: String,
     pub user: String,
     pub password: String,
+    /// A file holding the password (a Compose or Kubernetes secret); read at load time when
+    /// `password` is empty. Its trailing newline is not part of the password.
+    pub password_file: String,
 }
 
 impl Default for ClickHouseConfig {
@@ -63,6 +66,7 @@ impl Default for ClickHouseConfig {
             database: "tayga".into(),
             user: "default".into(),
             password: String::new(),
+            password_file: String::new(),
         }
     }
 }
@@ -347,13 +351,28 @@ impl Default for ApiConfig {
 /// Alert kinds (DESIGN.md §7); `notifier.targets[].kinds` may name only these.
 pub const ALERT_KINDS: &[&str] = &["new_template", "spike", "silence"];
 
+/// One semantic problem of a configuration: the key it is about and what is wrong, in a
+/// sentence that names the key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    pub key: String,
+    pub message: String,
+}
+
 impl Config {
     /// Problems a well-typed configuration can still have, one line each.
     pub fn validate(&self) -> Vec<String> {
+        self.problems().into_iter().map(|p| p.message).collect()
+    }
+
+    /// [`Config::validate`]'s problems with the key each is about.
+    pub fn problems(&self) -> Vec<Problem> {
         let mut problems = Vec::new();
-        let mut check = |ok: bool, problem: String| {
+        let mut check = |ok: bool, message: String| {
             if !ok {
-                problems.push(problem);
+                // Every message starts with its key (`kafka.partitions must …`).
+                let key = message.split([' ', ':']).next().unwrap_or_default().to_string();
+                problems.push(Problem { key, message });
             }
         };
         check(!self.kafka.brokers.trim().is_empty(), "kafka.brokers is empty".into());
@@ -361,16 +380,22 @@ impl Config {
         check(self.kafka.replication_factor >= 1, "kafka.replication_factor must be at least 1".into());
         check(
             is_identifier(&self.kafka.topic_prefix.replace(['.', '-'], "_")),
-            format!("kafka.topic_prefix `{}` may hold only letters, digits, `.`, `_` and `-`", self.kafka.topic_prefix),
+            format!(
+                "kafka.topic_prefix: `{}` may hold only letters, digits, `.`, `_` and `-`",
+                self.kafka.topic_prefix
+            ),
         );
         check(
             self.clickhouse.url.starts_with("http://") || self.clickhouse.url.starts_with("https://"),
-            format!("clickhouse.url `{}` must start with http:// or https://", self.clickhouse.url),
+            format!(
+                "clickhouse.url: `{}` must start with http:// or https://",
+                super::redact::url(&self.clickhouse.url)
+            ),
         );
         check(
             is_identifier(&self.clickhouse.database),
             format!(
-                "clickhouse.database `{}` must be a plain identifier (letters, digits, _)",
+                "clickhouse.database: `{}` must be a plain identifier (letters, digits, _)",
                 self.clickhouse.database
             ),
         );
@@ -383,7 +408,7 @@ impl Config {
             ("notifier.metrics_addr", &self.notifier.metrics_addr),
             ("api.listen_addr", &self.api.listen_addr),
         ] {
-            check(addr.parse::<SocketAddr>().is_ok(), format!("{key} `{addr}` is not an ip:port address"));
+            check(addr.parse::<SocketAddr>().is_ok(), format!("{key}: `{addr}` is not an ip:port address"));
         }
         check(
             self.ingest.max_record_bytes >= 1024 && self.ingest.max_record_bytes <= 900_000,
@@ -417,10 +442,10 @@ impl Config {
         for (i, target) in self.notifier.targets.iter().enumerate() {
             let at = format!("notifier.targets[{i}]");
             check(!target.name.trim().is_empty(), format!("{at}.name is empty"));
-            check(names.insert(target.name.clone()), format!("{at}.name `{}` is used twice", target.name));
+            check(names.insert(target.name.clone()), format!("{at}.name: `{}` is used twice", target.name));
             check(
                 reqwest::Url::parse(&target.url).is_ok_and(|u| matches!(u.scheme(), "http" | "https")),
-                format!("{at}.url `{}` is not an http(s) URL", target.url),
+                format!("{at}.url: `{}` is not an http(s) URL", super::redact::target_url(&target.url)),
             );
             for kind in &target.kinds {
                 check(
@@ -429,6 +454,32 @@ impl Config {
                 );
             }
         }
+        let d = &self.logminer.drain;
+        check(
+            d.sim_th > 0.0 && d.sim_th <= 1.0,
+            format!("logminer.drain.sim_th must be above 0 and at most 1, is {}", d.sim_th),
+        );
+        check(d.depth >= 3, format!("logminer.drain.depth must be at least 3, is {}", d.depth));
+        check(d.max_children >= 1, format!("logminer.drain.max_children must be at least 1, is {}", d.max_children));
+        check(d.max_clusters >= 1, format!("logminer.drain.max_clusters must be at least 1, is {}", d.max_clusters));
+        check(
+            (1..=2).contains(&d.merge_positions),
+            format!("logminer.drain.merge_positions must be 1 or 2, is {}", d.merge_positions),
+        );
+        check(
+            d.merge_ratio > 0.0 && d.merge_ratio <= 1.0,
+            format!("logminer.drain.merge_ratio must be above 0 and at most 1, is {}", d.merge_ratio),
+        );
+        check(self.logminer.spike_min_count >= 1, "logminer.spike_min_count must be at least 1".into());
+        check(self.logminer.spike_baseline_min >= 1, "logminer.spike_baseline_min must be at least 1".into());
+        check(self.logminer.silence_after_min >= 1, "logminer.silence_after_min must be at least 1".into());
+        check(self.logminer.republish_max_per_pass >= 1, "logminer.republish_max_per_pass must be at least 1".into());
+        check(self.logminer.heartbeat_fresh_secs >= 1, "logminer.heartbeat_fresh_secs must be at least 1".into());
+        check(self.writer.batch_max_wait_ms >= 1, "writer.batch_max_wait_ms must be at least 1".into());
+        check(self.assembler.max_spans_per_trace >= 1, "assembler.max_spans_per_trace must be at least 1".into());
+        check(self.assembler.max_open_traces >= 1, "assembler.max_open_traces must be at least 1".into());
+        check(self.assembler.max_buffered_spans >= 1, "assembler.max_buffered_spans must be at least 1".into());
+        check(self.retention.interval_secs >= 1, "retention.interval_secs must be at least 1".into());
         check(self.api.scrape_interval_secs >= 1, "api.scrape_interval_secs must be at least 1".into());
         check(self.api.query_timeout_secs >= 1, "api.query_timeout_secs must be at least 1".into());
         problems

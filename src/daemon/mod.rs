@@ -9,6 +9,7 @@ pub mod assembler;
 pub mod ingest;
 pub mod logminer;
 pub mod notifier;
+pub mod repeats;
 pub mod runtime;
 pub mod writer;
 
@@ -31,16 +32,23 @@ use tokio::task::JoinHandle;
 
 /// Logging for daemons: JSON lines on stdout when stdout is not a terminal (containers,
 /// log shippers), human-readable otherwise. The filter comes from `TAYGA_LOG` (`info` when
-/// unset), in `tracing_subscriber::EnvFilter` syntax (`tayga=debug,rdkafka=warn`).
-/// Does nothing if a subscriber is already installed.
+/// unset), in `tracing_subscriber::EnvFilter` syntax (`tayga=debug,rdkafka=warn`); the client
+/// libraries' repeated events are limited to one line per condition and minute
+/// ([`repeats`]). Does nothing if a subscriber is already installed.
 pub fn init_tracing() {
+    use tracing_subscriber::filter::FilterExt;
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    use tracing_subscriber::Layer;
+
     let filter = tracing_subscriber::EnvFilter::try_from_env("TAYGA_LOG").unwrap_or_else(|_| "info".into());
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stdout);
-    let _ = if std::io::stdout().is_terminal() {
-        builder.try_init()
+    let layer = tracing_subscriber::fmt::layer().with_writer(std::io::stdout);
+    let layer = if std::io::stdout().is_terminal() {
+        layer.boxed()
     } else {
-        builder.json().flatten_event(true).with_current_span(false).try_init()
+        layer.json().flatten_event(true).with_current_span(false).boxed()
     };
+    let _ = tracing_subscriber::registry().with(layer.with_filter(filter.and(repeats::Repeats::global()))).try_init();
 }
 
 /// A shutdown flag that many tasks can wait on. Cloning shares the flag; once triggered it
@@ -169,9 +177,18 @@ pub async fn prepare(config: &crate::config::Config, shutdown: &Shutdown) -> any
     Ok(store)
 }
 
+/// A daemon that was told to stop (SIGTERM) before it was ready: a clean stop, not a
+/// failure, so `tayga serve` exits 0 even while a dependency is down.
+#[derive(Debug, thiserror::Error)]
+#[error("{what}: stopped before it succeeded")]
+pub struct Stopped {
+    pub what: String,
+}
+
 /// Runs `op` until it succeeds, pausing `pause` between failures, for at most `limit`; used
-/// at start-up while ClickHouse or the broker may still be coming up. Gives up early on
-/// shutdown. Each failure is logged with `what`.
+/// at start-up while ClickHouse or the broker may still be coming up. Gives up at once on
+/// shutdown, even in the middle of an attempt (an attempt can block for a client timeout),
+/// with [`Stopped`]. Each failure is logged with `what`.
 pub async fn retry_at_start<T, E, F, Fut>(
     what: &str,
     limit: Duration,
@@ -185,20 +202,31 @@ where
     E: std::fmt::Display + Into<anyhow::Error>,
 {
     let deadline = tokio::time::Instant::now() + limit;
+    let stopped = || anyhow::Error::new(Stopped { what: what.to_string() });
     loop {
-        match op().await {
+        let attempt = tokio::select! {
+            result = op() => result,
+            _ = shutdown.triggered() => return Err(stopped()),
+        };
+        match attempt {
             Ok(value) => return Ok(value),
-            Err(e) if tokio::time::Instant::now() >= deadline || shutdown.is_triggered() => {
+            Err(_) if shutdown.is_triggered() => return Err(stopped()),
+            Err(e) if tokio::time::Instant::now() >= deadline => {
                 return Err(e.into()).with_context(|| format!("{what} failed"));
             }
             Err(e) => {
                 tracing::warn!(error = %e, "{what} failed; retrying");
                 if !shutdown.sleep(pause).await {
-                    anyhow::bail!("{what}: stopped before it succeeded");
+                    return Err(stopped());
                 }
             }
         }
     }
+}
+
+/// True when `error` is a [`Stopped`]: the daemon ended because it was told to.
+pub fn is_stopped(error: &anyhow::Error) -> bool {
+    error.chain().any(|c| c.is::<Stopped>())
 }
 
 #[cfg(test)]
@@ -268,5 +296,27 @@ mod tests {
             .await
             .unwrap_err();
         assert!(format!("{err:#}").contains("other failed: down"), "{err:#}");
+    }
+
+    #[tokio::test]
+    async fn shutdown_interrupts_an_attempt_in_flight_and_is_a_clean_stop() {
+        let shutdown = Shutdown::new();
+        let waiting = {
+            let shutdown = shutdown.clone();
+            tokio::spawn(async move {
+                retry_at_start::<(), anyhow::Error, _, _>(
+                    "creating topics",
+                    Duration::from_secs(3600),
+                    Duration::from_secs(1),
+                    &shutdown,
+                    std::future::pending,
+                )
+                .await
+            })
+        };
+        shutdown.trigger();
+        let err = tokio::time::timeout(Duration::from_secs(5), waiting).await.unwrap().unwrap().unwrap_err();
+        assert!(is_stopped(&err), "{err:#}");
+        assert!(!is_stopped(&anyhow::anyhow!("down")));
     }
 }

@@ -385,6 +385,15 @@ pub struct AlertQuery {
 
 /// After `FROM log_alerts`: the filters `q` sets, in the order [`alerts`] binds them.
 fn alerts_rest(q: &AlertQuery) -> String {
+    let limit = q.limit.map(|n| format!(" LIMIT {n}")).unwrap_or_default();
+    format!("{} ORDER BY last_at DESC, alert_id{limit}", alerts_where(q))
+}
+
+/// How many alerts match `q` with no limit (`tayga alerts list`'s "100 of N shown").
+const COUNT_ALERTS_SQL: &str = "SELECT count() FROM log_alerts";
+
+/// `FINAL WHERE …`: the filters of `q` (not its limit).
+fn alerts_where(q: &AlertQuery) -> String {
     let mut conditions = vec!["1"];
     if q.alert_id.is_some() {
         conditions.push("alert_id = ?");
@@ -410,8 +419,7 @@ fn alerts_rest(q: &AlertQuery) -> String {
     if q.after.is_some() {
         conditions.push("(last_at < ? OR (last_at = ? AND alert_id > ?))");
     }
-    let limit = q.limit.map(|n| format!(" LIMIT {n}")).unwrap_or_default();
-    format!("FINAL WHERE {} ORDER BY last_at DESC, alert_id{limit}", conditions.join(" AND "))
+    format!("FINAL WHERE {}", conditions.join(" AND "))
 }
 
 /// After `FROM log_alerts`: the newest unmarked alert versions, optionally of some services.
@@ -474,13 +482,26 @@ pub fn statements() -> Vec<Statement> {
         Statement::new("logminer.alerts", select("log_alerts", AlertRow::COLUMN_NAMES, &alerts_rest(&every_filter)))
             .binds(["0", "[5]", "'a'", "['a']", "'spike'", "0", "9", "9", "9", "0"]),
         Statement::new("logminer.load_state", select("logminer_state", StateRow::COLUMN_NAMES, LOAD_STATE_REST)),
+        Statement::new("logminer.count_alerts", format!("{COUNT_ALERTS_SQL} {}", alerts_where(&every_filter)))
+            .binds(["0", "[5]", "'a'", "['a']", "'spike'", "0", "9", "9", "9", "0"]),
     ]
 }
 
 /// The newest version of each alert matching `q`, most recently active first.
 pub async fn alerts(store: &Store, q: &AlertQuery) -> Result<Vec<AlertRow>, StoreError> {
-    let sql = alerts_rest(q);
-    let mut query = store.select::<AlertRow>(&sql);
+    let query = bind_alert_query(store.select::<AlertRow>(&alerts_rest(q)), q);
+    query.fetch_all::<AlertRow>().await.map_err(|e| store.query_error("reading log_alerts", e))
+}
+
+/// How many alerts match `q`, its limit left out.
+pub async fn count_alerts(store: &Store, q: &AlertQuery) -> Result<u64, StoreError> {
+    let sql = format!("{COUNT_ALERTS_SQL} {}", alerts_where(q));
+    let query = bind_alert_query(store.client().query(&sql), q);
+    query.fetch_one::<u64>().await.map_err(|e| store.query_error("counting log_alerts", e))
+}
+
+/// Binds `q`'s values in the order [`alerts_where`] writes their placeholders.
+fn bind_alert_query(mut query: clickhouse::query::Query, q: &AlertQuery) -> clickhouse::query::Query {
     if let Some(id) = q.alert_id {
         query = query.bind(id);
     }
@@ -505,7 +526,7 @@ pub async fn alerts(store: &Store, q: &AlertQuery) -> Result<Vec<AlertRow>, Stor
     if let Some((last_at, id)) = q.after {
         query = query.bind(last_at).bind(last_at).bind(id);
     }
-    query.fetch_all::<AlertRow>().await.map_err(|e| store.query_error("reading log_alerts", e))
+    query
 }
 
 /// An alert is active while its `last_at` is within this of now: a spike or silence is

@@ -68,7 +68,7 @@ fn secrets_never_reach_config_show() {
         )
         .args(["config", "show"]));
     assert!(!stdout.contains("hunter2") && !stdout.contains("tok3n"), "{stdout}");
-    assert!(stdout.contains("<redacted>") && stdout.contains("ops=http://127.0.0.1:9/h"), "{stdout}");
+    assert!(stdout.contains("<redacted>") && stdout.contains("ops=http://127.0.0.1:9/<redacted>"), "{stdout}");
 }
 
 #[tokio::test]
@@ -255,4 +255,502 @@ fn every_compose_command_parses_with_the_real_cli() {
     assert_eq!(daemons, vec!["api", "assembler", "ingest", "logminer", "notifier", "writer"]);
     let logminer = &services["logminer"];
     assert_eq!(logminer["deploy"]["replicas"].as_str(), Some("${LOGMINER_REPLICAS:-1}"));
+
+    // The production shape is closed: ClickHouse is not published at all, the broker and the
+    // API only on loopback; OTLP is the one port open on every interface, on purpose.
+    assert!(services["clickhouse"].get("ports").is_none(), "ClickHouse must not be published");
+    for (name, service) in services {
+        let name = name.as_str().unwrap();
+        for port in service.get("ports").and_then(|p| p.as_sequence()).into_iter().flatten() {
+            let port = port.as_str().unwrap();
+            let open_ok = name == "ingest" && (port == "4317:4317" || port == "4318:4318");
+            assert!(open_ok || port.starts_with("127.0.0.1:"), "{name} publishes {port} on every interface");
+        }
+    }
+    // The ClickHouse password reaches every client as a secret file, never in the environment.
+    assert!(!text.contains("CLICKHOUSE_PASSWORD:"), "a password in compose.yaml's environment");
+    for name in ["clickhouse", "migrate", "topics", "writer", "api"] {
+        let secrets = services[name]["secrets"].as_sequence().unwrap_or_else(|| panic!("{name} has no secrets"));
+        assert!(secrets.iter().any(|s| s.as_str() == Some("clickhouse_password")), "{name}");
+    }
+    assert_eq!(
+        services["writer"]["environment"]["TAYGA_CLICKHOUSE_PASSWORD_FILE"].as_str(),
+        Some("/run/secrets/clickhouse_password")
+    );
+}
+
+// ---- Operator experience (issue 20): fast one-line failures, pipes, config, tables, JSON.
+
+/// A port on loopback that refuses connections (bound, then released).
+fn refusing_addr() -> String {
+    format!("127.0.0.1:{}", common::free_port())
+}
+
+/// What each command needs to fail fast against a refusing broker or ClickHouse: exit 1,
+/// one line on stderr naming the cause once, with the hint, before the configured timeout.
+#[test]
+fn a_refusing_server_fails_at_once_in_one_line_with_a_hint() {
+    let env = TestEnv::new("fast_fail");
+    let dead = refusing_addr();
+    // A timeout far beyond what a refusal takes: finishing before it proves nothing waited.
+    let timeout = std::time::Duration::from_secs(120);
+    let broker_cases: &[&[&str]] =
+        &[&["topics", "list"], &["topics", "create"], &["scale", "logminer", "2", "--dry-run"]];
+    for args in broker_cases {
+        let started = std::time::Instant::now();
+        let (out, _, stderr) =
+            run(env.tayga().env("TAYGA_KAFKA_BROKERS", &dead).args(["--timeout", "120s"]).args(*args));
+        assert!(started.elapsed() < timeout, "{args:?} waited for the timeout");
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.contains(&format!("cannot reach the broker at {dead}: connection refused")), "{stderr}");
+        assert!(stderr.trim_end().ends_with(tayga::cmd::fail::BROKER_HINT), "{args:?}: {stderr}");
+    }
+    let clickhouse_cases: &[&[&str]] = &[
+        &["alerts", "list"],
+        &["alerts", "republish", "--alert-id", "ab"],
+        &["deliveries", "show", "--alert-id", "ab"],
+        &["remine", "--dry-run"],
+        &["migrate"],
+    ];
+    for args in clickhouse_cases {
+        let started = std::time::Instant::now();
+        let (out, _, stderr) = run(env
+            .tayga()
+            .env("TAYGA_CLICKHOUSE_URL", format!("http://user:hunter2@{dead}"))
+            .env("TAYGA_TIMEOUT", "120s")
+            .args(*args));
+        assert!(started.elapsed() < timeout, "{args:?} waited for the timeout");
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.contains("connection refused") && !stderr.contains("hunter2"), "{args:?}: {stderr}");
+        assert!(stderr.trim_end().ends_with(tayga::cmd::fail::CLICKHOUSE_HINT), "{args:?}: {stderr}");
+    }
+}
+
+#[tokio::test]
+async fn checks_that_need_no_broker_come_first() {
+    let env = TestEnv::new("checks_first");
+    env.migrated_store().await;
+    let dead = refusing_addr();
+    // An unknown alert is said before the broker is asked (it is down here).
+    let (out, _, stderr) =
+        run(env.tayga().env("TAYGA_KAFKA_BROKERS", &dead).args(["alerts", "republish", "--alert-id", "ab"]));
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("no such alert: 00000000000000ab"), "{stderr}");
+    // A database that was never migrated: say what to run.
+    let (out, _, stderr) = run(env.tayga().env("TAYGA_CLICKHOUSE_DATABASE", "no_such_db_20").args(["alerts", "list"]));
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(stderr.trim_end().ends_with(tayga::cmd::fail::MIGRATE_HINT), "{stderr}");
+}
+
+/// Runs the binary with its stdout a pipe whose reader is already gone.
+fn into_a_closed_pipe(cmd: &mut std::process::Command) -> std::process::Output {
+    let mut child = cmd.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    drop(child.stdout.take());
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn a_closed_pipe_ends_quietly_with_exit_0() {
+    let env = TestEnv::new("pipe");
+    for args in [&["completions", "zsh"][..], &["config", "show"], &["man"], &["migrate", "--print"]] {
+        let out = into_a_closed_pipe(env.tayga().args(args));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
+        assert!(stderr.is_empty(), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn config_problems_are_all_reported_one_line_each_naming_file_or_variable() {
+    let env = TestEnv::new("cfg_all");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("tayga.toml");
+    std::fs::write(
+        &file,
+        "[kafka]\nbrokerz = 1\n[logminer.drain]\nsim_th = 7.5\ndepth = 0\nmax_children = 0\nmax_clusters = 0\n",
+    )
+    .unwrap();
+    let (out, _, stderr) = run(env
+        .tayga()
+        .arg("--config")
+        .arg(&file)
+        .env("TAYGA_KAFKA_BROKER", "x:1")
+        .env("TAYGA_CLICKHOUSE_PASWORD", "pw")
+        .env("LOGMINER_REPLICAS", "abc")
+        .args(["config", "check"]));
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let f = file.display().to_string();
+    let expected = [
+        format!("config: {f}: unknown key `kafka.brokerz`"),
+        "config: $LOGMINER_REPLICAS: `abc` is not an integer".to_string(),
+        "config: $TAYGA_CLICKHOUSE_PASWORD: not a Tayga variable; did you mean $TAYGA_CLICKHOUSE_PASSWORD?".to_string(),
+        "config: $TAYGA_KAFKA_BROKER: not a Tayga variable; did you mean $TAYGA_KAFKA_BROKERS?".to_string(),
+        format!("config: {f}: logminer.drain.sim_th must be above 0 and at most 1, is 7.5"),
+        format!("config: {f}: logminer.drain.depth must be at least 3, is 0"),
+        format!("config: {f}: logminer.drain.max_children must be at least 1, is 0"),
+        format!("config: {f}: logminer.drain.max_clusters must be at least 1, is 0"),
+    ];
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines, expected, "{stderr}");
+
+    std::fs::write(&file, "[kafka]\nbrokers = \n").unwrap();
+    let (out, _, stderr) = run(env.tayga().arg("--config").arg(&file).args(["config", "check"]));
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(stderr.lines().count(), 1, "a TOML error is one line: {stderr}");
+    assert!(stderr.starts_with(&format!("config: {f}: not valid TOML at line 2")), "{stderr}");
+
+    let (out, stdout, _) = run(env.tayga().arg("--config").arg(&file).args(["--json", "config", "check"]));
+    assert_eq!(out.status.code(), Some(1));
+    let doc: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(doc["ok"], false);
+    assert_eq!(doc["problems"].as_array().unwrap().len(), 1);
+}
+
+/// `config show` as an operator sees it at 80 columns, and as a pipe gets it.
+#[test]
+fn config_show_fits_80_columns_and_is_tab_separated_to_a_pipe() {
+    let show = |tty: Option<&str>| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_tayga"));
+        cmd.env_clear().current_dir(std::env::temp_dir()).args(["config", "show"]);
+        cmd.env(
+            "TAYGA_NOTIFIER_TARGETS",
+            r#"[{name="ops", url="https://hooks.example/services/T000/B000/XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX"}]"#,
+        );
+        if let Some(width) = tty {
+            cmd.env("TAYGA_FORCE_TTY", width);
+        }
+        let (out, stdout, stderr) = run(&mut cmd);
+        assert!(out.status.success(), "{stderr}");
+        stdout
+    };
+    let terminal = show(Some("80"));
+    for line in terminal.lines() {
+        assert!(unicode_width(line) <= 80, "{line:?} is wider than 80 columns");
+    }
+    insta::assert_snapshot!("config_show_80_columns", terminal);
+    let pipe = show(None);
+    assert!(pipe.lines().all(|l| l.split('\t').count() == 3), "{pipe}");
+    assert!(!pipe.contains("XXXXXXXX") && !terminal.contains("XXXXXXXX"), "the target's path is a secret");
+    let wide = {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_tayga"));
+        cmd.env_clear()
+            .current_dir(std::env::temp_dir())
+            .env("TAYGA_FORCE_TTY", "80")
+            .args(["--wide", "config", "show"]);
+        cmd.env("TAYGA_LOGMINER_REPLICA_ID", "a-replica-id-long-enough-to-push-the-table-past-eighty-columns");
+        run(&mut cmd).1
+    };
+    assert!(!wide.contains('…') && wide.lines().any(|l| unicode_width(l) > 80), "--wide cuts nothing:\n{wide}");
+}
+
+fn unicode_width(s: &str) -> usize {
+    s.chars().count()
+}
+
+#[test]
+fn secrets_in_urls_never_reach_config_show() {
+    let env = TestEnv::new("cfg_urls");
+    let target = "https://hooks.example/services/T000/SECRETPATH?token=SECRETQUERY";
+    for json in [false, true] {
+        let mut cmd = env.tayga();
+        cmd.env("TAYGA_CLICKHOUSE_URL", "http://tayga:SECRETPW@127.0.0.1:8123").env(
+            "TAYGA_NOTIFIER_TARGETS",
+            format!(r#"[{{name="ops", url="{target}", headers={{X="SECRETHEADER"}}}}]"#),
+        );
+        if json {
+            cmd.arg("--json");
+        }
+        let (out, stdout, stderr) = run(cmd.args(["config", "show"]));
+        assert!(out.status.success(), "{stderr}");
+        for secret in ["SECRETPATH", "SECRETQUERY", "SECRETPW", "SECRETHEADER"] {
+            assert!(!stdout.contains(secret), "{secret} shown:\n{stdout}");
+        }
+        if json {
+            let doc: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+            let targets = &doc["values"]["notifier.targets"]["value"];
+            assert_eq!(targets[0]["name"], "ops", "targets stay an array of tables: {targets}");
+            assert_eq!(targets[0]["url"], "https://hooks.example/<redacted>?<redacted>");
+            assert_eq!(doc["values"]["clickhouse.password"]["value"], "", "an empty secret is an empty string");
+            assert_eq!(doc["values"]["kafka.partitions"]["value"], 12);
+        }
+    }
+}
+
+#[test]
+fn json_is_refused_by_commands_that_print_no_data() {
+    for args in [&["serve", "writer"][..], &["completions", "bash"], &["man"]] {
+        let (out, _, stderr) = run(std::process::Command::new(env!("CARGO_BIN_EXE_tayga")).arg("--json").args(args));
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains("--json is for commands that print data"), "{stderr}");
+    }
+}
+
+/// README: "every command that prints data takes --json": each one's stdout parses as JSON.
+#[tokio::test]
+async fn every_data_command_prints_json() {
+    let env = TestEnv::new("json_all");
+    env.migrated_store().await;
+    tayga::bus::topics::ensure_topics(&env.config.kafka, &env.config.names()).await.unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let lines = project.path().join("app.log");
+    std::fs::write(&lines, "user 1 logged in\nuser 2 logged in\n").unwrap();
+    let cases: Vec<Vec<String>> = vec![
+        vec!["config".into(), "show".into()],
+        vec!["config".into(), "check".into()],
+        vec!["migrate".into()],
+        vec!["migrate".into(), "--print".into()],
+        vec!["topics".into(), "list".into()],
+        vec!["topics".into(), "create".into()],
+        vec!["alerts".into(), "list".into()],
+        vec!["deliveries".into(), "show".into(), "--alert-id".into(), "ab".into()],
+        vec!["remine".into(), "--dry-run".into()],
+        vec!["scale".into(), "logminer".into(), "1".into(), "--dry-run".into()],
+        vec!["mine".into(), "--templates".into(), lines.display().to_string()],
+    ];
+    for args in &cases {
+        let (out, stdout, stderr) =
+            run(env.tayga().current_dir(project.path()).env("PATH", project.path()).arg("--json").args(args));
+        assert!(out.status.success(), "{args:?}: {stderr}");
+        // `mine` writes JSON lines; the others one document.
+        for doc in if args[0] == "mine" { stdout.lines().map(str::to_string).collect() } else { vec![stdout.clone()] } {
+            assert!(serde_json::from_str::<serde_json::Value>(&doc).is_ok(), "{args:?} printed no JSON:\n{stdout}");
+        }
+    }
+}
+
+/// README: "exit codes 0/1/2".
+#[test]
+fn exit_codes_are_0_ok_1_failure_2_usage() {
+    let env = TestEnv::new("exit_codes");
+    assert_eq!(run(env.tayga().args(["config", "check"])).0.status.code(), Some(0));
+    assert_eq!(run(env.tayga().env("TAYGA_KAFKA_PARTITIONS", "0").args(["config", "check"])).0.status.code(), Some(1));
+    for usage in [
+        &["config", "nope"][..],
+        &["scale", "logminer", "0"],
+        &["scale", "logminer", "13"],
+        &["loadgen", "--duration", "inf"],
+        &["loadgen", "--duration", "1e20"],
+        &["loadgen", "--rate", "1e-300"],
+        &["--timeout", "0s", "topics", "list"],
+    ] {
+        let (out, _, stderr) = run(env.tayga().args(usage));
+        assert_eq!(out.status.code(), Some(2), "{usage:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{usage:?}: {stderr}");
+    }
+}
+
+#[test]
+fn loadgen_durations_take_the_forms_of_since() {
+    use tayga::cli::{Cli, Command};
+    for (text, secs) in [("1s", 1), ("30m", 1800), ("10", 10)] {
+        let cli = Cli::try_parse_from(["tayga", "loadgen", "--duration", text]).unwrap();
+        let Command::Loadgen(args) = cli.command else { panic!() };
+        assert_eq!(args.duration, std::time::Duration::from_secs(secs));
+    }
+}
+
+#[test]
+fn completions_offer_no_hidden_command_and_ids_complete_nothing() {
+    let fresh = tayga::cmd::generate::generated_files().unwrap();
+    for (path, text) in &fresh {
+        if path.starts_with("completions") {
+            let text = String::from_utf8_lossy(text);
+            assert!(!text.contains("generate"), "{} offers `generate`", path.display());
+        }
+    }
+    let zsh = String::from_utf8_lossy(&fresh[Path::new("completions/_tayga")]).to_string();
+    let alert_id_lines: Vec<&str> = zsh.lines().filter(|l| l.contains("--alert-id=")).collect();
+    assert!(!alert_id_lines.is_empty());
+    assert!(alert_id_lines.iter().all(|l| !l.contains("_files")), "{alert_id_lines:?}");
+}
+
+#[test]
+fn generate_refuses_a_directory_that_is_not_the_repository() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("man")).unwrap();
+    std::fs::write(dir.path().join("man/keep.txt"), "mine").unwrap();
+    let (out, _, stderr) = run(std::process::Command::new(env!("CARGO_BIN_EXE_tayga"))
+        .env_clear()
+        .current_dir(dir.path())
+        .arg("generate"));
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("is not the root of the tayga repository"), "{stderr}");
+    assert!(dir.path().join("man/keep.txt").exists(), "nothing deleted");
+}
+
+#[test]
+fn version_names_the_commit_and_build_date() {
+    let (out, stdout, _) = run(std::process::Command::new(env!("CARGO_BIN_EXE_tayga")).arg("--version"));
+    assert!(out.status.success());
+    assert!(stdout.contains("(commit ") && stdout.contains(", built "), "{stdout}");
+}
+
+#[test]
+fn man_pages_have_environment_files_and_exit_status() {
+    let fresh = tayga::cmd::generate::generated_files().unwrap();
+    let top = String::from_utf8_lossy(&fresh[Path::new("man/tayga.1")]).to_string();
+    for section in [".SH ENVIRONMENT", ".SH FILES", ".SH \"EXIT STATUS\"", "Examples"] {
+        assert!(top.contains(section), "man/tayga.1 has no {section}");
+    }
+}
+
+/// Seed 003's failing delivery, with a Slack-style target whose secret is in its path and
+/// query: neither the notifier's log, nor `notifier_deliveries.last_error`, nor `deliveries
+/// show` (table or JSON) ever shows it. Then SIGTERM stops the notifier with exit 0.
+#[tokio::test]
+async fn a_failing_delivery_never_shows_the_target_secret() {
+    use crate::notifier_support::{alert, publish};
+    let env = TestEnv::new("secret_hook");
+    tayga::bus::topics::ensure_topics(&env.config.kafka, &env.config.names()).await.unwrap();
+    let store = env.migrated_store().await;
+    let secrets = ["SECRETPATH", "SECRETQUERY", "hunter2"];
+    let url = format!("http://user:hunter2@{}/services/T000/SECRETPATH?token=SECRETQUERY", refusing_addr());
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("notifier.log");
+    let targets = format!(r#"[{{name="hook", url="{url}"}}]"#);
+    let mut cmd = env.tayga();
+    cmd.args(["serve", "notifier"])
+        .env("TAYGA_LOG", "debug")
+        .env("TAYGA_NOTIFIER_TARGETS", &targets)
+        .env("TAYGA_NOTIFIER_MAX_ATTEMPTS", "1")
+        .env("TAYGA_NOTIFIER_METRICS_ADDR", common::free_addr())
+        .stdout(std::fs::File::create(&log).unwrap())
+        .stderr(std::fs::OpenOptions::new().append(true).open(&log).unwrap());
+    let mut notifier = common::ChildGuard::spawn(&mut cmd, "tayga serve notifier");
+    let a = alert("secret_hook", 1, tayga::wire::alert::AlertKind::Spike);
+    publish(&env.config, &[&a]).await;
+    let row = common::wait_for("the failed delivery row", std::time::Duration::from_secs(60), || {
+        let store = store.clone();
+        async move {
+            tayga::store::deliveries::latest_for_alert(&store, a.alert_id)
+                .await
+                .ok()
+                .and_then(|rows| rows.into_iter().find(|r| r.status == "failed"))
+        }
+    })
+    .await;
+    assert!(!row.last_error.is_empty(), "the row says why it failed");
+    let id = tayga::wire::alert::format_id(a.alert_id);
+    let mut everything = format!("last_error: {}\n", row.last_error);
+    for json in [false, true] {
+        let mut show = env.tayga();
+        show.env("TAYGA_NOTIFIER_TARGETS", &targets).env("TAYGA_FORCE_TTY", "200");
+        if json {
+            show.arg("--json");
+        }
+        let (out, stdout, stderr) = run(show.args(["deliveries", "show", "--alert-id", &id]));
+        assert!(out.status.success(), "{stderr}");
+        everything.push_str(&stdout);
+        everything.push_str(&stderr);
+    }
+    let status = std::process::Command::new("kill").args(["-TERM", &notifier.id().to_string()]).status().unwrap();
+    assert!(status.success());
+    let exit = notifier.wait_within(std::time::Duration::from_secs(40));
+    everything.push_str(&std::fs::read_to_string(&log).unwrap());
+    assert_eq!(exit.code(), Some(0), "SIGTERM is a clean stop:\n{everything}");
+    assert!(everything.contains("failed"), "{everything}");
+    for secret in secrets {
+        assert!(!everything.contains(secret), "{secret} shown:\n{everything}");
+    }
+}
+
+/// `serve all` with no broker: ingest and the API say they are ready, the writer's /health
+/// says why it is not (starting, broker down), librdkafka's repeats are not each logged, and
+/// SIGTERM stops everything within the Compose grace period with exit 0.
+#[tokio::test]
+async fn serve_all_without_a_broker_is_honest_quiet_and_stops_cleanly() {
+    let env = TestEnv::new("serve_nobroker");
+    env.migrated_store().await;
+    let dead = refusing_addr();
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("serve.log");
+    let writer = common::free_addr();
+    let addrs = [
+        ("TAYGA_INGEST_HTTP_ADDR", common::free_addr()),
+        ("TAYGA_INGEST_GRPC_ADDR", common::free_addr()),
+        ("TAYGA_WRITER_METRICS_ADDR", writer.clone()),
+        ("TAYGA_ASSEMBLER_METRICS_ADDR", common::free_addr()),
+        ("TAYGA_LOGMINER_METRICS_ADDR", common::free_addr()),
+        ("TAYGA_NOTIFIER_METRICS_ADDR", common::free_addr()),
+        ("TAYGA_API_LISTEN_ADDR", common::free_addr()),
+    ];
+    let mut cmd = env.tayga();
+    cmd.args(["serve", "all"])
+        .env("TAYGA_KAFKA_BROKERS", &dead)
+        .stdout(std::fs::File::create(&log).unwrap())
+        .stderr(std::fs::OpenOptions::new().append(true).open(&log).unwrap());
+    for (key, value) in &addrs {
+        cmd.env(key, value);
+    }
+    let mut serve = common::ChildGuard::spawn(&mut cmd, "tayga serve all");
+    let read_log = || std::fs::read_to_string(&log).unwrap_or_default();
+    common::wait_for("ingest's and the API's ready lines", std::time::Duration::from_secs(60), || async {
+        let text = read_log();
+        (text.contains("ready: ingest:") && text.contains("ready: api:")).then_some(())
+    })
+    .await;
+    let health = common::wait_for("the writer's /health naming the broker", std::time::Duration::from_secs(60), || {
+        let url = format!("http://{writer}/health");
+        async move {
+            let doc: serde_json::Value = reqwest::get(&url).await.ok()?.json().await.ok()?;
+            (doc["broker"] == "down").then_some(doc)
+        }
+    })
+    .await;
+    assert_eq!(health["status"], "starting", "{health}");
+    let reasons = health["reasons"].to_string();
+    assert!(reasons.contains(&format!("the broker at {dead} does not accept connections")), "{health}");
+
+    let status = std::process::Command::new("kill").args(["-TERM", &serve.id().to_string()]).status().unwrap();
+    assert!(status.success());
+    let exit = serve.wait_within(std::time::Duration::from_secs(40));
+    let text = read_log();
+    assert_eq!(exit.code(), Some(0), "SIGTERM while the broker is down is a clean stop:\n{text}");
+    assert!(!text.contains("service failed"), "{text}");
+    // Each client-library condition is logged once, then counted (daemon::repeats).
+    let mut seen = std::collections::BTreeMap::new();
+    for line in text.lines().filter(|l| l.contains("librdkafka:")) {
+        let doc: serde_json::Value = serde_json::from_str(line).unwrap_or_default();
+        let message = doc["message"].as_str().unwrap_or(line).to_string();
+        if message.contains("more like it") {
+            continue;
+        }
+        let condition: String = message.chars().filter(|c| !c.is_ascii_digit()).collect();
+        *seen.entry(condition).or_insert(0) += 1;
+    }
+    assert!(seen.values().all(|n| *n == 1), "repeated client-library lines: {seen:#?}\n{text}");
+}
+
+/// compose.yaml checked by a real Compose CLI where one is installed (Debian's
+/// `docker-compose` 1.29 validates a file without an engine; it predates the top-level `name`
+/// key, which is left out of its copy).
+#[test]
+fn compose_yaml_validates_with_a_real_compose_cli_when_installed() {
+    let Some(compose) = std::env::var_os("PATH")
+        .and_then(|p| std::env::split_paths(&p).map(|d| d.join("docker-compose")).find(|p| p.is_file()))
+    else {
+        eprintln!("docker-compose is not installed: compose.yaml is checked by the parse test only");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/compose.yaml")).unwrap();
+    let copy: String = text.lines().filter(|l| !l.starts_with("name:")).map(|l| format!("{l}\n")).collect();
+    std::fs::write(dir.path().join("compose.yaml"), copy).unwrap();
+    std::fs::create_dir(dir.path().join("secrets")).unwrap();
+    std::fs::write(dir.path().join("secrets/clickhouse_password"), "pw\n").unwrap();
+    let (out, stdout, stderr) = run(std::process::Command::new(&compose)
+        .current_dir(dir.path())
+        .env("TAYGA_API_TOKEN", "t")
+        .args(["-f", "compose.yaml", "config"]));
+    assert!(out.status.success(), "docker-compose config refused compose.yaml: {stderr}");
+    assert!(stdout.contains("127.0.0.1:8080:8080") && stdout.contains("127.0.0.1:19092:19092"), "{stdout}");
+    // Without the API token Compose refuses to start (the `:?` in the file).
+    let (out, _, stderr) = run(std::process::Command::new(&compose)
+        .current_dir(dir.path())
+        .env_remove("TAYGA_API_TOKEN")
+        .args(["-f", "compose.yaml", "config", "-q"]));
+    assert!(!out.status.success() && stderr.contains("TAYGA_API_TOKEN"), "{stderr}");
 }

@@ -177,7 +177,7 @@ fn the_logminer_queries_run_on_current_clickhouse() {
             .into(),
     ));
     let s: Vec<String> = statements().into_iter().map(|s| s.sql).collect();
-    assert_eq!(s.len(), 10, "a new statement needs a line here");
+    assert_eq!(s.len(), 11, "a new statement needs a line here");
     let template_ids = |sql: String| format!("SELECT groupArray(template_id) FROM ({sql})");
     items.push(Value::String(fill(&s[0], &[], &["0"])));
     items.push(json!({"sql": template_ids(fill(&s[1], &[], &["'v1'", "'v1'"])), "expect": "\"[7,9]\""}));
@@ -191,5 +191,9 @@ fn the_logminer_queries_run_on_current_clickhouse() {
     items.push(Value::String(fill(&s[7], &[], &["[5]"])));
     items.push(Value::String(fill(&s[8], &[], &["0", "[5]", "'a'", "['a']", "'spike'", "0", "9", "9", "9", "0"])));
     items.push(Value::String(fill(&s[9], &[], &[])));
+    items.push(json!({
+        "sql": fill(&s[10], &[], &["0", "[5, 6]", "'a'", "['a']", "'spike'", "0", "9", "9", "9", "0"]),
+        "expect": "0"
+    }));
     common::run_in_chdb("the logminer SQL", &items);
 }

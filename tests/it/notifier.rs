@@ -66,15 +66,13 @@ async fn each_target_gets_the_alert_once_and_a_503_is_retried() {
     let (out, stdout, stderr) = tayga(&env, &["deliveries", "show", "--alert-id", &format_id(alert.alert_id)]).await;
     assert!(out.status.success(), "{stderr}");
     let shown = mask_times(&stdout).replace(&format_id(alert.alert_id), "<alert id>");
-    insta::assert_snapshot!(shown, @r"
-    alert <alert id>
-    ┌────────┬───────────┬──────────┬──────────────────────────────┬──────────────────────────┬──────────────────────────┐
-    │ target ┆ status    ┆ attempts ┆ last_error                   ┆ created                  ┆ updated                  │
-    ╞════════╪═══════════╪══════════╪══════════════════════════════╪══════════════════════════╪══════════════════════════╡
-    │ ops    ┆ delivered ┆ 1        ┆                              ┆ YYYY-MM-DDTHH:MM:SS.mmmZ ┆ YYYY-MM-DDTHH:MM:SS.mmmZ │
-    │ pager  ┆ delivered ┆ 2        ┆ HTTP 503 Service Unavailable ┆ YYYY-MM-DDTHH:MM:SS.mmmZ ┆ YYYY-MM-DDTHH:MM:SS.mmmZ │
-    └────────┴───────────┴──────────┴──────────────────────────────┴──────────────────────────┴──────────────────────────┘
-    ");
+    // To a pipe: a header and one tab-separated line per row (cmd::table).
+    assert_eq!(
+        shown,
+        "target\tstatus\tattempts\tlast_error\tcreated\tupdated\n\
+         ops\tdelivered\t1\t\tYYYY-MM-DDTHH:MM:SS.mmmZ\tYYYY-MM-DDTHH:MM:SS.mmmZ\n\
+         pager\tdelivered\t2\tHTTP 503 Service Unavailable\tYYYY-MM-DDTHH:MM:SS.mmmZ\tYYYY-MM-DDTHH:MM:SS.mmmZ\n"
+    );
 
     let (out, stdout, stderr) =
         tayga(&env, &["--json", "deliveries", "show", "--alert-id", &format_id(alert.alert_id)]).await;

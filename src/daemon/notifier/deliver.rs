@@ -29,7 +29,8 @@ pub struct Target {
 impl Target {
     pub fn new(config: &TargetConfig, breaker_cooldown: Duration) -> anyhow::Result<Target> {
         let at = format!("notifier target `{}`", config.name);
-        let url = reqwest::Url::parse(&config.url).map_err(|e| anyhow::anyhow!("{at}: url `{}`: {e}", config.url))?;
+        let url = reqwest::Url::parse(&config.url)
+            .map_err(|e| anyhow::anyhow!("{at}: url `{}`: {e}", crate::config::redact::target_url(&config.url)))?;
         let mut headers = HeaderMap::new();
         headers.insert(USER_AGENT, HeaderValue::from_static(concat!("tayga-notifier/", env!("CARGO_PKG_VERSION"))));
         for (name, value) in &config.headers {
@@ -149,7 +150,11 @@ pub async fn attempt(http: &reqwest::Client, target: &Target, body: Vec<u8>, tim
         Err(e) if e.is_timeout() => {
             AttemptOutcome::Retryable { error: format!("timed out after {} s", timeout.as_secs()), retry_after: None }
         }
-        Err(e) => AttemptOutcome::Retryable { error: format!("network error: {}", error_chain(&e)), retry_after: None },
+        // reqwest names the URL in its errors; a target's URL may carry its secret (path, query).
+        Err(e) => AttemptOutcome::Retryable {
+            error: crate::config::redact::text(&format!("network error: {}", error_chain(&e)), &[target.url.as_str()]),
+            retry_after: None,
+        },
     }
 }
 
