@@ -242,6 +242,37 @@ SELECT * FROM logs WHERE trace_id != ''",
         // Logs stored before this migration.
         "INSERT INTO trace_logs SELECT * FROM logs WHERE trace_id != ''",
     ],
+},
+Migration {
+    version: 3,
+    name: "ingest_backlog: records written directly, kept until replayed to the topics",
+    statements: &[
+        // Every record ingest writes on the direct path, as it would have been published
+        // (topic, key, value, headers), until the broker acknowledged its replay. A replayed
+        // record gets a newer version with `replayed = 1` and no value, so merges reclaim
+        // the payload; reads take `argMax(replayed, version_ns)`, never FINAL with a WHERE
+        // on `replayed` (moved to PREWHERE it would filter before the merge). Drained days
+        // are dropped by ingest itself (`store::backlog`), never by the retention sweep.
+        concat!(
+            "CREATE TABLE IF NOT EXISTS ingest_backlog (
+    created_ns UInt64,
+    nonce UInt64,
+    position UInt32,
+    topic String,
+    key String,
+    header_keys Array(String),
+    header_values Array(String),
+    value Array(UInt8),
+    value_bytes UInt32,
+    replayed UInt8,
+    version_ns UInt64
+) ENGINE = ReplacingMergeTree(version_ns)
+PARTITION BY ",
+            day_of!("created_ns"),
+            "
+ORDER BY (created_ns, nonce, position)"
+        ),
+    ],
 }];
 
 /// Creates our database (a plain identifier, checked by `Config::validate`).
@@ -296,6 +327,7 @@ pub const DAY_PARTITIONED: &[DayPartitioned] = &[
     DayPartitioned { table: "log_alerts", column: "first_at", retention: RetentionKey::LogAlerts },
     DayPartitioned { table: "notifier_deliveries", column: "created_ns", retention: RetentionKey::NotifierDeliveries },
     DayPartitioned { table: "pipeline_metrics", column: "ts_ns", retention: RetentionKey::PipelineMetrics },
+    DayPartitioned { table: "ingest_backlog", column: "created_ns", retention: RetentionKey::IngestBacklog },
 ];
 
 /// The partition column of a day-partitioned table; `None` for the small unpartitioned ones.
@@ -312,6 +344,9 @@ pub enum RetentionKey {
     LogAlerts,
     NotifierDeliveries,
     PipelineMetrics,
+    /// Never expired by age: a day is dropped only once every record of it was replayed
+    /// (`store::backlog::drop_drained_days`), however old it is.
+    IngestBacklog,
 }
 
 impl RetentionKey {
@@ -324,6 +359,7 @@ impl RetentionKey {
             RetentionKey::LogAlerts => retention.log_alerts_days,
             RetentionKey::NotifierDeliveries => retention.notifier_deliveries_days,
             RetentionKey::PipelineMetrics => retention.pipeline_metrics_days,
+            RetentionKey::IngestBacklog => 0,
         }
     }
 }
@@ -366,7 +402,7 @@ mod tests {
             assert!(tables.iter().any(|t| t == table), "{table} is not created by any migration");
         }
         assert!(tables.contains(&"notifier_deliveries".to_string()));
-        assert_eq!(tables.len(), 11);
+        assert_eq!(tables.len(), 12);
         assert_eq!(view_names(), vec!["trace_logs_mv".to_string()]);
     }
 

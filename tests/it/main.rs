@@ -11,6 +11,7 @@ mod api;
 mod assembler;
 mod cli;
 mod ingest;
+mod ingest_backlog;
 mod logminer;
 mod logminer_commands;
 mod logminer_freeze;

@@ -9,8 +9,8 @@ use opentelemetry_proto::tonic::collector::trace::v1::{ExportTraceServiceRequest
 use tonic::codec::CompressionEncoding;
 use tonic::{Request, Response, Status};
 
-use super::pipeline::ExportRequest;
-use super::Ingest;
+use super::pipeline::{ExportRequest, Unavailable};
+use super::{Ingest, BUSY_RETRY_AFTER_SECS};
 
 #[derive(Clone)]
 pub struct Grpc(pub Arc<Ingest>);
@@ -27,8 +27,59 @@ impl Grpc {
             Err(_) => "unavailable",
         };
         ingest.metrics.answered(R::SIGNAL, "grpc", outcome);
-        result.map(|a| Response::new(R::response(a))).map_err(|e| Status::unavailable(e.to_string()))
+        result.map(|a| Response::new(R::response(a))).map_err(|e| match e {
+            // No path: UNAVAILABLE, which OTLP exporters retry with their own backoff.
+            Unavailable::NoPath(_) => Status::unavailable(e.to_string()),
+            // Real backpressure: RESOURCE_EXHAUSTED is retryable only with RetryInfo (OTLP).
+            Unavailable::Busy(_) => retry_later(e.to_string(), BUSY_RETRY_AFTER_SECS),
+        })
     }
+}
+
+/// google.rpc.RetryInfo, google.protobuf.Duration and Any: the details of a status that
+/// tells an OTLP exporter when to retry.
+#[derive(Clone, PartialEq, prost::Message)]
+struct RetryInfo {
+    #[prost(message, optional, tag = "1")]
+    retry_delay: Option<ProtoDuration>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+struct ProtoDuration {
+    #[prost(int64, tag = "1")]
+    seconds: i64,
+    #[prost(int32, tag = "2")]
+    nanos: i32,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+struct Any {
+    #[prost(string, tag = "1")]
+    type_url: String,
+    #[prost(bytes = "vec", tag = "2")]
+    value: Vec<u8>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+struct RpcStatus {
+    #[prost(int32, tag = "1")]
+    code: i32,
+    #[prost(string, tag = "2")]
+    message: String,
+    #[prost(message, repeated, tag = "3")]
+    details: Vec<Any>,
+}
+
+/// RESOURCE_EXHAUSTED with a RetryInfo of `seconds`.
+pub fn retry_later(message: String, seconds: u64) -> Status {
+    use prost::Message as _;
+    let info = RetryInfo { retry_delay: Some(ProtoDuration { seconds: seconds as i64, nanos: 0 }) };
+    let details = RpcStatus {
+        code: tonic::Code::ResourceExhausted as i32,
+        message: message.clone(),
+        details: vec![Any { type_url: "type.googleapis.com/google.rpc.RetryInfo".into(), value: info.encode_to_vec() }],
+    };
+    Status::with_details(tonic::Code::ResourceExhausted, message, details.encode_to_vec().into())
 }
 
 #[tonic::async_trait]

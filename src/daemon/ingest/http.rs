@@ -13,7 +13,7 @@ use axum::Router;
 use prost::Message;
 
 use super::pipeline::{ExportRequest, Unavailable};
-use super::Ingest;
+use super::{Ingest, BUSY_RETRY_AFTER_SECS};
 use crate::otlp::decode::{decode, encoding_of, DecodeError, Encoding};
 use crate::otlp::{ExportLogsServiceRequest, ExportTraceServiceRequest};
 
@@ -104,8 +104,13 @@ impl Ingest {
             }
             Err(e) => {
                 self.metrics.answered(signal, "http", "unavailable");
-                // gRPC code UNAVAILABLE (14): the client keeps its batch and retries.
-                let retry_after = self.probe_interval.as_secs().max(1).to_string();
+                // gRPC code UNAVAILABLE (14): the client keeps its batch and retries, after
+                // the next probe when no path works, or in a second when ingest is busy.
+                let retry_after = match e {
+                    Unavailable::NoPath(_) => self.probe_interval.as_secs().max(1),
+                    Unavailable::Busy(_) => BUSY_RETRY_AFTER_SECS,
+                }
+                .to_string();
                 encoded(
                     StatusCode::SERVICE_UNAVAILABLE,
                     encoding,

@@ -2,10 +2,14 @@
 //!
 //! A request is split into records (`otlp::split`), then made durable on the first usable
 //! path (`pipeline.rs`): the broker when one answers, ClickHouse directly otherwise
-//! (`failover.rs`, seed 001). Only then is the client answered. A background probe notices
-//! a path that came back, including a broker that appears after boot (whose topics it then
-//! creates). `/health` and `/metrics` are served on the OTLP/HTTP port.
+//! (`failover.rs`, seed 001). Only then is the client answered. The broker is probed before
+//! any request is served (requests that arrive first wait for it, and `/health` says
+//! `starting`). A background probe notices a path that came back, including a broker that
+//! appears after boot (whose topics it then creates); what was written directly meanwhile
+//! is replayed to the topics from the backlog (`backlog.rs`). `/health` and `/metrics` are
+//! served on the OTLP/HTTP port.
 
+pub mod backlog;
 pub mod failover;
 mod grpc;
 mod http;
@@ -20,6 +24,7 @@ use anyhow::Context;
 use prometheus_client::registry::Registry;
 use tokio::task::JoinHandle;
 
+use self::backlog::Backlog;
 use self::failover::{Failover, Path};
 use self::metrics::IngestMetrics;
 use self::pipeline::Pipeline;
@@ -31,6 +36,13 @@ use crate::store::{migrate::migrate, Store};
 
 /// How long the probe waits for the broker's metadata: a dead broker answers nothing.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long a probe may take in all (metadata, then creating topics that are missing).
+const PROBE_BOUND: Duration = Duration::from_secs(4);
+/// How long reading the backlog's size may take at start.
+const BACKLOG_READ_BOUND: Duration = Duration::from_secs(2);
+
+/// The Retry-After (seconds) of a request refused because ingest is busy.
+pub const BUSY_RETRY_AFTER_SECS: u64 = 1;
 
 /// What the front ends share.
 pub struct Ingest {
@@ -94,6 +106,7 @@ pub async fn start(config: &Config, shutdown: Shutdown) -> anyhow::Result<Runnin
         tracing::warn!(error = %e, "ClickHouse is not ready; the direct path starts down");
         failover.failed(Path::Direct, Instant::now());
     }
+    let (ready_tx, ready) = tokio::sync::watch::channel(false);
     let ingest = Arc::new(Ingest {
         pipeline: Pipeline::new(
             failover,
@@ -102,6 +115,8 @@ pub async fn start(config: &Config, shutdown: Shutdown) -> anyhow::Result<Runnin
             config.names(),
             config.ingest.max_record_bytes as usize,
             metrics.clone(),
+            Backlog::new(store.clone(), config.ingest.backlog_max_bytes),
+            ready,
         ),
         metrics,
         max_body_bytes: config.ingest.max_body_bytes as usize,
@@ -140,7 +155,8 @@ pub async fn start(config: &Config, shutdown: Shutdown) -> anyhow::Result<Runnin
             .await
             .context("the OTLP/gRPC server failed")
     }));
-    tasks.push(tokio::spawn(probe_loop(ingest.clone(), config.clone(), store, shutdown.clone())));
+    tasks.push(tokio::spawn(probe_loop(ingest.clone(), config.clone(), store, ready_tx, shutdown.clone())));
+    tasks.push(tokio::spawn(backlog::replay_loop(ingest.clone(), shutdown.clone())));
     let stop = shutdown.clone();
     tasks.push(tokio::spawn(async move {
         // Requests already answered were acknowledged by the broker; this only drains what a
@@ -157,8 +173,15 @@ fn tokio_stream_of(listener: tokio::net::TcpListener) -> tonic::transport::serve
 }
 
 /// Brings paths back: every interval, each path that is due (down past its cooldown, or
-/// the broker never probed) is checked without publishing anything.
-async fn probe_loop(ingest: Arc<Ingest>, config: Config, store: Store, shutdown: Shutdown) -> anyhow::Result<()> {
+/// the broker never probed) is checked without publishing anything. The first round is the
+/// start-up probe: after it (and after reading the backlog's size) requests are served.
+async fn probe_loop(
+    ingest: Arc<Ingest>,
+    config: Config,
+    store: Store,
+    ready: tokio::sync::watch::Sender<bool>,
+    shutdown: Shutdown,
+) -> anyhow::Result<()> {
     let names = config.names();
     loop {
         let due = ingest.pipeline.failover.lock().unwrap().due_for_probe(Instant::now());
@@ -166,7 +189,7 @@ async fn probe_loop(ingest: Arc<Ingest>, config: Config, store: Store, shutdown:
             let ok = match path {
                 // A broker that answers gets its topics now: whichever service starts
                 // first creates them (seed 000).
-                Path::Redpanda => {
+                Path::Redpanda => tokio::time::timeout(PROBE_BOUND, async {
                     broker_answers(&config.kafka, PROBE_TIMEOUT).await
                         && match ensure_topics(&config.kafka, &names).await {
                             Ok(_) => true,
@@ -175,7 +198,9 @@ async fn probe_loop(ingest: Arc<Ingest>, config: Config, store: Store, shutdown:
                                 false
                             }
                         }
-                }
+                })
+                .await
+                .unwrap_or(false),
                 Path::Direct => migrate(&store).await.is_ok(),
             };
             let was_up = ingest.pipeline.failover.lock().unwrap().is_up(path);
@@ -185,8 +210,35 @@ async fn probe_loop(ingest: Arc<Ingest>, config: Config, store: Store, shutdown:
             }
             ingest.pipeline.update_path_gauges();
         }
+        if !*ready.borrow() {
+            read_backlog(&ingest).await;
+            let health = ingest.pipeline.health();
+            tracing::info!(using = health.paths.using, backlog_records = health.backlog.records, "ingest is ready");
+            ready.send_replace(true);
+        }
         if !shutdown.sleep(ingest.probe_interval).await {
             return Ok(());
         }
+    }
+}
+
+/// Reads what an earlier run left in the backlog, so it is replayed (and new requests wait
+/// behind it) as soon as both paths work.
+async fn read_backlog(ingest: &Ingest) {
+    let pipeline = &ingest.pipeline;
+    if !pipeline.failover.lock().unwrap().is_up(Path::Direct) {
+        return;
+    }
+    match tokio::time::timeout(BACKLOG_READ_BOUND, pipeline.backlog.refresh()).await {
+        Ok(Ok(stats)) => {
+            if stats.records > 0 {
+                tracing::info!(records = stats.records, bytes = stats.bytes, "the ingest backlog holds records to replay");
+                pipeline.failover.lock().unwrap().set_backlog_pending(true);
+            }
+            ingest.metrics.set_backlog(stats);
+            pipeline.note_backlog_room();
+        }
+        Ok(Err(e)) => tracing::warn!(error = %e, "reading the ingest backlog failed; it is read again within 30 s"),
+        Err(_) => tracing::warn!("reading the ingest backlog timed out; it is read again within 30 s"),
     }
 }
