@@ -11,9 +11,9 @@
 use serde::Serialize;
 
 use super::{
-    backlog, deliveries, insert, logminer, migrate, query, read, remine, retention, schema, stories, AlertPublicationRow,
-    AlertRow, BacklogRow, DeliveryRow, HitRow, LogRow, MetricSampleRow, MigrationRow, SpanRow, StateRow, StoryRow, TableRow,
-    TemplateRow, SERVER_VERSION_SQL,
+    backlog, deliveries, insert, logminer, migrate, query, read, remine, retention, schema, stories,
+    AlertPublicationRow, AlertRow, BacklogRow, DeliveryRow, HitRow, LogRow, MetricSampleRow, MigrationRow, SpanRow,
+    StateRow, StoryRow, TableRow, TemplateRow, SERVER_VERSION_SQL,
 };
 
 /// One statement as the client is given it: `?` for each bound value, `?fields` for the row

@@ -81,7 +81,10 @@ async fn health(addr: &str) -> Option<serde_json::Value> {
 }
 
 /// Starts the consuming daemons in this process on `config`, each with its own port.
-fn start_consumers(config: &mut Config, which: &[&str]) -> (Shutdown, Vec<tokio::task::JoinHandle<anyhow::Result<()>>>) {
+fn start_consumers(
+    config: &mut Config,
+    which: &[&str],
+) -> (Shutdown, Vec<tokio::task::JoinHandle<anyhow::Result<()>>>) {
     config.writer.metrics_addr = free_addr();
     config.assembler.metrics_addr = free_addr();
     config.logminer.metrics_addr = free_addr();
@@ -197,12 +200,16 @@ async fn traffic_sent_at_start_goes_to_the_broker_and_every_trace_is_one_complet
     let sdk = tokio::process::Command::new("python3").args([script, &endpoint, "sdk-start", "4"]).output();
     let mut first = traces("web", three_spans(1));
     first.resource_spans[0].scope_spans[0].spans.truncate(1);
-    let (sdk, response) = tokio::join!(sdk, post(&running, "/v1/traces", "application/x-protobuf", first.encode_to_vec()));
+    let (sdk, response) =
+        tokio::join!(sdk, post(&running, "/v1/traces", "application/x-protobuf", first.encode_to_vec()));
     assert_eq!(response.status(), 200);
     let sdk = sdk.unwrap();
     assert!(sdk.status.success(), "the SDK export failed:\n{}", String::from_utf8_lossy(&sdk.stderr));
     let rest = traces("web", three_spans(1)).resource_spans[0].scope_spans[0].spans[1..].to_vec();
-    assert_eq!(post(&running, "/v1/traces", "application/x-protobuf", traces("web", rest).encode_to_vec()).await.status(), 200);
+    assert_eq!(
+        post(&running, "/v1/traces", "application/x-protobuf", traces("web", rest).encode_to_vec()).await.status(),
+        200
+    );
 
     let mut want: BTreeSet<String> = String::from_utf8(sdk.stdout).unwrap().lines().map(String::from).collect();
     want.insert(hex_id(&trace_id(1)));
@@ -383,6 +390,8 @@ async fn kill_9_mid_replay_then_restart_loses_and_doubles_nothing() {
     })
     .await;
     assert_eq!(backlog::stats(&store).await.unwrap().records, 0);
+    let lines = std::fs::read_to_string(&log).unwrap();
+    assert!(lines.contains("the ingest backlog holds records to replay"), "the restart found the rest:\n{lines}");
 
     let config = env.config.clone();
     let topic = env.config.names().signals;

@@ -289,7 +289,9 @@ pub(super) async fn replay_loop(ingest: Arc<Ingest>, shutdown: Shutdown) -> anyh
                         match store_backlog::drop_drained_days(&pipeline.backlog.store).await {
                             Ok(days) if !days.is_empty() => tracing::info!(?days, "dropped drained backlog days"),
                             Ok(_) => {}
-                            Err(e) => tracing::warn!(error = %e, "dropping drained backlog days failed; retried in an hour"),
+                            Err(e) => {
+                                tracing::warn!(error = %e, "dropping drained backlog days failed; retried in an hour")
+                            }
                         }
                     }
                 }

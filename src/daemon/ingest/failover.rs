@@ -58,7 +58,14 @@ pub struct Health {
 
 impl Failover {
     pub fn new(policy: PipelinePolicy, cooldown: Duration) -> Failover {
-        Failover { policy, cooldown, redpanda: PathState::Unprobed, direct: PathState::Up, backlog_pending: false, backlog_full: false }
+        Failover {
+            policy,
+            cooldown,
+            redpanda: PathState::Unprobed,
+            direct: PathState::Up,
+            backlog_pending: false,
+            backlog_full: false,
+        }
     }
 
     fn state(&self, path: Path) -> PathState {

@@ -104,11 +104,27 @@ impl IngestMetrics {
         r.register("path_up", "Whether an ingest path is in use (1) or skipped (0)", metrics.path_up.clone());
         r.register("request_duration_seconds", "Time to store or publish a request", metrics.latency.clone());
         r.register("busy_requests", "Requests refused as overload (503, Retry-After), by reason", metrics.busy.clone());
-        r.register("backlog_records", "Direct-path records waiting to be replayed to the topics", metrics.backlog_records.clone());
+        r.register(
+            "backlog_records",
+            "Direct-path records waiting to be replayed to the topics",
+            metrics.backlog_records.clone(),
+        );
         r.register("backlog_bytes", "Value bytes of the records waiting to be replayed", metrics.backlog_bytes.clone());
-        r.register("backlog_replayed_records", "Backlog records the broker acknowledged on replay", metrics.backlog_replayed.clone());
-        r.register("backlog_replayed_bytes", "Value bytes of the records replayed", metrics.backlog_replayed_bytes.clone());
-        r.register("backlog_replay_errors", "Replay passes that failed (retried)", metrics.backlog_replay_errors.clone());
+        r.register(
+            "backlog_replayed_records",
+            "Backlog records the broker acknowledged on replay",
+            metrics.backlog_replayed.clone(),
+        );
+        r.register(
+            "backlog_replayed_bytes",
+            "Value bytes of the records replayed",
+            metrics.backlog_replayed_bytes.clone(),
+        );
+        r.register(
+            "backlog_replay_errors",
+            "Replay passes that failed (retried)",
+            metrics.backlog_replay_errors.clone(),
+        );
         r.register(
             "backlog_overflow_records",
             "Direct-path records stored but not kept for the topics: the backlog was full",
@@ -201,7 +217,12 @@ impl IngestMetrics {
                  raise ingest.backlog_max_bytes or bring the broker back"
             );
         } else {
-            tracing::info!(records = stats.records, bytes = stats.bytes, max_bytes, "the ingest backlog has room again");
+            tracing::info!(
+                records = stats.records,
+                bytes = stats.bytes,
+                max_bytes,
+                "the ingest backlog has room again"
+            );
         }
     }
 

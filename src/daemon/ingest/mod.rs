@@ -232,7 +232,11 @@ async fn read_backlog(ingest: &Ingest) {
     match tokio::time::timeout(BACKLOG_READ_BOUND, pipeline.backlog.refresh()).await {
         Ok(Ok(stats)) => {
             if stats.records > 0 {
-                tracing::info!(records = stats.records, bytes = stats.bytes, "the ingest backlog holds records to replay");
+                tracing::info!(
+                    records = stats.records,
+                    bytes = stats.bytes,
+                    "the ingest backlog holds records to replay"
+                );
                 pipeline.failover.lock().unwrap().set_backlog_pending(true);
             }
             ingest.metrics.set_backlog(stats);

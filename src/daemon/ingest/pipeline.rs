@@ -88,16 +88,7 @@ impl Pipeline {
         backlog: Backlog,
         ready: tokio::sync::watch::Receiver<bool>,
     ) -> Pipeline {
-        Pipeline {
-            failover: Mutex::new(failover),
-            publisher,
-            store,
-            names,
-            max_record_bytes,
-            metrics,
-            backlog,
-            ready,
-        }
+        Pipeline { failover: Mutex::new(failover), publisher, store, names, max_record_bytes, metrics, backlog, ready }
     }
 
     pub fn health(&self) -> IngestHealth {
