@@ -13,6 +13,7 @@ pub mod backlog;
 pub mod failover;
 mod grpc;
 mod http;
+pub mod listen;
 pub mod metrics;
 pub mod pipeline;
 
@@ -26,6 +27,7 @@ use tokio::task::JoinHandle;
 
 use self::backlog::Backlog;
 use self::failover::{Failover, Path};
+use self::listen::{Held, Inflight};
 use self::metrics::IngestMetrics;
 use self::pipeline::Pipeline;
 use super::{admin_router, HealthFn, Shutdown};
@@ -50,7 +52,39 @@ pub struct Ingest {
     pub metrics: IngestMetrics,
     pub max_body_bytes: usize,
     pub probe_interval: Duration,
+    pub inflight: Inflight,
+    pub body_timeout: Duration,
 }
+
+/// A request this large returns its memory to the system when it ends.
+const TRIM_AFTER_BYTES: u64 = 4 << 20;
+
+impl Ingest {
+    /// A request was answered: its budget goes back, and after a large one the allocator
+    /// gives the freed memory back to the system (glibc keeps it otherwise, and a burst of
+    /// large requests would stay resident long after it ended).
+    fn release(&self, held: Held) {
+        let large = held.bytes() >= TRIM_AFTER_BYTES;
+        drop(held);
+        if large {
+            tokio::task::spawn_blocking(trim_heap);
+        }
+    }
+}
+
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn trim_heap() {
+    extern "C" {
+        fn malloc_trim(pad: usize) -> i32;
+    }
+    // SAFETY: glibc's malloc_trim only releases free heap pages; it takes no pointers.
+    unsafe {
+        malloc_trim(0);
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn trim_heap() {}
 
 /// A running ingest: where it listens, and its tasks.
 pub struct Running {
@@ -121,6 +155,8 @@ pub async fn start(config: &Config, shutdown: Shutdown) -> anyhow::Result<Runnin
         metrics,
         max_body_bytes: config.ingest.max_body_bytes as usize,
         probe_interval: Duration::from_secs(config.ingest.probe_interval_secs),
+        inflight: Inflight::new(config.ingest.max_inflight_requests, config.ingest.max_inflight_bytes),
+        body_timeout: Duration::from_secs(config.ingest.body_timeout_secs),
     });
     ingest.pipeline.update_path_gauges();
 
@@ -139,19 +175,24 @@ pub async fn start(config: &Config, shutdown: Shutdown) -> anyhow::Result<Runnin
 
     let mut tasks = Vec::new();
     let stop = shutdown.clone();
+    let limits = config.ingest.clone();
     tasks.push(tokio::spawn(async move {
-        axum::serve(http_listener, app)
-            .with_graceful_shutdown(stop.triggered())
-            .await
-            .context("the OTLP/HTTP server failed")
+        listen::serve_http(http_listener, app, &limits, stop, STOP_BOUND).await.context("the OTLP/HTTP server failed")
     }));
     let (traces, logs) = grpc::services(ingest.clone());
     let stop = shutdown.clone();
+    let incoming = listen::bounded_incoming(grpc_listener, config.ingest.max_connections);
+    // A request as a whole: its body, then at most the delivery timeout and the direct
+    // insert; a client that trickles its message is cut off past it.
+    let request_bound = ingest.body_timeout + crate::bus::producer::DELIVERY_TIMEOUT + pipeline::DIRECT_INSERT_TIMEOUT;
     tasks.push(tokio::spawn(async move {
         tonic::transport::Server::builder()
+            .timeout(request_bound)
+            .http2_keepalive_interval(Some(Duration::from_secs(30)))
+            .http2_keepalive_timeout(Some(Duration::from_secs(10)))
             .add_service(traces)
             .add_service(logs)
-            .serve_with_incoming_shutdown(tokio_stream_of(grpc_listener), stop.triggered())
+            .serve_with_incoming_shutdown(incoming, stop.triggered())
             .await
             .context("the OTLP/gRPC server failed")
     }));
@@ -166,10 +207,6 @@ pub async fn start(config: &Config, shutdown: Shutdown) -> anyhow::Result<Runnin
         Ok(())
     }));
     Ok(Running { http_addr, grpc_addr, ingest, tasks })
-}
-
-fn tokio_stream_of(listener: tokio::net::TcpListener) -> tonic::transport::server::TcpIncoming {
-    tonic::transport::server::TcpIncoming::from(listener)
 }
 
 /// Brings paths back: every interval, each path that is due (down past its cooldown, or
