@@ -17,8 +17,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use axum::Router;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use hyper_util::server::conn::auto;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
@@ -115,9 +114,11 @@ pub async fn serve_http(
     stop_bound: Duration,
 ) -> anyhow::Result<()> {
     let permits = Arc::new(Semaphore::new(config.max_connections as usize));
-    let mut builder = auto::Builder::new(TokioExecutor::new());
-    builder.http1().timer(TokioTimer::new()).header_read_timeout(Duration::from_secs(config.header_timeout_secs));
-    builder.http2().timer(TokioTimer::new()).keep_alive_interval(Duration::from_secs(config.header_timeout_secs));
+    // HTTP/1 (what OTLP/HTTP clients speak), not hyper-util's automatic version detection:
+    // that waits for a first byte with no timeout, so a connection that never sent one
+    // stayed open for good.
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder.timer(TokioTimer::new()).header_read_timeout(Duration::from_secs(config.header_timeout_secs));
     let graceful = GracefulShutdown::new();
     loop {
         let permit = tokio::select! {
@@ -138,7 +139,7 @@ pub async fn serve_http(
         };
         let _ = stream.set_nodelay(true);
         let service = TowerToHyperService::new(app.clone());
-        let connection = graceful.watch(builder.serve_connection_with_upgrades(TokioIo::new(stream), service).into_owned());
+        let connection = graceful.watch(builder.serve_connection(TokioIo::new(stream), service));
         tokio::spawn(async move {
             let _ = connection.await;
             drop(permit);
