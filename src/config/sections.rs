@@ -152,7 +152,7 @@ impl Default for IngestConfig {
             breaker_cooldown_secs: 30,
             probe_interval_secs: 5,
             backlog_max_bytes: 4 << 30,
-            max_inflight_bytes: 64 << 20,
+            max_inflight_bytes: 32 << 20,
             max_inflight_requests: 64,
             header_timeout_secs: 10,
             body_timeout_secs: 30,

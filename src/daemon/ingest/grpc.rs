@@ -117,9 +117,7 @@ impl LogsService for Grpc {
     }
 }
 
-pub fn services(
-    ingest: Arc<Ingest>,
-) -> (InputCodes<TraceServiceServer<Grpc>>, InputCodes<LogsServiceServer<Grpc>>) {
+pub fn services(ingest: Arc<Ingest>) -> (InputCodes<TraceServiceServer<Grpc>>, InputCodes<LogsServiceServer<Grpc>>) {
     let limit = ingest.max_body_bytes;
     let grpc = Grpc(ingest);
     (

@@ -67,7 +67,12 @@ async fn export<R: ExportRequest>(State(ingest): State<Arc<Ingest>>, headers: He
             Ok(bytes) => bytes,
             Err(e) => return ingest.refuse(R::SIGNAL, encoding, &e),
         };
-        if let Err(busy) = ingest.inflight.grow(&mut held, (body.len() + bytes.len()) as u64) {
+        // A plain body is parsed where it lies; a compressed one is held twice meanwhile.
+        let held_bytes = match &bytes {
+            std::borrow::Cow::Borrowed(_) => body.len(),
+            std::borrow::Cow::Owned(decompressed) => body.len() + decompressed.len(),
+        };
+        if let Err(busy) = ingest.inflight.grow(&mut held, held_bytes as u64) {
             return ingest.busy(R::SIGNAL, encoding, busy.reason());
         }
         match parse(&bytes, encoding) {

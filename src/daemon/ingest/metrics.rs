@@ -18,7 +18,7 @@ pub struct RequestLabels {
     pub signal: &'static str,
     /// `http` or `grpc`.
     pub transport: &'static str,
-    /// `ok`, `partial`, `bad_request` or `unavailable`.
+    /// `ok`, `partial`, `bad_request`, `unavailable` or `busy`.
     pub outcome: &'static str,
 }
 

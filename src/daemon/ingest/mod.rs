@@ -57,7 +57,7 @@ pub struct Ingest {
 }
 
 /// A request this large returns its memory to the system when it ends.
-const TRIM_AFTER_BYTES: u64 = 4 << 20;
+const TRIM_AFTER_BYTES: u64 = 1 << 20;
 
 impl Ingest {
     /// A request was answered: its budget goes back, and after a large one the allocator

@@ -284,7 +284,9 @@ impl<R> Prepared<R> {
 }
 
 /// An OTLP export request ingest accepts, with what differs between traces and logs.
-pub trait ExportRequest: OtlpRequest + crate::otlp::decode::AnyValues + serde::de::DeserializeOwned + Send + 'static {
+pub trait ExportRequest:
+    OtlpRequest + crate::otlp::decode::AnyValues + serde::de::DeserializeOwned + Send + 'static
+{
     const SIGNAL: &'static str;
     type Response: prost::Message + serde::Serialize + Default + Send + 'static;
     fn export(
