@@ -97,11 +97,17 @@ _tayga() {
             tayga__subcmd__deliveries,help)
                 cmd="tayga__subcmd__deliveries__subcmd__help"
                 ;;
+            tayga__subcmd__deliveries,retry)
+                cmd="tayga__subcmd__deliveries__subcmd__retry"
+                ;;
             tayga__subcmd__deliveries,show)
                 cmd="tayga__subcmd__deliveries__subcmd__show"
                 ;;
             tayga__subcmd__deliveries__subcmd__help,help)
                 cmd="tayga__subcmd__deliveries__subcmd__help__subcmd__help"
+                ;;
+            tayga__subcmd__deliveries__subcmd__help,retry)
+                cmd="tayga__subcmd__deliveries__subcmd__help__subcmd__retry"
                 ;;
             tayga__subcmd__deliveries__subcmd__help,show)
                 cmd="tayga__subcmd__deliveries__subcmd__help__subcmd__show"
@@ -159,6 +165,9 @@ _tayga() {
                 ;;
             tayga__subcmd__help__subcmd__config,show)
                 cmd="tayga__subcmd__help__subcmd__config__subcmd__show"
+                ;;
+            tayga__subcmd__help__subcmd__deliveries,retry)
+                cmd="tayga__subcmd__help__subcmd__deliveries__subcmd__retry"
                 ;;
             tayga__subcmd__help__subcmd__deliveries,show)
                 cmd="tayga__subcmd__help__subcmd__deliveries__subcmd__show"
@@ -485,7 +494,7 @@ _tayga() {
             return 0
             ;;
         tayga__subcmd__deliveries)
-            opts="-h --config --json --help show help"
+            opts="-h --config --json --help show retry help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -503,7 +512,7 @@ _tayga() {
             return 0
             ;;
         tayga__subcmd__deliveries__subcmd__help)
-            opts="show help"
+            opts="show retry help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -530,6 +539,20 @@ _tayga() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        tayga__subcmd__deliveries__subcmd__help__subcmd__retry)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         tayga__subcmd__deliveries__subcmd__help__subcmd__show)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
@@ -537,6 +560,32 @@ _tayga() {
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        tayga__subcmd__deliveries__subcmd__retry)
+            opts="-h --alert-id --target --dry-run --config --json --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --alert-id)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --target)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -701,8 +750,22 @@ _tayga() {
             return 0
             ;;
         tayga__subcmd__help__subcmd__deliveries)
-            opts="show"
+            opts="show retry"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        tayga__subcmd__help__subcmd__deliveries__subcmd__retry)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi

@@ -79,16 +79,24 @@ complete -c tayga -n "__fish_tayga_using_subcommand topics; and __fish_seen_subc
 complete -c tayga -n "__fish_tayga_using_subcommand serve" -l config -d 'Configuration file (default: ./tayga.toml when it exists)' -r -F
 complete -c tayga -n "__fish_tayga_using_subcommand serve" -l json -d 'Print data as JSON instead of tables'
 complete -c tayga -n "__fish_tayga_using_subcommand serve" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and not __fish_seen_subcommand_from show help" -l config -d 'Configuration file (default: ./tayga.toml when it exists)' -r -F
-complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and not __fish_seen_subcommand_from show help" -l json -d 'Print data as JSON instead of tables'
-complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and not __fish_seen_subcommand_from show help" -s h -l help -d 'Print help'
-complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and not __fish_seen_subcommand_from show help" -f -a "show" -d 'The (alert, target) delivery rows of one alert: status, attempts, last error'
-complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and not __fish_seen_subcommand_from show help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and not __fish_seen_subcommand_from show retry help" -l config -d 'Configuration file (default: ./tayga.toml when it exists)' -r -F
+complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and not __fish_seen_subcommand_from show retry help" -l json -d 'Print data as JSON instead of tables'
+complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and not __fish_seen_subcommand_from show retry help" -s h -l help -d 'Print help'
+complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and not __fish_seen_subcommand_from show retry help" -f -a "show" -d 'The (alert, target) delivery rows of one alert: status, attempts, last error'
+complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and not __fish_seen_subcommand_from show retry help" -f -a "retry" -d 'Retry a failed delivery: reset it to pending and republish the alert, once'
+complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and not __fish_seen_subcommand_from show retry help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and __fish_seen_subcommand_from show" -l alert-id -d 'The alert\'s id, as printed by `tayga alerts list` and sent in webhook payloads' -r
 complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and __fish_seen_subcommand_from show" -l config -d 'Configuration file (default: ./tayga.toml when it exists)' -r -F
 complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and __fish_seen_subcommand_from show" -l json -d 'Print data as JSON instead of tables'
 complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and __fish_seen_subcommand_from show" -s h -l help -d 'Print help'
+complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and __fish_seen_subcommand_from retry" -l alert-id -d 'The alert\'s id, as printed by `tayga deliveries show` and sent in webhook payloads' -r
+complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and __fish_seen_subcommand_from retry" -l target -d 'Only this target (default: every failed target of the alert)' -r
+complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and __fish_seen_subcommand_from retry" -l config -d 'Configuration file (default: ./tayga.toml when it exists)' -r -F
+complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and __fish_seen_subcommand_from retry" -l dry-run -d 'Check and print what would be retried; change nothing'
+complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and __fish_seen_subcommand_from retry" -l json -d 'Print data as JSON instead of tables'
+complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and __fish_seen_subcommand_from retry" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and __fish_seen_subcommand_from help" -f -a "show" -d 'The (alert, target) delivery rows of one alert: status, attempts, last error'
+complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and __fish_seen_subcommand_from help" -f -a "retry" -d 'Retry a failed delivery: reset it to pending and republish the alert, once'
 complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c tayga -n "__fish_tayga_using_subcommand remine" -l config -d 'Configuration file (default: ./tayga.toml when it exists)' -r -F
 complete -c tayga -n "__fish_tayga_using_subcommand remine" -l dry-run -d 'Check the heartbeat rule and print what would be re-mined; change nothing'
@@ -183,6 +191,7 @@ complete -c tayga -n "__fish_tayga_using_subcommand help; and __fish_seen_subcom
 complete -c tayga -n "__fish_tayga_using_subcommand help; and __fish_seen_subcommand_from topics" -f -a "create" -d 'Create the four topics (existing ones are reported and left as they are)'
 complete -c tayga -n "__fish_tayga_using_subcommand help; and __fish_seen_subcommand_from topics" -f -a "list" -d 'Show each topic\'s partitions, records, and each consumer group\'s committed offsets and lag'
 complete -c tayga -n "__fish_tayga_using_subcommand help; and __fish_seen_subcommand_from deliveries" -f -a "show" -d 'The (alert, target) delivery rows of one alert: status, attempts, last error'
+complete -c tayga -n "__fish_tayga_using_subcommand help; and __fish_seen_subcommand_from deliveries" -f -a "retry" -d 'Retry a failed delivery: reset it to pending and republish the alert, once'
 complete -c tayga -n "__fish_tayga_using_subcommand help; and __fish_seen_subcommand_from alerts" -f -a "list" -d 'The newest version of each alert, most recently active first'
 complete -c tayga -n "__fish_tayga_using_subcommand help; and __fish_seen_subcommand_from alerts" -f -a "republish" -d 'Publish alerts again to the alerts topic: every unmarked one of a window, or one by id'
 complete -c tayga -n "__fish_tayga_using_subcommand help; and __fish_seen_subcommand_from scale" -f -a "logminer" -d 'Set the number of logminer replicas (1 to the partitions of the logs topic, at most 12)'

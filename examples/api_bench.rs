@@ -76,6 +76,7 @@ async fn main() -> anyhow::Result<()> {
         store: store.clone().with_setting("max_execution_time", "60"),
         query_timeout: Duration::from_secs(60),
         now_ns,
+        alerts_topic: None,
     };
     let health: tayga::daemon::HealthFn = Arc::new(|| serde_json::json!({"api": {"status": "serving"}}));
     let app = router::router(state, Arc::new(Registry::default()), Default::default(), health, "");

@@ -156,6 +156,30 @@ pub enum DeliveriesCommand {
         #[arg(long, value_name = "ID", value_parser = crate::wire::alert::parse_id)]
         alert_id: u64,
     },
+    /// Retry a failed delivery: reset it to pending and republish the alert, once
+    #[command(
+        long_about = "Retry a failed delivery: an operator's explicit action.\n\nResets the alert's failed (alert, target) row (with --target) or every failed row of the alert (without) to \
+pending, with the attempts starting over and the retry recorded in the row (manual_retries, retried_ns, \
+retried_by), then republishes the alert's stored document to the alerts topic with a tayga-manual-retry-ns \
+header. The notifier then delivers it exactly once more to those targets; a retried pair's age is judged by \
+the retry's time, so an alert older than notifier.max_age_secs can be retried. A delivered or pending row is \
+refused, as is an alert with no rows: exit 1, nothing changed. The notifier never retries a failed delivery \
+by itself."
+    )]
+    Retry(DeliveriesRetryArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct DeliveriesRetryArgs {
+    /// The alert's id, as printed by `tayga deliveries show` and sent in webhook payloads
+    #[arg(long, value_name = "ID", value_parser = crate::wire::alert::parse_id)]
+    pub alert_id: u64,
+    /// Only this target (default: every failed target of the alert)
+    #[arg(long, value_name = "NAME")]
+    pub target: Option<String>,
+    /// Check and print what would be retried; change nothing
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 #[derive(Debug, Args)]

@@ -3,6 +3,11 @@
 //! have been read yet, or was skipped as stale or by kind): it prints a sentence (or `[]`
 //! with `--json`) and exits 0. An id that is not 1–16 hex digits is a usage error (exit 2),
 //! refused by clap with `alert::parse_id`.
+//!
+//! `tayga deliveries retry --alert-id ID [--target NAME] [--dry-run]`: the operator's manual
+//! retry of a failed delivery, through `bus::retry::retry` (the API's retry endpoint calls
+//! the same function). A refusal (no rows, unknown target, a row that is not failed) is an
+//! error: one line on stderr, exit 1, nothing changed.
 
 use std::io::Write;
 
@@ -10,8 +15,9 @@ use anyhow::Context;
 use comfy_table::{presets::UTF8_FULL_CONDENSED, Table};
 use serde::Serialize;
 
-use crate::cli::DeliveriesCommand;
-use crate::cmd::time::format_time;
+use crate::bus::retry::{retry as retry_deliveries, AlertsTopic, Retried, RetryRequest};
+use crate::cli::{DeliveriesCommand, DeliveriesRetryArgs};
+use crate::cmd::time::{format_time, Clock};
 use crate::config::Config;
 use crate::store::deliveries::latest_for_alert;
 use crate::store::{DeliveryRow, Store};
@@ -28,23 +34,16 @@ struct Shown<'a> {
     updated_ns: u64,
     created_at: String,
     updated_at: String,
+    manual_retries: u32,
+    retried_ns: u64,
+    /// Empty when never retried.
+    retried_at: String,
+    retried_by: &'a str,
 }
 
-pub async fn run(config: &Config, sub: &DeliveriesCommand, json: bool, out: &mut dyn Write) -> anyhow::Result<()> {
-    let DeliveriesCommand::Show { alert_id: id } = sub;
-    let id = *id;
-    let store = Store::new(&config.clickhouse);
-    let rows = latest_for_alert(&store, id).await.with_context(|| {
-        format!("reading deliveries of alert {} from database `{}`", format_id(id), config.clickhouse.database)
-    })?;
-    write_rows(id, &rows, json, out)
-}
-
-/// Prints the rows of one alert as a table, or as a JSON array.
-pub fn write_rows(id: u64, rows: &[DeliveryRow], json: bool, out: &mut dyn Write) -> anyhow::Result<()> {
-    let shown: Vec<Shown> = rows
-        .iter()
-        .map(|r| Shown {
+impl<'a> Shown<'a> {
+    fn of(r: &'a DeliveryRow) -> Shown<'a> {
+        Shown {
             alert_id: format_id(r.alert_id),
             target: &r.target,
             status: &r.status,
@@ -54,13 +53,37 @@ pub fn write_rows(id: u64, rows: &[DeliveryRow], json: bool, out: &mut dyn Write
             updated_ns: r.updated_ns,
             created_at: format_time(r.created_ns),
             updated_at: format_time(r.updated_ns),
-        })
-        .collect();
+            manual_retries: r.manual_retries,
+            retried_ns: r.retried_ns,
+            retried_at: if r.retried_ns == 0 { String::new() } else { format_time(r.retried_ns) },
+            retried_by: &r.retried_by,
+        }
+    }
+}
+
+pub async fn run(config: &Config, sub: &DeliveriesCommand, json: bool, out: &mut dyn Write) -> anyhow::Result<()> {
+    match sub {
+        DeliveriesCommand::Show { alert_id } => show(config, *alert_id, json, out).await,
+        DeliveriesCommand::Retry(args) => retry(config, args, json, out).await,
+    }
+}
+
+async fn show(config: &Config, id: u64, json: bool, out: &mut dyn Write) -> anyhow::Result<()> {
+    let store = Store::new(&config.clickhouse);
+    let rows = latest_for_alert(&store, id).await.with_context(|| {
+        format!("reading deliveries of alert {} from database `{}`", format_id(id), config.clickhouse.database)
+    })?;
+    write_rows(id, &rows, json, out)
+}
+
+/// Prints the rows of one alert as a table, or as a JSON array.
+pub fn write_rows(id: u64, rows: &[DeliveryRow], json: bool, out: &mut dyn Write) -> anyhow::Result<()> {
     if json {
+        let shown: Vec<Shown> = rows.iter().map(Shown::of).collect();
         writeln!(out, "{}", serde_json::to_string_pretty(&shown)?)?;
         return Ok(());
     }
-    if shown.is_empty() {
+    if rows.is_empty() {
         writeln!(
             out,
             "no deliveries for alert {}: the notifier has not read it, skipped it (stale, or no target takes its kind), \
@@ -70,26 +93,125 @@ pub fn write_rows(id: u64, rows: &[DeliveryRow], json: bool, out: &mut dyn Write
         return Ok(());
     }
     writeln!(out, "alert {}", format_id(id))?;
+    write_table(rows, "last retried", out)
+}
+
+/// The rows as a table, then who retried which (a line per retried row, `<target>: <verb>
+/// at <time> by <who>`). The `manual_retries` column appears only when a row was retried.
+fn write_table(rows: &[DeliveryRow], verb: &str, out: &mut dyn Write) -> anyhow::Result<()> {
+    let retried = rows.iter().any(|r| r.manual_retries > 0);
+    let mut header = vec!["target", "status", "attempts", "last_error", "created", "updated"];
+    if retried {
+        header.push("manual_retries");
+    }
     let mut table = Table::new();
-    table.load_preset(UTF8_FULL_CONDENSED).set_header([
-        "target",
-        "status",
-        "attempts",
-        "last_error",
-        "created",
-        "updated",
-    ]);
-    for s in &shown {
-        table.add_row([
+    table.load_preset(UTF8_FULL_CONDENSED).set_header(header);
+    for s in rows.iter().map(Shown::of) {
+        let mut cells = vec![
             s.target.to_string(),
             s.status.to_string(),
             s.attempts.to_string(),
             s.last_error.to_string(),
             s.created_at.clone(),
             s.updated_at.clone(),
-        ]);
+        ];
+        if retried {
+            cells.push(s.manual_retries.to_string());
+        }
+        table.add_row(cells);
     }
     writeln!(out, "{table}")?;
+    for s in rows.iter().filter(|r| r.manual_retries > 0).map(Shown::of) {
+        writeln!(out, "{}: {verb} at {} by {}", s.target, s.retried_at, s.retried_by)?;
+    }
+    Ok(())
+}
+
+/// Who runs the command, as `retried_by` records it: `cli:<user>@<host>`.
+fn operator() -> String {
+    let user = ["USER", "LOGNAME"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok().filter(|u| !u.trim().is_empty()))
+        .unwrap_or_else(|| "unknown".into());
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "unknown".into());
+    format!("cli:{}@{}", user.trim(), host)
+}
+
+async fn retry(config: &Config, args: &DeliveriesRetryArgs, json: bool, out: &mut dyn Write) -> anyhow::Result<()> {
+    let by = operator();
+    let request = RetryRequest {
+        alert_id: args.alert_id,
+        target: args.target.as_deref(),
+        dry_run: args.dry_run,
+        by: &by,
+        now_ns: Clock::from_env()?.now_ns(),
+    };
+    let store = Store::new(&config.clickhouse);
+    let topic = AlertsTopic::new(config);
+    let retried = match retry_deliveries(&store, &topic, &request).await {
+        Ok(r) => r,
+        Err(e) if e.is_refusal() => return Err(e.into()),
+        Err(e) => {
+            return Err(anyhow::Error::new(e).context(format!(
+                "retrying deliveries of alert {} in database `{}`",
+                format_id(args.alert_id),
+                config.clickhouse.database
+            )))
+        }
+    };
+    write_retried(&retried, json, out)
+}
+
+#[derive(Debug, Serialize)]
+struct RetriedShown<'a> {
+    alert_id: String,
+    topic: &'a str,
+    dry_run: bool,
+    retried: Vec<Shown<'a>>,
+    untouched: Vec<Shown<'a>>,
+}
+
+/// Prints what a retry did: a sentence and the reset rows, or one JSON object.
+pub fn write_retried(r: &Retried, json: bool, out: &mut dyn Write) -> anyhow::Result<()> {
+    if json {
+        let shown = RetriedShown {
+            alert_id: format_id(r.alert_id),
+            topic: &r.topic,
+            dry_run: r.dry_run,
+            retried: r.retried.iter().map(Shown::of).collect(),
+            untouched: r.untouched.iter().map(Shown::of).collect(),
+        };
+        writeln!(out, "{}", serde_json::to_string_pretty(&shown)?)?;
+        return Ok(());
+    }
+    let n = r.retried.len();
+    let noun = if n == 1 { "delivery" } else { "deliveries" };
+    let id = format_id(r.alert_id);
+    if r.dry_run {
+        writeln!(
+            out,
+            "dry run: would reset {n} failed {noun} of alert {id} to pending and republish the alert to {}; \
+             nothing changed",
+            r.topic
+        )?;
+    } else {
+        writeln!(
+            out,
+            "alert {id}: {n} failed {noun} reset to pending and the alert republished to {}; the notifier delivers \
+             it once more",
+            r.topic
+        )?;
+    }
+    write_table(&r.retried, if r.dry_run { "would be retried" } else { "retried" }, out)?;
+    if !r.untouched.is_empty() {
+        let others: Vec<String> = r.untouched.iter().map(|u| format!("{} ({})", u.target, u.status)).collect();
+        writeln!(out, "left as they are: {}", others.join(", "))?;
+    }
     Ok(())
 }
 

@@ -18,7 +18,10 @@ pub const LATEST_BY_ALERT_SQL: &str = "SELECT alert_id, target,
     argMax(attempts, updated_ns),
     argMax(last_error, updated_ns),
     min(created_ns),
-    max(updated_ns)
+    max(updated_ns),
+    argMax(manual_retries, updated_ns),
+    argMax(retried_ns, updated_ns),
+    argMax(retried_by, updated_ns)
 FROM notifier_deliveries
 WHERE alert_id = ?
 GROUP BY alert_id, target
@@ -33,6 +36,30 @@ pub async fn latest_for_alert(store: &Store, alert_id: u64) -> Result<Vec<Delive
         .fetch_all::<DeliveryRow>()
         .await
         .map_err(|source| store.query_error("reading notifier_deliveries", source))
+}
+
+impl DeliveryRow {
+    /// The pair's next version after an operator's manual retry (`tayga deliveries retry`):
+    /// pending again with no attempts, so the notifier's decision reads "deliver" and the
+    /// attempts and backoff ladder start over, and who asked and when recorded. `last_error`
+    /// is kept: until the next attempt it says what the retry is for. `created_ns` is kept
+    /// (every version of a pair shares its partition).
+    pub fn manual_retry(&self, now_ns: u64, by: &str) -> DeliveryRow {
+        DeliveryRow {
+            status: Status::Pending.as_str().into(),
+            attempts: 0,
+            updated_ns: now_ns.max(self.updated_ns + 1),
+            manual_retries: self.manual_retries + 1,
+            retried_ns: now_ns,
+            retried_by: by.to_string(),
+            ..self.clone()
+        }
+    }
+
+    /// Whether this is a pair an operator reset to pending that no attempt has finished yet.
+    pub fn is_pending_manual_retry(&self) -> bool {
+        self.manual_retries > 0 && Status::parse(&self.status) == Some(Status::Pending)
+    }
 }
 
 /// This module's statements with sample binds, for the registry.
@@ -72,5 +99,37 @@ impl Status {
 impl fmt::Display for Status {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_manual_retry_resets_the_ladder_and_records_who_and_when() {
+        let failed = DeliveryRow {
+            alert_id: 7,
+            target: "ops".into(),
+            status: "failed".into(),
+            attempts: 8,
+            last_error: "HTTP 400 Bad Request".into(),
+            created_ns: 100,
+            updated_ns: 500,
+            ..Default::default()
+        };
+        assert!(!failed.is_pending_manual_retry());
+        let retried = failed.manual_retry(1_000, "cli:ops@host");
+        assert_eq!((retried.status.as_str(), retried.attempts), ("pending", 0));
+        assert_eq!(
+            (retried.manual_retries, retried.retried_ns, retried.retried_by.as_str()),
+            (1, 1_000, "cli:ops@host")
+        );
+        assert_eq!((retried.created_ns, retried.updated_ns), (100, 1_000));
+        assert_eq!(retried.last_error, "HTTP 400 Bad Request");
+        assert!(retried.is_pending_manual_retry());
+        // A clock behind the row's last write still makes a newer version.
+        let again = DeliveryRow { status: "failed".into(), ..retried }.manual_retry(10, "api");
+        assert_eq!((again.manual_retries, again.updated_ns, again.retried_ns), (2, 1_001, 10));
     }
 }

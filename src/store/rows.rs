@@ -167,6 +167,12 @@ pub struct DeliveryRow {
     pub last_error: String,
     pub created_ns: u64,
     pub updated_ns: u64,
+    /// Times an operator reset the pair from failed to pending (`tayga deliveries retry`).
+    pub manual_retries: u32,
+    /// When the latest manual retry was asked for (0: never).
+    pub retried_ns: u64,
+    /// Who asked for it: `cli:<user>@<host>` or `api`.
+    pub retried_by: String,
 }
 table_row!(DeliveryRow, "notifier_deliveries", partitioned by created_ns);
 

@@ -154,6 +154,28 @@ impl Alert {
     }
 }
 
+/// The header on a record republished by an operator's manual retry (`tayga deliveries
+/// retry`): when the retry was asked for, in decimal Unix nanoseconds. The document is the
+/// alert's as stored, unchanged, so a reader that ignores the header sees one more
+/// republished copy; Tayga's notifier judges the retried pairs' age by this time instead of
+/// `last_at` (docs/notifier.md). Headers are outside the versioned document: adding one is
+/// compatible within version 1.
+pub const MANUAL_RETRY_HEADER: &str = "tayga-manual-retry-ns";
+
+/// The headers of a manual retry's record.
+pub fn manual_retry_headers(retried_ns: u64) -> rdkafka::message::OwnedHeaders {
+    rdkafka::message::OwnedHeaders::new()
+        .insert(rdkafka::message::Header { key: MANUAL_RETRY_HEADER, value: Some(&retried_ns.to_string()) })
+}
+
+/// The retry time a record carries, if it is a manual retry's (an unreadable value reads as
+/// none: the record is then an ordinary copy).
+pub fn manual_retry_ns(headers: Option<&rdkafka::message::BorrowedHeaders>) -> Option<u64> {
+    use rdkafka::message::Headers;
+    let header = headers?.iter().find(|h| h.key == MANUAL_RETRY_HEADER)?;
+    std::str::from_utf8(header.value?).ok()?.parse().ok()
+}
+
 /// An id as it appears in JSON and on the command line: 16 lowercase hex digits.
 pub fn format_id(id: u64) -> String {
     format!("{id:016x}")
@@ -190,6 +212,17 @@ pub mod hex_id {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn a_manual_retry_header_reads_back_and_its_absence_is_an_ordinary_copy() {
+        let headers = manual_retry_headers(1_764_410_400_000_000_123);
+        assert_eq!(manual_retry_ns(Some(headers.as_borrowed())), Some(1_764_410_400_000_000_123));
+        assert_eq!(manual_retry_ns(None), None);
+        assert_eq!(manual_retry_ns(Some(rdkafka::message::OwnedHeaders::new().as_borrowed())), None);
+        let garbled = rdkafka::message::OwnedHeaders::new()
+            .insert(rdkafka::message::Header { key: MANUAL_RETRY_HEADER, value: Some("soon") });
+        assert_eq!(manual_retry_ns(Some(garbled.as_borrowed())), None);
+    }
 
     fn sample() -> Alert {
         Alert {

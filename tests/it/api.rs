@@ -32,7 +32,7 @@ struct Api {
 
 impl Api {
     async fn start(store: Store, token: &str, query_timeout: Duration) -> Api {
-        let state = AppState { store, query_timeout, now_ns };
+        let state = AppState { store, query_timeout, now_ns, alerts_topic: None };
         let health: tayga::daemon::HealthFn = Arc::new(|| json!({"api": {"status": "serving"}}));
         let mut registry = Registry::default();
         let metrics = tayga::daemon::api::metrics::RequestMetrics::register(&mut registry);
@@ -252,6 +252,7 @@ async fn seed(store: &Store, now: u64) {
         last_error: error.into(),
         created_ns: now - MIN_NS,
         updated_ns: now,
+        ..Default::default()
     };
     store.insert(&[delivery("ops", "delivered", 1, ""), delivery("pager", "failed", 1, "HTTP 404")]).await.unwrap();
 }

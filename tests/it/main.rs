@@ -22,6 +22,7 @@ mod mine_loghub;
 mod mine_props;
 mod notifier;
 mod notifier_process;
+mod retry;
 mod store;
 mod tidy;
 mod writer;

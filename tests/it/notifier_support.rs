@@ -1,5 +1,6 @@
-//! Helpers shared by tests/it/notifier.rs and tests/it/notifier_process.rs: scripted webhook
-//! receivers, alert publishing, and reads of delivery rows and committed offsets.
+//! Helpers shared by tests/it/notifier.rs, tests/it/notifier_process.rs and tests/it/retry.rs:
+//! the notifier in-process, scripted webhook receivers, alert publishing, the binary, and
+//! reads of delivery rows and committed offsets.
 #![allow(dead_code)]
 
 use std::collections::VecDeque;
@@ -7,15 +8,112 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::common::{run, wait_for, TestEnv};
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
+use prometheus_client::registry::Registry;
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use tayga::config::{Config, TargetConfig};
+use tayga::daemon::notifier::metrics::{DeliveryResult, NotifierMetrics};
+use tayga::daemon::notifier::Notifier;
+use tayga::daemon::prepare;
+use tayga::daemon::Shutdown;
 use tayga::store::{now_ns, DeliveryRow, Store};
 use tayga::wire::alert::{Alert, AlertKind, ALERT_FORMAT_VERSION};
+use tokio::task::JoinHandle;
+
+pub const WAIT: Duration = Duration::from_secs(30);
+
+/// The notifier daemon's consumer loop, in-process.
+pub struct Running {
+    pub shutdown: Shutdown,
+    task: JoinHandle<anyhow::Result<()>>,
+    registry: Arc<Registry>,
+    metrics: NotifierMetrics,
+}
+
+impl Running {
+    pub async fn start(config: &Config) -> Running {
+        let shutdown = Shutdown::new();
+        prepare(config, &shutdown).await.expect("topics and schema (are ClickHouse and the broker running?)");
+        let mut registry = Registry::default();
+        let metrics = NotifierMetrics::new(&mut registry);
+        let notifier = Notifier::new(config, metrics.clone(), shutdown.clone()).unwrap();
+        let task = tokio::spawn(notifier.run());
+        Running { shutdown, task, registry: Arc::new(registry), metrics }
+    }
+
+    pub fn count(&self, target: &str, result: DeliveryResult) -> u64 {
+        self.metrics.result_count(target, result)
+    }
+
+    pub fn metrics_text(&self) -> String {
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &self.registry).unwrap();
+        text
+    }
+
+    pub async fn stop(self) {
+        self.shutdown.trigger();
+        tokio::time::timeout(WAIT, self.task).await.expect("the notifier stops").unwrap().unwrap();
+    }
+}
+
+pub async fn wait_committed(config: &Config, n: i64) {
+    wait_for(
+        &format!("committed offset {n}"),
+        WAIT,
+        || async move { (committed(config).await == Some(n)).then_some(()) },
+    )
+    .await;
+}
+
+pub async fn wait_status(store: &Store, alert_id: u64, target: &str, status: &str) -> tayga::store::DeliveryRow {
+    wait_for(&format!("{target} {status}"), WAIT, || async move {
+        row(store, alert_id, target).await.filter(|r| r.status == status)
+    })
+    .await
+}
+
+/// Runs the binary with the test's database and topic prefix, off the async workers.
+pub async fn tayga(env: &TestEnv, args: &[&str]) -> (std::process::Output, String, String) {
+    let mut cmd = env.tayga();
+    cmd.args(args);
+    tokio::task::spawn_blocking(move || run(&mut cmd)).await.unwrap()
+}
+
+/// `2015-10-21T07:28:00.123Z` → a fixed placeholder of the same width, so tables keep
+/// their shape.
+pub fn mask_times(text: &str) -> String {
+    let b = text.as_bytes();
+    let mut out = String::new();
+    let mut i = 0;
+    let is_time = |s: &[u8]| {
+        s.len() >= 24
+            && s[..24].iter().enumerate().all(|(k, c)| match k {
+                4 | 7 => *c == b'-',
+                10 => *c == b'T',
+                13 | 16 => *c == b':',
+                19 => *c == b'.',
+                23 => *c == b'Z',
+                _ => c.is_ascii_digit(),
+            })
+    };
+    while i < b.len() {
+        if is_time(&b[i..]) {
+            out.push_str("YYYY-MM-DDTHH:MM:SS.mmmZ");
+            i += 24;
+        } else {
+            let ch = text[i..].chars().next().unwrap();
+            out.push(ch);
+            i += ch.len_utf8();
+        }
+    }
+    out
+}
 
 /// What a receiver answers to one request.
 #[derive(Debug, Clone)]

@@ -143,6 +143,9 @@ async fn every_row_struct_round_trips_through_its_table() {
             last_error: "HTTP 503".into(),
             created_ns: now,
             updated_ns: now + 1,
+            manual_retries: 2,
+            retried_ns: now + 1,
+            retried_by: "cli:ops@host".into(),
         },
     )
     .await;
@@ -298,6 +301,7 @@ fn delivery(status: &str, attempts: u32, created_ns: u64, updated_ns: u64) -> De
         last_error: format!("try {attempts}"),
         created_ns,
         updated_ns,
+        ..Default::default()
     }
 }
 
@@ -329,7 +333,9 @@ async fn the_deliveries_and_stories_reads_answer_alike_on_18_16_and_in_chdb() {
     items.push(statements::Statement::insert("d", &deliveries_rows, None).bound().into());
     items.push(statements::Statement::insert("s", &story_rows, None).bound().into());
     let latest = statements::Statement::new("l", deliveries::LATEST_BY_ALERT_SQL).binds(["11"]);
-    items.push(serde_json::json!({"sql": latest.bound(), "expect": "11,\"ops\",\"delivered\",2,\"try 2\",100,300"}));
+    items.push(
+        serde_json::json!({"sql": latest.bound(), "expect": "11,\"ops\",\"delivered\",2,\"try 2\",100,300,0,0,\"\""}),
+    );
     let counts = statements::Statement::new("c", stories::span_counts_sql(3)).binds(["'t1'", "'t2'", "'t3'"]);
     items.push(serde_json::json!({
         "sql": format!("SELECT * FROM ({}) ORDER BY trace_id", counts.bound()),

@@ -18,10 +18,18 @@ pub enum ApiError {
     BadParam { param: String, reason: String },
     #[error("{what} not found")]
     NotFound { what: String },
+    /// A 404 whose message says why in a whole sentence (the manual retry's refusals).
+    #[error("{0}")]
+    Missing(String),
+    /// The request contradicts the stored state (a retry of a delivery that is not failed).
+    #[error("{0}")]
+    Conflict(String),
     #[error("missing or wrong bearer token")]
     Unauthorized,
     #[error("ClickHouse is unavailable: {0}")]
     Unavailable(String),
+    #[error("the Kafka broker is unavailable: {0}")]
+    BrokerUnavailable(String),
     #[error("{0}")]
     Internal(String),
 }
@@ -38,9 +46,10 @@ impl ApiError {
     pub fn status(&self) -> StatusCode {
         match self {
             ApiError::BadParam { .. } => StatusCode::BAD_REQUEST,
-            ApiError::NotFound { .. } => StatusCode::NOT_FOUND,
+            ApiError::NotFound { .. } | ApiError::Missing(_) => StatusCode::NOT_FOUND,
+            ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
-            ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Unavailable(_) | ApiError::BrokerUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -48,9 +57,10 @@ impl ApiError {
     fn code(&self) -> &'static str {
         match self {
             ApiError::BadParam { .. } => "bad_parameter",
-            ApiError::NotFound { .. } => "not_found",
+            ApiError::NotFound { .. } | ApiError::Missing(_) => "not_found",
+            ApiError::Conflict(_) => "conflict",
             ApiError::Unauthorized => "unauthorized",
-            ApiError::Unavailable(_) => "unavailable",
+            ApiError::Unavailable(_) | ApiError::BrokerUnavailable(_) => "unavailable",
             ApiError::Internal(_) => "internal",
         }
     }
@@ -78,7 +88,7 @@ pub struct ErrorBody {
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ErrorDetail {
-    /// `bad_parameter`, `not_found`, `unauthorized`, `unavailable` or `internal`.
+    /// `bad_parameter`, `not_found`, `conflict`, `unauthorized`, `unavailable` or `internal`.
     pub code: String,
     /// The parameter at fault, for `bad_parameter`.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -92,6 +102,7 @@ impl IntoResponse for ApiError {
         match &self {
             ApiError::Internal(m) => tracing::error!(error = %m, "API request failed"),
             ApiError::Unavailable(m) => tracing::warn!(error = %m, "API request: ClickHouse unavailable"),
+            ApiError::BrokerUnavailable(m) => tracing::warn!(error = %m, "API request: the broker is unavailable"),
             _ => {}
         }
         let parameter = match &self {
@@ -102,7 +113,7 @@ impl IntoResponse for ApiError {
             ErrorBody { error: ErrorDetail { code: self.code().to_string(), parameter, message: self.to_string() } };
         let mut response = (status, axum::Json(body)).into_response();
         match self {
-            ApiError::Unavailable(_) => {
+            ApiError::Unavailable(_) | ApiError::BrokerUnavailable(_) => {
                 response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECS));
             }
             ApiError::Unauthorized => {

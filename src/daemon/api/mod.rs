@@ -47,7 +47,8 @@ pub async fn serve(config: &Config, shutdown: Shutdown) -> anyhow::Result<()> {
     let interval = Duration::from_secs(config.api.scrape_interval_secs);
     let recording = tokio::spawn(recorder.run(interval, shutdown.clone()));
 
-    let state = AppState { store, query_timeout: timeout, now_ns: crate::store::now_ns };
+    let alerts_topic = Some(Arc::new(crate::bus::retry::AlertsTopic::new(config)));
+    let state = AppState { store, query_timeout: timeout, now_ns: crate::store::now_ns, alerts_topic };
     let health: crate::daemon::HealthFn = Arc::new(|| serde_json::json!({"api": {"status": "serving"}}));
     let app = router::router(state, Arc::new(registry), request_metrics, health, &config.api.token);
     let listener = tokio::net::TcpListener::bind(&config.api.listen_addr)

@@ -40,6 +40,7 @@ pub fn api_routes(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(handlers::alerts::list))
         .routes(routes!(handlers::alerts::by_id))
         .routes(routes!(handlers::deliveries::list))
+        .routes(routes!(handlers::deliveries::retry))
         .routes(routes!(handlers::pipeline::series))
         .with_state(state)
         .split_for_parts();
@@ -50,7 +51,12 @@ pub fn api_routes(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
 /// reached: building the routes only describes them).
 pub fn openapi() -> utoipa::openapi::OpenApi {
     let store = crate::store::Store::new(&crate::config::ClickHouseConfig::default());
-    let state = AppState { store, query_timeout: std::time::Duration::from_secs(1), now_ns: crate::store::now_ns };
+    let state = AppState {
+        store,
+        query_timeout: std::time::Duration::from_secs(1),
+        now_ns: crate::store::now_ns,
+        alerts_topic: None,
+    };
     api_routes(state).1
 }
 
@@ -86,15 +92,20 @@ mod tests {
     fn the_document_describes_every_route_with_its_parameters_and_errors() {
         let doc = serde_json::to_value(openapi()).unwrap();
         let paths = doc["paths"].as_object().unwrap();
-        assert_eq!(paths.len(), 12, "{:?}", paths.keys().collect::<Vec<_>>());
+        assert_eq!(paths.len(), 13, "{:?}", paths.keys().collect::<Vec<_>>());
         let logs = &doc["paths"]["/api/v1/logs"]["get"];
         let names: Vec<&str> =
             logs["parameters"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
         assert_eq!(names, ["service", "template_id", "q", "from", "to", "limit", "cursor"]);
         for (path, item) in paths {
-            let responses = &item["get"]["responses"];
+            let operation = item.get("get").or_else(|| item.get("post")).unwrap_or_else(|| panic!("{path}"));
+            let responses = &operation["responses"];
             assert!(responses.get("200").is_some() && responses.get("400").is_some(), "{path}");
             assert!(responses.get("503").is_some(), "{path} does not document 503");
+        }
+        let retry = &doc["paths"]["/api/v1/deliveries/{alert_id}/retry"]["post"];
+        for status in ["200", "404", "409"] {
+            assert!(retry["responses"].get(status).is_some(), "the retry does not document {status}");
         }
         let trace = &doc["components"]["schemas"]["Trace"];
         assert!(trace["properties"]["spans"].is_object(), "{trace}");

@@ -195,7 +195,7 @@ pub async fn deliver(
             attempts: 0,
             last_error: String::new(),
             created_ns: now_ns(),
-            updated_ns: 0,
+            ..Default::default()
         },
     };
     let mode = target.mode();
@@ -260,6 +260,30 @@ pub async fn deliver(
             }
         }
     }
+}
+
+/// A manual retry read when the later of the alert's `last_at` and the retry is older than
+/// `max_age_secs` (the notifier was down, or behind, for longer): nothing is sent, and the
+/// pair is failed again, saying why, so the operator can ask once more.
+pub async fn expire_manual_retry(
+    ctx: Arc<Ctx>,
+    target: Arc<Target>,
+    mut row: DeliveryRow,
+    read_at: Instant,
+) -> TargetEnd {
+    let age = Duration::from_nanos(now_ns().saturating_sub(row.retried_ns));
+    row.status = Status::Failed.as_str().into();
+    row.last_error = format!(
+        "manual retry not sent: read {} s after it was asked for, beyond max_age_secs ({})",
+        age.as_secs(),
+        ctx.settings.max_age.as_secs()
+    );
+    if !persist(&ctx, &mut row).await {
+        return TargetEnd::Interrupted;
+    }
+    ctx.metrics.manual_retry_expired(&format_id(row.alert_id), &row, read_at.elapsed());
+    ctx.metrics.set_breaker(&target.name, target.breaker_open());
+    TargetEnd::Final
 }
 
 /// Writes the row's next version. While running, a write that keeps failing is retried

@@ -23,7 +23,8 @@ pub enum DeliveryResult {
     failed,
     /// The pair already had a delivered or failed row: nothing was sent.
     duplicate,
-    /// `last_at` older than `max_age_secs` when read: nothing was sent.
+    /// `last_at` older than `max_age_secs` when read (for a manual retry: the later of
+    /// `last_at` and the retry): nothing was sent.
     stale,
     /// The target's `kinds` do not include the alert's kind.
     skipped,
@@ -63,6 +64,7 @@ pub struct NotifierMetrics {
     pub deliveries: Family<TargetResult, Counter>,
     pub attempts: Family<TargetAttempt, Counter>,
     pub retries: Family<TargetLabel, Counter>,
+    pub manual_retries: Family<TargetLabel, Counter>,
     pub breaker_open: Family<TargetLabel, Gauge>,
     pub delivery_seconds: HistogramFamily,
 }
@@ -80,6 +82,7 @@ impl NotifierMetrics {
             deliveries: Family::default(),
             attempts: Family::default(),
             retries: Family::default(),
+            manual_retries: Family::default(),
             breaker_open: Family::default(),
             delivery_seconds: Family::new_with_constructor(latency_histogram as fn() -> Histogram),
         };
@@ -91,6 +94,11 @@ impl NotifierMetrics {
         );
         r.register("attempts", "HTTP attempts by target and outcome", m.attempts.clone());
         r.register("retries", "Attempts scheduled after a retryable failure", m.retries.clone());
+        r.register(
+            "manual_retries",
+            "Pairs an operator reset to pending (tayga deliveries retry) that the notifier took up",
+            m.manual_retries.clone(),
+        );
         r.register("breaker_open", "1 while the target's circuit breaker is open, else 0", m.breaker_open.clone());
         r.register(
             "delivery_duration_seconds",
@@ -121,6 +129,20 @@ impl NotifierMetrics {
     pub fn duplicate(&self, alert_id: &str, target: &str, status: &str) {
         self.result(target, DeliveryResult::duplicate);
         tracing::debug!(alert_id, target, status, "already handled; nothing sent");
+    }
+
+    /// A pair an operator reset to pending is delivered once more (its outcome follows).
+    pub fn manual_retry(&self, alert_id: &str, target: &str) {
+        self.manual_retries.get_or_create(&TargetLabel { target: target.to_string() }).inc();
+        tracing::info!(alert_id, target, "manual retry: delivering once more");
+    }
+
+    /// A manual retry read too late (`max_age_secs`): not sent, the pair failed again.
+    pub fn manual_retry_expired(&self, alert_id: &str, row: &DeliveryRow, latency: Duration) {
+        self.manual_retries.get_or_create(&TargetLabel { target: row.target.clone() }).inc();
+        self.result(&row.target, DeliveryResult::stale);
+        self.observe_delivery(&row.target, latency.as_secs_f64());
+        tracing::warn!(alert_id, target = %row.target, error = %row.last_error, "manual retry expired; the delivery is failed again");
     }
 
     /// The pair ended delivered or failed, `latency` after its record was read.

@@ -7,7 +7,7 @@
 //! - [`store`]: `notifier_deliveries` reads (argMax) and writes (timeouts, retries).
 //! - [`metrics`]: what the notifier reports (each event logs and counts).
 //! - this file: the consumer loop on the shared daemon runtime and consumer kit, the
-//!   decision order and the offset commits.
+//!   decision order (with a manual retry's, `crate::bus::retry`) and the offset commits.
 
 pub mod backoff;
 pub mod breaker;
@@ -34,7 +34,7 @@ use crate::config::Names;
 use crate::config::{Config, KafkaConfig};
 use crate::daemon::{HealthFn, Shutdown, Spec};
 use crate::store::{now_ns, Store};
-use crate::wire::alert::{format_id, Alert};
+use crate::wire::alert::{format_id, manual_retry_ns, Alert};
 
 /// `tayga serve notifier`: the shared daemon start-up ([`crate::daemon::run`]) on
 /// `notifier.metrics_addr`, then the consumer loop until `shutdown`.
@@ -169,20 +169,26 @@ impl Notifier {
             tracing::debug!(alert_id = %id, "no targets configured");
             return RecordEnd::Done;
         }
+        // A manual retry's record (docs/notifier.md "Manual retry"): the pairs the operator
+        // reset are judged by when the retry was asked for, not by the alert's `last_at`.
+        let manual_retry = manual_retry_ns(message.headers().map(|h| h.as_borrowed())).is_some();
         // 2. Kind filter, per target. 3. Staleness, judged now, when the record is read.
-        let age_ns = now_ns().saturating_sub(alert.last_at);
-        let stale = u128::from(age_ns) > self.ctx.settings.max_age.as_nanos();
+        let now = now_ns();
+        let max_age = self.ctx.settings.max_age;
+        let too_old = |at: u64| u128::from(now.saturating_sub(at)) > max_age.as_nanos();
+        let age_ns = now.saturating_sub(alert.last_at);
+        let stale = too_old(alert.last_at);
         let mut wanted = Vec::new();
         for target in self.targets.iter() {
             if !target.accepts(alert.kind) {
                 self.ctx.metrics.result(&target.name, DeliveryResult::skipped);
-            } else if stale {
+            } else if stale && !manual_retry {
                 self.ctx.metrics.result(&target.name, DeliveryResult::stale);
             } else {
                 wanted.push(target.clone());
             }
         }
-        if stale {
+        if stale && !manual_retry {
             tracing::info!(alert_id = %id, age_secs = age_ns / 1_000_000_000, "stale alert skipped");
         }
         if wanted.is_empty() {
@@ -204,6 +210,22 @@ impl Notifier {
         let mut tasks = JoinSet::new();
         for target in wanted {
             let row = existing.remove(&target.name);
+            let retried = row.as_ref().filter(|r| r.is_pending_manual_retry()).map(|r| r.retried_ns);
+            match retried {
+                // A retried pair's age is that of the later of `last_at` and the retry.
+                Some(retried_ns) if too_old(alert.last_at.max(retried_ns)) => {
+                    let row = row.expect("a retried pair has a row");
+                    tasks.spawn(deliver::expire_manual_retry(self.ctx.clone(), target, row, read_at));
+                    continue;
+                }
+                Some(_) => self.ctx.metrics.manual_retry(&id, &target.name),
+                // Only a manual retry's record reaches here stale: the other pairs stay skipped.
+                None if stale => {
+                    self.ctx.metrics.result(&target.name, DeliveryResult::stale);
+                    continue;
+                }
+                None => {}
+            }
             tasks.spawn(deliver::deliver(self.ctx.clone(), target, alert.alert_id, row, body.clone(), read_at));
         }
         let mut end = RecordEnd::Done;

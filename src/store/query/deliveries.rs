@@ -31,7 +31,8 @@ pub fn deliveries_sql(q: &DeliverySearch) -> String {
     let having = if q.status.is_some() { " HAVING argMax(status, updated_ns) = ?" } else { "" };
     format!(
         "SELECT alert_id, target, argMax(status, updated_ns), argMax(attempts, updated_ns), argMax(last_error, updated_ns), \
-         min(created_ns), max(updated_ns) FROM notifier_deliveries WHERE {} \
+         min(created_ns), max(updated_ns), argMax(manual_retries, updated_ns), argMax(retried_ns, updated_ns), \
+         argMax(retried_by, updated_ns) FROM notifier_deliveries WHERE {} \
          GROUP BY alert_id, target{having} ORDER BY alert_id, target LIMIT ?",
         and_all(&conditions)
     )

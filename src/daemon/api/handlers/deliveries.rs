@@ -1,12 +1,15 @@
 //! `GET /api/v1/deliveries`: the latest state of every `(alert, target)` pair (seed 003)
-//! created in a window.
+//! created in a window. `POST /api/v1/deliveries/{alert_id}/retry`: the operator's manual
+//! retry of a failed delivery, through `bus::retry::retry`, the function
+//! `tayga deliveries retry` calls.
 
-use axum::extract::State;
+use axum::extract::{Path, State};
 use axum::Json;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::{AppState, Page};
+use crate::bus::retry::{self, RetryError, RetryRequest};
 use crate::daemon::api::error::{ApiError, ErrorBody};
 use crate::daemon::api::params::{self, Query, DAY_NS};
 use crate::store::deliveries::Status;
@@ -24,6 +27,12 @@ pub struct Delivery {
     pub last_error: String,
     pub created_ns: u64,
     pub updated_ns: u64,
+    /// Times an operator retried the pair (`tayga deliveries retry`, or this API).
+    pub manual_retries: u32,
+    /// When the latest manual retry was asked for, Unix ns; 0 when never.
+    pub retried_ns: u64,
+    /// Who asked: `cli:<user>@<host>` or `api`; empty when never.
+    pub retried_by: String,
 }
 
 impl Delivery {
@@ -36,6 +45,9 @@ impl Delivery {
             last_error: r.last_error,
             created_ns: r.created_ns,
             updated_ns: r.updated_ns,
+            manual_retries: r.manual_retries,
+            retried_ns: r.retried_ns,
+            retried_by: r.retried_by,
         }
     }
 }
@@ -80,4 +92,78 @@ pub async fn list(
     let cursor = rows.last().map(|r| params::next_cursor(&(r.alert_id, r.target.clone())));
     let items: Vec<Delivery> = rows.into_iter().map(Delivery::from_row).collect();
     Ok(Json(Page::of(items, limit, cursor)))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct RetryParams {
+    /// Only this target (default: every failed target of the alert).
+    pub target: Option<String>,
+    /// `true`: check and answer what would be retried; change nothing.
+    pub dry_run: Option<bool>,
+}
+
+/// What a manual retry did (or, with `dry_run`, would do).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct RetryAnswer {
+    pub alert_id: String,
+    /// The topic the alert was republished to.
+    pub topic: String,
+    pub dry_run: bool,
+    /// The reset rows: `pending`, attempts 0, the retry recorded.
+    pub retried: Vec<Delivery>,
+    /// The alert's other targets, left as they are.
+    pub untouched: Vec<Delivery>,
+}
+
+/// Who the API records as having asked: it knows no users, only the token.
+const API_OPERATOR: &str = "api";
+
+#[utoipa::path(post, path = "/api/v1/deliveries/{alert_id}/retry", tag = "deliveries",
+    params(("alert_id" = String, Path, description = "16 hex digits"), RetryParams),
+    responses(
+        (status = 200, body = RetryAnswer, description = "Reset to pending and republished: the notifier delivers it once more"),
+        (status = 400, body = ErrorBody),
+        (status = 404, body = ErrorBody, description = "No delivery rows for the alert, no row for the target, or no stored alert"),
+        (status = 409, body = ErrorBody, description = "The delivery is not failed (delivered or pending)"),
+        (status = 503, body = ErrorBody, description = "ClickHouse or the broker is unavailable")))]
+pub async fn retry(
+    State(state): State<AppState>,
+    Path(alert_id): Path<String>,
+    Query(p): Query<RetryParams>,
+) -> Result<Json<RetryAnswer>, ApiError> {
+    let alert_id = params::hex_id("alert_id", &alert_id)?;
+    let target = params::text("target", p.target)?;
+    let Some(topic) = state.alerts_topic.as_deref() else {
+        return Err(ApiError::BrokerUnavailable("this API was started without the alerts topic".into()));
+    };
+    let request = RetryRequest {
+        alert_id,
+        target: target.as_deref(),
+        dry_run: p.dry_run.unwrap_or(false),
+        by: API_OPERATOR,
+        now_ns: state.now(),
+    };
+    // Not bounded by the query timeout: cancelling between the row write and the
+    // publication would leave a pending row no record drives. Each step has its own bound.
+    let done = retry::retry(&state.store, topic, &request).await.map_err(|e| match e {
+        RetryError::UnknownAlert { .. } | RetryError::UnknownTarget { .. } | RetryError::AlertMissing { .. } => {
+            ApiError::Missing(e.to_string())
+        }
+        RetryError::NotFailed { .. } => ApiError::Conflict(e.to_string()),
+        RetryError::Store(e) => ApiError::from(e),
+        RetryError::Encode { .. } => ApiError::Internal(e.to_string()),
+        RetryError::NoTopic { .. }
+        | RetryError::Broker(_)
+        | RetryError::Publish { .. }
+        | RetryError::PublishUnrestored { .. } => ApiError::BrokerUnavailable(e.to_string()),
+    })?;
+    Ok(Json(RetryAnswer {
+        alert_id: format_id(done.alert_id),
+        topic: done.topic,
+        dry_run: done.dry_run,
+        retried: done.retried.into_iter().map(Delivery::from_row).collect(),
+        untouched: done.untouched.into_iter().map(Delivery::from_row).collect(),
+    }))
 }
