@@ -11,30 +11,13 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 
+from otel_checked import Checked
+
 endpoint, service, traces = sys.argv[1], sys.argv[2], int(sys.argv[3])
 results = []
 
-
-class Checked:
-    """Wraps the exporter to remember each export's result."""
-
-    def __init__(self, inner):
-        self.inner = inner
-
-    def export(self, batch):
-        result = self.inner.export(batch)
-        results.append(result)
-        return result
-
-    def shutdown(self):
-        self.inner.shutdown()
-
-    def force_flush(self, timeout_millis=30000):
-        return True
-
-
 provider = TracerProvider(resource=Resource.create({"service.name": service}))
-provider.add_span_processor(SimpleSpanProcessor(Checked(OTLPSpanExporter(endpoint=f"{endpoint}/v1/traces"))))
+provider.add_span_processor(SimpleSpanProcessor(Checked(OTLPSpanExporter(endpoint=f"{endpoint}/v1/traces"), results)))
 tracer = provider.get_tracer("tayga-test")
 ids = []
 for i in range(traces):
