@@ -236,6 +236,20 @@ fn gzip(bytes: &[u8]) -> Vec<u8> {
     enc.finish().unwrap()
 }
 
+/// The span ids on the signals topic (at least `expected` records are read).
+pub(crate) async fn span_ids_on_signals(config: &Config, expected: usize) -> std::collections::BTreeSet<String> {
+    let (config, topic) = (config.clone(), config.names().signals);
+    let records = tokio::task::spawn_blocking(move || common::read_topic(&config, &topic, 12, expected)).await.unwrap();
+    let mut ids = std::collections::BTreeSet::new();
+    for m in &records {
+        let request = ExportTraceServiceRequest::decode(m.payload().unwrap_or_default()).unwrap();
+        for s in request.resource_spans.iter().flat_map(|r| &r.scope_spans).flat_map(|s| &s.spans) {
+            ids.insert(hex_id(&s.span_id));
+        }
+    }
+    ids
+}
+
 async fn stored_span_ids(env: &TestEnv) -> Vec<String> {
     let store = env.store();
     let rows: Vec<SpanRow> = store.select_for_tests::<SpanRow>("FINAL ORDER BY span_id").fetch_all().await.unwrap();

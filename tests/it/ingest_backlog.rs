@@ -4,7 +4,7 @@
 //! and alerts miss nothing; a kill -9 mid-replay loses and doubles nothing.
 
 use crate::common;
-use crate::ingest::{post, span, start_ingest, traces, wait_until_using};
+use crate::ingest::{post, span, span_ids_on_signals, start_ingest, traces, wait_until_using};
 use crate::notifier_support::Hook;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -14,10 +14,9 @@ use common::{free_addr, free_port, metric, resource, scrape, wait_for, ChildGuar
 use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue};
 use opentelemetry_proto::tonic::logs::v1::{LogRecord, ResourceLogs, ScopeLogs};
 use prost::Message as _;
-use rdkafka::message::Message;
 use tayga::config::Config;
 use tayga::daemon::Shutdown;
-use tayga::otlp::{hex_id, ExportLogsServiceRequest, ExportTraceServiceRequest};
+use tayga::otlp::{hex_id, ExportLogsServiceRequest};
 use tayga::store::backlog::{self, PendingKey};
 use tayga::store::{now_ns, BacklogRow, Store, StoryRow};
 
@@ -393,17 +392,7 @@ async fn kill_9_mid_replay_then_restart_loses_and_doubles_nothing() {
     let lines = std::fs::read_to_string(&log).unwrap();
     assert!(lines.contains("the ingest backlog holds records to replay"), "the restart found the rest:\n{lines}");
 
-    let config = env.config.clone();
-    let topic = env.config.names().signals;
-    let expected = sent.len();
-    let records = tokio::task::spawn_blocking(move || common::read_topic(&config, &topic, 12, expected)).await.unwrap();
-    let mut on_topic = BTreeSet::new();
-    for m in &records {
-        let request = ExportTraceServiceRequest::decode(m.payload().unwrap_or_default()).unwrap();
-        for s in request.resource_spans.iter().flat_map(|r| &r.scope_spans).flat_map(|s| &s.spans) {
-            on_topic.insert(hex_id(&s.span_id));
-        }
-    }
+    let on_topic = span_ids_on_signals(&env.config, sent.len()).await;
     let lost: Vec<&String> = sent.difference(&on_topic).take(5).collect();
     assert!(lost.is_empty(), "{} spans never reached the topic, e.g. {lost:?}", sent.difference(&on_topic).count());
     let writer = env.config.writer.metrics_addr.clone();

@@ -3,7 +3,7 @@
 //! the broker down, under a bound on memory (read from /proc).
 
 use crate::common;
-use crate::ingest::{post, span, start_ingest, traces, wait_until_using};
+use crate::ingest::{post, span, span_ids_on_signals, start_ingest, traces, wait_until_using};
 
 use std::collections::BTreeSet;
 use std::io::{Read, Write};
@@ -157,24 +157,14 @@ async fn idle_and_half_sent_connections_are_closed_and_bounded() {
     running.wait().await.unwrap();
 }
 
-/// The peak resident memory of a process (`VmHWM`), in bytes.
-fn peak_rss(pid: u32) -> u64 {
+/// A `kB` field of `/proc/<pid>/status` (`VmHWM`: peak resident memory, `VmRSS`: now), in bytes.
+fn proc_status_bytes(pid: u32, field: &str) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
     let kb: u64 = status
         .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap();
-    kb * 1024
-}
-
-fn current_rss(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let kb: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .unwrap();
+        .unwrap_or_else(|| panic!("no {field} in /proc/{pid}/status"));
     kb * 1024
 }
 
@@ -213,7 +203,7 @@ async fn concurrent_large_requests_are_backpressure_not_an_outage_under_a_memory
         (h["ingest"]["using"] == "redpanda").then_some(())
     })
     .await;
-    let idle_rss = current_rss(pid);
+    let idle_rss = proc_status_bytes(pid, "VmRSS");
 
     let watching = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
     let watcher = {
@@ -263,9 +253,9 @@ async fn concurrent_large_requests_are_backpressure_not_an_outage_under_a_memory
     }
     watching.store(false, std::sync::atomic::Ordering::Relaxed);
     let seen = watcher.await.unwrap();
-    let peak = peak_rss(pid);
+    let peak = proc_status_bytes(pid, "VmHWM");
     tokio::time::sleep(Duration::from_secs(1)).await;
-    let after = current_rss(pid);
+    let after = proc_status_bytes(pid, "VmRSS");
     let text = scrape(&http).await.unwrap();
     eprintln!(
         "load: {} spans accepted, {refused} requests refused; RSS idle {} MiB, peak {} MiB, after {} MiB; busy {}",
@@ -285,17 +275,7 @@ async fn concurrent_large_requests_are_backpressure_not_an_outage_under_a_memory
     assert!(peak < bound, "peak RSS {} MiB is over the bound of {} MiB", peak >> 20, bound >> 20);
     assert!(after < peak, "memory is given back after the load");
 
-    let config = env.config.clone();
-    let topic = env.config.names().signals;
-    let expected = accepted.len();
-    let records = tokio::task::spawn_blocking(move || common::read_topic(&config, &topic, 12, expected)).await.unwrap();
-    let mut on_topic = BTreeSet::new();
-    for m in &records {
-        let request = ExportTraceServiceRequest::decode(m.payload().unwrap_or_default()).unwrap();
-        for s in request.resource_spans.iter().flat_map(|r| &r.scope_spans).flat_map(|s| &s.spans) {
-            on_topic.insert(hex_id(&s.span_id));
-        }
-    }
+    let on_topic = span_ids_on_signals(&env.config, accepted.len()).await;
     assert_eq!(accepted.difference(&on_topic).count(), 0, "every accepted span is on the topic");
     drop(child);
 }
