@@ -3,11 +3,11 @@
 # for development and CI. Installs what is missing, starts each, waits until it answers,
 # and stops each by the PID it recorded. Data lives under $TAYGA_HOME (default .tayga/).
 #
-#   scripts/services.sh install      install ClickHouse and the broker if missing
+#   scripts/services.sh install      install ClickHouse, the broker and the tests' browser if missing
 #   scripts/services.sh start        install if needed, start both, wait until they answer
 #   scripts/services.sh stop         stop both (SIGTERM, then SIGKILL after 20 s)
 #   scripts/services.sh status       say which answers
-#   scripts/services.sh start-clickhouse|stop-clickhouse|start-broker|stop-broker
+#   scripts/services.sh start-clickhouse|stop-clickhouse|start-broker|stop-broker|install-browser
 set -euo pipefail
 
 TAYGA_HOME=${TAYGA_HOME:-$(pwd)/.tayga}
@@ -29,6 +29,14 @@ install_clickhouse() {
   log "installing clickhouse-server from Debian's packages"
   as_root apt-get update -qq
   DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq clickhouse-server clickhouse-client >/dev/null
+}
+
+# The web app's tests drive Debian's Chromium over WebDriver (tests/it/web.rs, docs/web.md).
+install_browser() {
+  if [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; then return; fi
+  log "installing chromium and chromium-driver from Debian's packages"
+  as_root apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq chromium chromium-driver >/dev/null
 }
 
 tansu_bin() {
@@ -167,7 +175,8 @@ status() {
 }
 
 case "${1:-}" in
-  install) install_clickhouse; install_broker ;;
+  install) install_clickhouse; install_broker; install_browser ;;
+  install-browser) install_browser ;;
   start) start_clickhouse; start_broker ;;
   stop) stop_pidfile broker "$BROKER_DIR/pid"; stop_pidfile clickhouse "$CH_DIR/pid" ;;
   status) status ;;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, on a fresh machine or a developer's: installs what is missing
-# (ClickHouse 18.16, the Tansu broker, chdb-core for the portability test, the stock
-# OpenTelemetry Python SDK exporters for the ingest compatibility test), starts the
+# (ClickHouse 18.16, the Tansu broker, Chromium and chromedriver for the web app's browser
+# tests, chdb-core for the portability test, the stock OpenTelemetry Python SDK exporters
+# for the ingest compatibility test), starts the
 # services that are not already answering, runs every test, and stops what it started.
 # Extra arguments go to `cargo test` (e.g. scripts/test.sh --test it cli::).
 set -euo pipefail
@@ -14,7 +15,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"$svc" install
+"$svc" install # ClickHouse, the broker, and Chromium + chromedriver (install-browser)
 python3 -c 'import chdb' 2>/dev/null || python3 -m pip install -q chdb-core
 python3 -c 'import opentelemetry.exporter.otlp.proto.grpc, opentelemetry.exporter.otlp.proto.http' 2>/dev/null ||
   python3 -m pip install -q opentelemetry-sdk opentelemetry-exporter-otlp-proto-http opentelemetry-exporter-otlp-proto-grpc

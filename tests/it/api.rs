@@ -18,7 +18,7 @@ use tayga::daemon::Shutdown;
 use tayga::store::query::seed::Seed;
 use tayga::store::*;
 
-use crate::common::{self, free_addr, free_port, run, wait_for, ChildGuard, TestEnv};
+use crate::common::{self, free_addr, free_port, run, wait_for, TestEnv};
 
 const MIN_NS: u64 = 60_000_000_000;
 
@@ -541,16 +541,6 @@ async fn the_token_guards_every_route_and_a_public_address_needs_one() {
     assert!(!stdout.contains("s3cret"), "config show prints the token: {stdout}");
 }
 
-/// A fake `/metrics` at `addr` answering `text`.
-async fn fake_metrics(addr: SocketAddr, text: String) -> Shutdown {
-    let listener = tokio::net::TcpListener::bind(addr).await.unwrap_or_else(|e| panic!("binding {addr}: {e}"));
-    let app = axum::Router::new().route("/metrics", axum::routing::get(move || async move { text.clone() }));
-    let shutdown = Shutdown::new();
-    let stopped = shutdown.triggered();
-    tokio::spawn(async move { axum::serve(listener, app).with_graceful_shutdown(stopped).await.unwrap() });
-    shutdown
-}
-
 /// Seed 000: two logminer replicas behind one name are both scraped and labelled with their
 /// `ip:port`; the pipeline's template count is the larger replica's, counter rates are
 /// summed, and a replica that does not answer is `up = 0`.
@@ -570,27 +560,9 @@ async fn two_logminer_replicas_behind_one_name_are_scraped_and_combined_by_the_s
     let now = now_ns();
     let t0 = now - 5 * MIN_NS;
     // Two ticks a minute apart; each replica's counter grows by 60 and 120 lines.
-    for (tick, (mined_a, mined_b)) in [(0u64, (100.0, 1000.0)), (1, (160.0, 1120.0))] {
-        let text = |templates: u32, mined: f64| {
-            format!("# TYPE tayga_logminer_templates gauge\ntayga_logminer_templates {templates}\ntayga_logminer_mined_logs_total {mined}\n")
-        };
-        let stop_a = fake_metrics(a, text(5, mined_a)).await;
-        let stop_b = fake_metrics(b, text(9, mined_b)).await;
-        let rows = recorder.scrape_all(t0 + tick * MIN_NS).await;
-        recorder.store_rows(&rows).await.unwrap();
-        stop_a.trigger();
-        stop_b.trigger();
-        let instances: BTreeSet<&str> = rows.iter().map(|r| r.instance.as_str()).collect();
-        assert_eq!(
-            instances,
-            BTreeSet::from([a.to_string().as_str(), b.to_string().as_str(), dead.to_string().as_str()])
-        );
-        // Let each fake server release its port before the next tick binds it again.
-        wait_for("the fake replicas to stop", Duration::from_secs(10), || async {
-            (tokio::net::TcpStream::connect(a).await.is_err() && tokio::net::TcpStream::connect(b).await.is_err())
-                .then_some(())
-        })
-        .await;
+    let ticks = [(t0, (100.0, 1000.0)), (t0 + MIN_NS, (160.0, 1120.0))];
+    for instances in common::record_two_replicas(&recorder, a, b, &ticks).await {
+        assert_eq!(instances, BTreeSet::from([a.to_string(), b.to_string(), dead.to_string()]));
     }
 
     let api = Api::start(store, "", Duration::from_secs(10)).await;
@@ -625,11 +597,11 @@ async fn the_system_resolver_scrapes_every_address_of_localhost() {
     let store = env.migrated_store().await;
     let port = free_port();
     let v4: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    let _stop = fake_metrics(v4, "tayga_logminer_templates 3\n".into()).await;
+    let _stop = common::fake_metrics(v4, "tayga_logminer_templates 3\n".into()).await;
     let resolved = tokio::net::lookup_host(format!("localhost:{port}")).await.unwrap().collect::<Vec<_>>();
     let _stop6 = match resolved.iter().find(|a| a.is_ipv6()) {
         Some(v6) if std::net::TcpListener::bind(v6).is_ok() => {
-            Some(fake_metrics(*v6, "tayga_logminer_templates 3\n".into()).await)
+            Some(common::fake_metrics(*v6, "tayga_logminer_templates 3\n".into()).await)
         }
         _ => None,
     };
@@ -660,33 +632,10 @@ async fn get_json(http: &reqwest::Client, url: String) -> Option<Value> {
 #[tokio::test]
 async fn otel_sdk_traffic_reaches_every_endpoint() {
     let env = TestEnv::new("api_e2e");
-    let dir = tempfile::tempdir().unwrap();
-    let log_path = dir.path().join("serve-all.log");
-    let (http_addr, grpc_addr, api_addr) = (free_addr(), free_addr(), free_addr());
-    let logminer_port = free_port();
-    let mut cmd = env.tayga();
-    cmd.args(["serve", "all"])
-        .env("TAYGA_INGEST_HTTP_ADDR", &http_addr)
-        .env("TAYGA_INGEST_GRPC_ADDR", &grpc_addr)
-        .env("TAYGA_WRITER_METRICS_ADDR", free_addr())
-        .env("TAYGA_ASSEMBLER_METRICS_ADDR", free_addr())
-        .env("TAYGA_NOTIFIER_METRICS_ADDR", free_addr())
-        .env("TAYGA_LOGMINER_METRICS_ADDR", format!("127.0.0.1:{logminer_port}"))
-        .env("TAYGA_API_LISTEN_ADDR", &api_addr)
-        .env("TAYGA_API_LOGMINER_METRICS", format!("localhost:{logminer_port}"))
-        .env("TAYGA_API_SCRAPE_INTERVAL_SECS", "1")
-        .env("TAYGA_ASSEMBLER_IDLE_CLOSE_SECS", "1")
-        .env("TAYGA_LOGMINER_TICK_SECS", "1")
-        .stdout(std::fs::File::create(&log_path).unwrap())
-        .stderr(std::fs::File::create(dir.path().join("serve-all.err")).unwrap());
-    let _daemons = ChildGuard::spawn(&mut cmd, "tayga serve all");
+    let daemons = common::ServeAll::start(&env, &[]).await;
+    let (http_addr, logminer_port) = (&daemons.http_addr, daemons.logminer_port);
     let http = reqwest::Client::builder().timeout(Duration::from_secs(5)).build().unwrap();
-    let api = format!("http://{api_addr}");
-    wait_for("the API to answer", Duration::from_secs(60), || get_json(&http, format!("{api}/health"))).await;
-    wait_for("ingest to answer", Duration::from_secs(60), || async {
-        http.get(format!("http://{http_addr}/health")).send().await.ok().filter(|r| r.status() == 200)
-    })
-    .await;
+    let api = format!("http://{}", daemons.api_addr);
 
     let service = "sdk-e2e";
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk/otel_export.py");

@@ -501,3 +501,91 @@ impl Drop for PrivateClickHouse {
         let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.down()));
     }
 }
+
+/// A fake `/metrics` at `addr` answering `text`; stopped by triggering the returned signal.
+pub async fn fake_metrics(addr: std::net::SocketAddr, text: String) -> tayga::daemon::Shutdown {
+    let listener = tokio::net::TcpListener::bind(addr).await.unwrap_or_else(|e| panic!("binding {addr}: {e}"));
+    let app = axum::Router::new().route("/metrics", axum::routing::get(move || async move { text.clone() }));
+    let shutdown = tayga::daemon::Shutdown::new();
+    let stopped = shutdown.triggered();
+    tokio::spawn(async move { axum::serve(listener, app).with_graceful_shutdown(stopped).await.unwrap() });
+    shutdown
+}
+
+/// Seed 000's replicas for the recorder: two fake logminer replicas at `a` (5 templates) and
+/// `b` (9 templates), scraped and stored by `recorder` at each tick `(time ns, (a's mined
+/// lines, b's mined lines))`. Returns the instances scraped at each tick.
+pub async fn record_two_replicas(
+    recorder: &tayga::daemon::api::recorder::Recorder,
+    a: std::net::SocketAddr,
+    b: std::net::SocketAddr,
+    ticks: &[(u64, (f64, f64))],
+) -> Vec<std::collections::BTreeSet<String>> {
+    let text = |templates: u32, mined: f64| {
+        format!("# TYPE tayga_logminer_templates gauge\ntayga_logminer_templates {templates}\ntayga_logminer_mined_logs_total {mined}\n")
+    };
+    let mut scraped = Vec::new();
+    for (at, (mined_a, mined_b)) in ticks {
+        let stop_a = fake_metrics(a, text(5, *mined_a)).await;
+        let stop_b = fake_metrics(b, text(9, *mined_b)).await;
+        let rows = recorder.scrape_all(*at).await;
+        recorder.store_rows(&rows).await.unwrap();
+        stop_a.trigger();
+        stop_b.trigger();
+        scraped.push(rows.iter().map(|r| r.instance.clone()).collect());
+        // Let each fake server release its port before the next tick binds it again.
+        wait_for("the fake replicas to stop", Duration::from_secs(10), || async {
+            (tokio::net::TcpStream::connect(a).await.is_err() && tokio::net::TcpStream::connect(b).await.is_err())
+                .then_some(())
+        })
+        .await;
+    }
+    scraped
+}
+
+/// `tayga serve all` for this test on free loopback ports, with fast ticks (1 s scrapes,
+/// logminer ticks and assembler idle close), answering on its API and ingest; killed when
+/// dropped. Its output is in `dir` (`serve-all.log`, `serve-all.err`).
+pub struct ServeAll {
+    pub http_addr: String,
+    pub api_addr: String,
+    pub logminer_port: u16,
+    pub dir: tempfile::TempDir,
+    _daemons: ChildGuard,
+}
+
+impl ServeAll {
+    /// Starts it with `extra` environment and waits until the API and ingest answer.
+    pub async fn start(env: &TestEnv, extra: &[(&str, &str)]) -> ServeAll {
+        let dir = tempfile::tempdir().unwrap();
+        let (http_addr, grpc_addr, api_addr) = (free_addr(), free_addr(), free_addr());
+        let logminer_port = free_port();
+        let mut cmd = env.tayga();
+        cmd.args(["serve", "all"])
+            .env("TAYGA_INGEST_HTTP_ADDR", &http_addr)
+            .env("TAYGA_INGEST_GRPC_ADDR", &grpc_addr)
+            .env("TAYGA_WRITER_METRICS_ADDR", free_addr())
+            .env("TAYGA_ASSEMBLER_METRICS_ADDR", free_addr())
+            .env("TAYGA_NOTIFIER_METRICS_ADDR", free_addr())
+            .env("TAYGA_LOGMINER_METRICS_ADDR", format!("127.0.0.1:{logminer_port}"))
+            .env("TAYGA_API_LISTEN_ADDR", &api_addr)
+            .env("TAYGA_API_LOGMINER_METRICS", format!("localhost:{logminer_port}"))
+            .env("TAYGA_API_SCRAPE_INTERVAL_SECS", "1")
+            .env("TAYGA_ASSEMBLER_IDLE_CLOSE_SECS", "1")
+            .env("TAYGA_LOGMINER_TICK_SECS", "1")
+            .envs(extra.iter().copied())
+            .stdout(std::fs::File::create(dir.path().join("serve-all.log")).unwrap())
+            .stderr(std::fs::File::create(dir.path().join("serve-all.err")).unwrap());
+        let daemons = ChildGuard::spawn(&mut cmd, "tayga serve all");
+        let http = reqwest::Client::builder().timeout(Duration::from_secs(5)).build().unwrap();
+        for (what, url) in
+            [("the API", format!("http://{api_addr}/health")), ("ingest", format!("http://{http_addr}/health"))]
+        {
+            wait_for(&format!("{what} to answer"), Duration::from_secs(60), || async {
+                http.get(&url).send().await.ok().filter(|r| r.status() == 200).map(|_| ())
+            })
+            .await;
+        }
+        ServeAll { http_addr, api_addr, logminer_port, dir, _daemons: daemons }
+    }
+}

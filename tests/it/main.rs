@@ -25,6 +25,7 @@ mod notifier_process;
 mod retry;
 mod store;
 mod tidy;
+mod web;
 mod writer;
 mod writer_chdb;
 mod writer_outage;

@@ -2,7 +2,7 @@
 //! recorder. `router.rs` assembles the routes and the OpenAPI document, `handlers/` holds one
 //! file per area, `params.rs` reads and checks parameters, `error.rs` maps failures to
 //! statuses, `access.rs` the loopback and token rules, `metrics.rs` the API's own metrics,
-//! `recorder/` the scraper. Every read goes through `store::query` (or the `store` functions
+//! `recorder/` the scraper, `web/` the app served at `/`. Every read goes through `store::query` (or the `store` functions
 //! the commands use).
 
 pub mod access;
@@ -12,6 +12,7 @@ pub mod metrics;
 pub mod params;
 pub mod recorder;
 pub mod router;
+pub mod web;
 
 use std::sync::Arc;
 use std::time::Duration;

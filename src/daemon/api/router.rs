@@ -1,6 +1,6 @@
 //! The routes of `tayga serve api`: `/api/v1/…` (collected with their OpenAPI description
 //! from the handlers' own annotations), `/api/v1/openapi.json`, `/health` and `/metrics`,
-//! behind the token check when a token is set.
+//! and the web app at `/` (`web/`), behind the token check when a token is set.
 
 use std::sync::Arc;
 
@@ -12,7 +12,6 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::access;
-use super::error::ApiError;
 use super::handlers::{self, AppState};
 use super::metrics::RequestMetrics;
 
@@ -68,13 +67,14 @@ pub fn router(
     health: crate::daemon::HealthFn,
     token: &str,
 ) -> Router {
-    let (api, openapi) = api_routes(state);
+    let (api, openapi) = api_routes(state.clone());
     let openapi = Arc::new(openapi);
     let app = Router::new()
         .merge(api)
+        .merge(super::web::routes(state))
         .route("/api/v1/openapi.json", get(move || async move { Json(openapi.as_ref().clone()) }))
         .merge(crate::daemon::admin_router(registry, health))
-        .fallback(|| async { ApiError::not_found("route") })
+        .fallback(super::web::not_found)
         // A route layer, so the matched route pattern is known when the request is counted.
         .route_layer(middleware::from_fn_with_state(metrics, super::metrics::track));
     if token.is_empty() {

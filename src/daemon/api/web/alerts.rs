@@ -1,0 +1,180 @@
+//! `/alerts`: active and inactive alerts (seed 000's Note: an alert whose `last_at` stopped
+//! advancing is inactive), and `/alerts/{id}`: one alert with its count against its
+//! baseline, the lines that raised it and a chip per delivery target.
+
+use axum::extract::{Path, State};
+use axum::http::{StatusCode, Uri};
+use maud::{html, Markup};
+use serde::Deserialize;
+
+use super::charts::{self, Rule, Series, Size, TimeChart};
+use super::format::{self, HOUR_NS, MINUTE_NS};
+use super::layout::{chip, log_table, respond, shell, status_chip, template_text, time, Nav, PageResult};
+use super::{given, query};
+use crate::daemon::api::handlers::alerts::{self, Alert, AlertState, AlertsParams};
+use crate::daemon::api::handlers::AppState;
+use crate::daemon::api::params::{self, Query};
+use crate::store::query::templates::minute_counts;
+use crate::store::query::Window;
+use crate::wire::alert::AlertKind;
+
+/// Alerts listed per state.
+const LISTED: u64 = 200;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ListParams {
+    kind: Option<String>,
+    service: Option<String>,
+}
+
+pub async fn list(State(state): State<AppState>, uri: Uri) -> PageResult {
+    let p: ListParams = query(&uri)?;
+    let (kind, service) = (given(p.kind), given(p.service));
+    let params = |s| AlertsParams {
+        kind: kind.clone(),
+        service: service.clone(),
+        state: Some(s),
+        limit: Some(LISTED),
+        cursor: None,
+    };
+    let active = alerts::list(State(state.clone()), Query(params(AlertState::Active))).await?.0.items;
+    let inactive = alerts::list(State(state.clone()), Query(params(AlertState::Inactive))).await?.0.items;
+    let body = html! {
+        h1 { "Alerts" }
+        form.filters method="get" action="/alerts" {
+            label { "kind "
+                select name="kind" {
+                    option value="" { "any" }
+                    @for k in AlertKind::ALL {
+                        option value=(k.as_str()) selected[kind.as_deref() == Some(k.as_str())] { (k.as_str()) }
+                    }
+                }
+            }
+            label { "service " input type="text" name="service" value=[service.as_deref()] placeholder="any"; }
+            button type="submit" { "Filter" }
+        }
+        section #active {
+            h2 { "Active " span.count { (active.len()) } }
+            (alert_table(&active, "No active alert: nothing new, spiking or silent in the last 5 minutes."))
+        }
+        section #inactive {
+            h2 { "Inactive " span.count { (inactive.len()) } }
+            (alert_table(&inactive, "No inactive alert."))
+        }
+    };
+    Ok(respond(StatusCode::OK, shell(Nav::Alerts, "Alerts", Some(10), body)))
+}
+
+fn kind_chip(kind: &str) -> Markup {
+    let class = match kind {
+        "spike" => "bad",
+        "silence" => "warn",
+        _ => "info",
+    };
+    chip(class, kind)
+}
+
+/// What raised the alert, in words.
+fn values(a: &Alert) -> String {
+    match a.kind.as_str() {
+        "spike" => format!(
+            "{} lines/min against a baseline of {} (threshold {})",
+            a.count,
+            format::number(a.baseline),
+            format::number(a.threshold)
+        ),
+        "silence" => format!("no line; it logged {} a minute before", format::number(a.baseline)),
+        _ => format!("{} since first seen", format::count(a.count, "line")),
+    }
+}
+
+fn alert_table(items: &[Alert], empty: &str) -> Markup {
+    if items.is_empty() {
+        return html! { p.empty-chart { (empty) } };
+    }
+    html! {
+        table.list.alerts {
+            thead { tr { th { "kind" } th { "service" } th { "template" } th { "first seen" } th { "last seen" } th { "values" } } }
+            tbody {
+                @for a in items {
+                    tr.alert data-alert-id=(a.alert_id) {
+                        td { (kind_chip(&a.kind)) }
+                        td { (a.service) }
+                        td { a.template-link href={ "/alerts/" (a.alert_id) } { (template_text(&a.template)) } }
+                        td.nowrap { (time(a.first_at)) }
+                        td.nowrap { (time(a.last_at)) }
+                        td { (values(a)) }
+                    }
+                }
+            }
+        }
+    }
+}
+
+pub async fn detail(State(state): State<AppState>, Path(alert_id): Path<String>) -> PageResult {
+    let d = alerts::by_id(State(state.clone()), Path(alert_id)).await?.0;
+    let a = &d.alert;
+    let template_id = params::hex_id("template_id", &a.template_id)?;
+    let to = (a.last_at.max(a.first_at) + 10 * MINUTE_NS).min(state.now() + MINUTE_NS);
+    let from = a.first_at.saturating_sub(HOUR_NS).max(to.saturating_sub(24 * HOUR_NS));
+    let window = Window { from_ns: from, to_ns: to.max(from + MINUTE_NS) };
+    let counts =
+        state.run(minute_counts(&state.store, window, std::slice::from_ref(&a.service), &[template_id])).await?;
+    let counts: Vec<(u64, u64)> = counts.iter().map(|c| (c.minute * MINUTE_NS, c.count)).collect();
+    let mut rules = Vec::new();
+    if a.kind != "new_template" {
+        rules.push(Rule { name: "baseline".into(), value: a.baseline });
+        if a.threshold > 0.0 {
+            rules.push(Rule { name: "threshold".into(), value: a.threshold });
+        }
+    }
+    let chart = TimeChart {
+        from_ns: window.from_ns,
+        to_ns: window.to_ns,
+        unit: " lines/min".into(),
+        series: vec![Series {
+            name: "lines per minute".into(),
+            points: charts::minutes_filled(&counts, window.from_ns, window.to_ns),
+        }],
+        rules,
+        empty: "No line of this template in the hour around the alert.".into(),
+        size: Size::Wide,
+    };
+    let template_href = format!("/templates/{}/{}", format::encode(&a.service), a.template_id);
+    let body = html! {
+        p.crumbs { a href="/alerts" { "Alerts" } " › " (a.alert_id) }
+        h1 { (kind_chip(&a.kind)) " " (a.service) " "
+            @if a.active { (chip("bad", "active")) } @else { (chip("plain", "inactive")) } }
+        p.template-line { a href=(template_href) { (template_text(&a.template)) } }
+        dl.facts {
+            dt { "first seen" } dd { (time(a.first_at)) }
+            dt { "last seen" } dd { (time(a.last_at)) }
+            dt { "values" } dd { (values(a)) }
+            dt { "published" } dd { @if a.published { "yes, to the alerts topic" } @else { "not yet (the logminer republishes it)" } }
+        }
+        section {
+            h2 { "Deliveries" }
+            @if d.deliveries.is_empty() {
+                p.empty-chart { "No delivery yet: no target takes this kind, or the notifier has not read it." }
+            } @else {
+                p.chips {
+                    @for del in &d.deliveries {
+                        a.delivery href={ "/deliveries?alert_id=" (a.alert_id) } title=(del.last_error) {
+                            (del.target) " " (status_chip(&del.status)) " " span.muted { (format::count(del.attempts, "attempt")) }
+                        }
+                    }
+                }
+            }
+        }
+        section {
+            h2 { "Lines per minute" }
+            (charts::time_chart(&chart))
+        }
+        section #samples {
+            h2 { "Sample lines" }
+            (log_table(&d.sample_lines, "No line of this template is stored in the alert's window (retention may have dropped it)."))
+        }
+    };
+    Ok(respond(StatusCode::OK, shell(Nav::Alerts, &format!("{} alert, {}", a.kind, a.service), Some(15), body)))
+}

@@ -1,0 +1,200 @@
+//! `/stories`: trace shapes by frequency (count, p50/p95 duration, error rate);
+//! `/stories/{fingerprint}`: a shape's traces; `/traces/{trace_id}`: one trace as a span
+//! waterfall with its logs inline.
+
+use axum::extract::{Path, State};
+use axum::http::{StatusCode, Uri};
+use maud::html;
+use serde::Deserialize;
+
+use super::charts::{self, Bar};
+use super::format::{self, Window};
+use super::layout::{chip, log_table, respond, shell, time, window_picker, Nav, PageResult};
+use super::{given, query};
+use crate::daemon::api::error::ApiError;
+use crate::daemon::api::handlers::stories::{self, ShapeStoriesParams, ShapesParams};
+use crate::daemon::api::handlers::traces;
+use crate::daemon::api::handlers::AppState;
+use crate::daemon::api::params::Query;
+
+/// Shapes and a shape's traces listed on one page.
+const LISTED: u64 = 200;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ShapesQuery {
+    service: Option<String>,
+    window: Option<String>,
+}
+
+pub async fn shapes(State(state): State<AppState>, uri: Uri) -> PageResult {
+    let p: ShapesQuery = query(&uri)?;
+    let window = Window::parse(p.window.as_deref())?;
+    let service = given(p.service);
+    let now = state.now();
+    let shapes = stories::shapes(
+        State(state.clone()),
+        Query(ShapesParams {
+            service: service.clone(),
+            from: Some(now.saturating_sub(window.ns())),
+            to: None,
+            limit: Some(LISTED),
+            cursor: None,
+        }),
+    )
+    .await?
+    .0
+    .items;
+    let base = match &service {
+        Some(s) => format!("/stories?service={}", format::encode(s)),
+        None => "/stories".to_string(),
+    };
+    let body = html! {
+        h1 { "Stories" @if let Some(s) = &service { " of " (s) } }
+        p.lead { "Every trace becomes a story; traces with the same service/operation call edges share a shape." }
+        (window_picker(&base, window))
+        @if shapes.is_empty() {
+            p.empty-chart { "No story started in the last " (window.as_str()) ". Stories appear once a trace has been idle for a few seconds." }
+        } @else {
+            table.list.shapes {
+                thead { tr { th { "root" } th { "calls" } th.num { "traces" } th.num { "p50" } th.num { "p95" } th.num { "errors" } th { "last" } th { "" } } }
+                tbody {
+                    @for s in &shapes {
+                        tr.shape data-fingerprint=(s.fingerprint) {
+                            td.nowrap { a href={ "/stories/" (s.fingerprint) "?window=" (window.as_str()) } { strong { (s.root_service) } " · " (s.root_operation) } }
+                            @let calls = calls(&s.edges);
+                            td.edges title=(s.edges.join("\n")) {
+                                @for e in calls.iter().take(3) { code { (e) } br; }
+                                @if calls.len() > 3 { span.muted { "+" (calls.len() - 3) " more" } }
+                                @if calls.is_empty() { span.muted { "a single span" } }
+                            }
+                            td.num { (s.count) }
+                            td.num { (format::duration(s.p50_duration_ns)) }
+                            td.num { (format::duration(s.p95_duration_ns)) }
+                            td.num { @if s.error_rate > 0.0 { span.bad-text { (format::percent(s.error_rate)) } } @else { "0 %" } }
+                            td.nowrap { (time(s.last_start_ns)) }
+                            td.nowrap { a href={ "/traces/" (s.example_trace_id) } { "a trace" } }
+                        }
+                    }
+                }
+            }
+        }
+    };
+    Ok(respond(StatusCode::OK, shell(Nav::Stories, "Stories", Some(30), body)))
+}
+
+/// A shape's call edges without the edge into its root span (the root is shown apart).
+fn calls(edges: &[String]) -> Vec<&str> {
+    edges.iter().map(String::as_str).filter(|e| !e.starts_with("ROOT ->")).collect()
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ShapeQuery {
+    window: Option<String>,
+}
+
+pub async fn shape(State(state): State<AppState>, Path(fingerprint): Path<String>, uri: Uri) -> PageResult {
+    let p: ShapeQuery = query(&uri)?;
+    let window = match p.window.as_deref() {
+        None => Window::H24,
+        w => Window::parse(w)?,
+    };
+    let now = state.now();
+    let list = stories::shape_stories(
+        State(state.clone()),
+        Path(fingerprint.clone()),
+        Query(ShapeStoriesParams {
+            from: Some(now.saturating_sub(window.ns())),
+            to: None,
+            limit: Some(LISTED),
+            cursor: None,
+        }),
+    )
+    .await?
+    .0
+    .items;
+    let base = format!("/stories/{fingerprint}");
+    let first = list.first();
+    let body = html! {
+        p.crumbs { a href="/stories" { "Stories" } " › shape " (fingerprint) }
+        @match first {
+            Some(s) => {
+                h1 { (s.root_service) " · " (s.root_operation) }
+                p.edges { @for e in calls(&s.edges) { code { (e) } br; } }
+            }
+            None => { h1 { "Shape " (fingerprint) } }
+        }
+        (window_picker(&base, window))
+        @if list.is_empty() {
+            p.empty-chart { "No trace of this shape started in the last " (window.as_str()) "; try a longer window." }
+        } @else {
+            table.list.stories {
+                thead { tr { th { "trace" } th { "start" } th.num { "duration" } th.num { "spans" } th.num { "logs" } th { "" } } }
+                tbody {
+                    @for s in &list {
+                        tr.story {
+                            td { a href={ "/traces/" (s.trace_id) } { code { (s.trace_id) } } }
+                            td.nowrap { (time(s.start_ns)) }
+                            td.num { (format::duration(s.duration_ns as f64)) }
+                            td.num { (s.span_count) }
+                            td.num { (s.log_count) }
+                            td { @if s.error { (chip("bad", "error")) } }
+                        }
+                    }
+                }
+            }
+        }
+    };
+    Ok(respond(StatusCode::OK, shell(Nav::Stories, "Shape", Some(30), body)))
+}
+
+pub async fn trace(State(state): State<AppState>, Path(trace_id): Path<String>) -> PageResult {
+    let t = traces::by_id(State(state.clone()), Path(trace_id.clone())).await?.0;
+    let story = match stories::by_trace(State(state.clone()), Path(trace_id)).await {
+        Ok(s) => Some(s.0),
+        Err(ApiError::NotFound { .. }) => None,
+        Err(e) => return Err(e.into()),
+    };
+    let bars: Vec<Bar> = t
+        .spans
+        .iter()
+        .map(|s| Bar {
+            span_id: s.span_id.clone(),
+            parent_span_id: s.parent_span_id.clone(),
+            service: s.service.clone(),
+            operation: s.operation.clone(),
+            start_ns: s.start_ns,
+            end_ns: s.end_ns,
+            error: s.status_code == 2,
+        })
+        .collect();
+    let start = t.spans.iter().map(|s| s.start_ns).min();
+    let end = t.spans.iter().map(|s| s.end_ns).max();
+    let errors = bars.iter().filter(|b| b.error).count();
+    let body = html! {
+        p.crumbs { a href="/stories" { "Stories" }
+            @if let Some(s) = &story { " › " a href={ "/stories/" (s.fingerprint) } { "shape " (s.fingerprint) } }
+            " › trace" }
+        h1 { "Trace " code { (t.trace_id) } }
+        dl.facts {
+            @if let (Some(start), Some(end)) = (start, end) {
+                dt { "start" } dd { (time(start)) }
+                dt { "duration" } dd { (format::duration(end.saturating_sub(start) as f64)) }
+            }
+            dt { "spans" } dd { (t.spans.len()) @if errors > 0 { " " (chip("bad", &format!("{errors} with an error"))) } }
+            dt { "logs" } dd { (t.logs.len()) }
+            @if let Some(s) = &story { dt { "story" } dd { (s.root_service) " · " (s.root_operation) @if s.truncated { " " (chip("warn", "truncated")) } } }
+        }
+        section #waterfall {
+            h2 { "Spans" }
+            @if bars.is_empty() { p.empty-chart { "No span of this trace is stored; only its logs are." } }
+            @else { (charts::waterfall(&bars)) }
+        }
+        section #logs {
+            h2 { "Logs" }
+            (log_table(&t.logs, "No log line carries this trace id."))
+        }
+    };
+    Ok(respond(StatusCode::OK, shell(Nav::Stories, "Trace", None, body)))
+}
