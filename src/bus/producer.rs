@@ -2,7 +2,7 @@
 //! caller is told it succeeded: ingest acknowledges a client only after this.
 
 use std::sync::{Arc, RwLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::message::OwnedHeaders;
@@ -16,11 +16,26 @@ use crate::config::KafkaConfig;
 /// so a broker that dies mid-request is noticed in seconds and the request fails over.
 pub const DELIVERY_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How long a send waits for room in the producer's local queue. A full queue is load, not
+/// a dead broker: past this the send fails as backpressure ([`PublishError::is_backpressure`]).
+pub const QUEUE_WAIT: Duration = Duration::from_secs(5);
+
+/// The producer's local queue, in KiB of record values (librdkafka copies each value in):
+/// it bounds the memory records wait in, far below librdkafka's 1 GiB default.
+pub const QUEUE_MAX_KBYTES: u32 = 64 * 1024;
+
 #[derive(Debug, thiserror::Error)]
 #[error("publishing to {topic} failed: {source}")]
 pub struct PublishError {
     pub topic: String,
     pub source: KafkaError,
+}
+
+impl PublishError {
+    /// The local queue stayed full for [`QUEUE_WAIT`]: the broker may be fine, ingest is busy.
+    pub fn is_backpressure(&self) -> bool {
+        matches!(self.source, KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull))
+    }
 }
 
 /// One record to send.
@@ -53,6 +68,7 @@ fn create(kafka: &KafkaConfig) -> Result<FutureProducer, KafkaError> {
         // Records are at most 900,000 bytes; leave room for headers and framing.
         .set("message.max.bytes", "1000000")
         .set("message.timeout.ms", DELIVERY_TIMEOUT.as_millis().to_string())
+        .set("queue.buffering.max.kbytes", QUEUE_MAX_KBYTES.to_string())
         .create()
 }
 
@@ -124,12 +140,26 @@ fn drop_off_runtime(producer: FutureProducer) {
 async fn send_all(producer: &FutureProducer, records: Vec<OutRecord<'_>>) -> Result<(), PublishError> {
     let mut pending = Vec::with_capacity(records.len());
     for r in &records {
-        let record = FutureRecord::to(r.topic).key(r.key).payload(&r.value).headers(r.headers.clone());
-        // send_result enqueues now, so all records travel together; awaiting the
-        // delivery futures afterwards only collects the acknowledgements.
-        let delivery =
-            producer.send_result(record).map_err(|(source, _)| PublishError { topic: r.topic.to_string(), source })?;
-        pending.push((r.topic, delivery));
+        let mut full_since: Option<Instant> = None;
+        loop {
+            let record = FutureRecord::to(r.topic).key(r.key).payload(&r.value).headers(r.headers.clone());
+            // send_result enqueues now, so all records travel together; awaiting the
+            // delivery futures afterwards only collects the acknowledgements.
+            match producer.send_result(record) {
+                Ok(delivery) => {
+                    pending.push((r.topic, delivery));
+                    break;
+                }
+                // Room comes back as the broker acknowledges what is queued.
+                Err((source @ KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), _)) => {
+                    if full_since.get_or_insert_with(Instant::now).elapsed() >= QUEUE_WAIT {
+                        return Err(PublishError { topic: r.topic.to_string(), source });
+                    }
+                    tokio::time::sleep(Duration::from_millis(5)).await;
+                }
+                Err((source, _)) => return Err(PublishError { topic: r.topic.to_string(), source }),
+            }
+        }
     }
     for (topic, delivery) in pending {
         match delivery.await {

@@ -130,6 +130,19 @@ pub struct IngestConfig {
     pub breaker_cooldown_secs: u64,
     /// How often the background probe checks paths that are down.
     pub probe_interval_secs: u64,
+    /// Value bytes the direct path's backlog may hold until replayed; past it, direct
+    /// writes are still stored but no longer kept for the topics (docs/ingest.md).
+    pub backlog_max_bytes: u64,
+    /// Request bytes (after decompression) handled at once; more is refused with 503 and
+    /// Retry-After until some finish.
+    pub max_inflight_bytes: u64,
+    /// Requests handled at once; more is refused with 503 and Retry-After.
+    pub max_inflight_requests: u64,
+    /// Longest a client may take to send a request's headers, and then its body.
+    pub header_timeout_secs: u64,
+    pub body_timeout_secs: u64,
+    /// Open connections per listener; more wait in the kernel's accept queue.
+    pub max_connections: u64,
 }
 
 impl Default for IngestConfig {
@@ -142,6 +155,12 @@ impl Default for IngestConfig {
             max_record_bytes: 900_000,
             breaker_cooldown_secs: 30,
             probe_interval_secs: 5,
+            backlog_max_bytes: 4 << 30,
+            max_inflight_bytes: 32 << 20,
+            max_inflight_requests: 64,
+            header_timeout_secs: 10,
+            body_timeout_secs: 30,
+            max_connections: 1024,
         }
     }
 }
@@ -416,6 +435,18 @@ impl Config {
         );
         check(self.ingest.max_body_bytes >= 1024, "ingest.max_body_bytes must be at least 1024".into());
         check(self.ingest.probe_interval_secs >= 1, "ingest.probe_interval_secs must be at least 1".into());
+        check(
+            self.ingest.max_inflight_bytes >= self.ingest.max_body_bytes,
+            "ingest.max_inflight_bytes must be at least ingest.max_body_bytes (a largest request must fit)".into(),
+        );
+        for (key, value) in [
+            ("ingest.max_inflight_requests", self.ingest.max_inflight_requests),
+            ("ingest.header_timeout_secs", self.ingest.header_timeout_secs),
+            ("ingest.body_timeout_secs", self.ingest.body_timeout_secs),
+            ("ingest.max_connections", self.ingest.max_connections),
+        ] {
+            check(value >= 1, format!("{key} must be at least 1"));
+        }
         check(self.writer.batch_max_rows >= 1, "writer.batch_max_rows must be at least 1".into());
         check(self.assembler.idle_close_secs >= 1, "assembler.idle_close_secs must be at least 1".into());
         check(

@@ -200,6 +200,64 @@ pub struct MetricSampleRow {
 }
 table_row!(MetricSampleRow, "pipeline_metrics", partitioned by ts_ns);
 
+/// One record of ingest's backlog (`store::backlog`): a pending record, or (with
+/// `replayed = 1`, no value and a newer `version_ns`) the mark that it was replayed.
+#[derive(Debug, Clone, PartialEq, Default, Row, Serialize, Deserialize)]
+pub struct BacklogRow {
+    /// When ingest wrote it (unique per process); oldest first is replay order.
+    pub created_ns: u64,
+    /// The writing process's nonce, so two processes never share a key.
+    pub nonce: u64,
+    /// The record's place in its request.
+    pub position: u32,
+    pub topic: String,
+    pub key: String,
+    pub header_keys: Vec<String>,
+    pub header_values: Vec<String>,
+    /// The record's value (OTLP protobuf), as `Array(UInt8)`.
+    #[serde(with = "bytes_column")]
+    pub value: Vec<u8>,
+    pub value_bytes: u32,
+    pub replayed: u8,
+    pub version_ns: u64,
+}
+table_row!(BacklogRow, "ingest_backlog", partitioned by created_ns);
+
+/// Bytes as one RowBinary blob (length, then the bytes: the encoding of `Array(UInt8)`),
+/// instead of serde's element-by-element sequence; JSON (the registry's sample rows) gets
+/// an array of numbers, which `Array(UInt8)` also reads.
+mod bytes_column {
+    use serde::{Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(bytes: &[u8], serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_bytes(bytes)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<u8>, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Vec<u8>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("bytes")
+            }
+            fn visit_bytes<E: serde::de::Error>(self, v: &[u8]) -> Result<Vec<u8>, E> {
+                Ok(v.to_vec())
+            }
+            fn visit_byte_buf<E: serde::de::Error>(self, v: Vec<u8>) -> Result<Vec<u8>, E> {
+                Ok(v)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<u8>, A::Error> {
+                let mut out = Vec::new();
+                while let Some(b) = seq.next_element::<u8>()? {
+                    out.push(b);
+                }
+                Ok(out)
+            }
+        }
+        deserializer.deserialize_byte_buf(Visitor)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Default, Row, Serialize, Deserialize)]
 pub struct MigrationRow {
     pub version: u32,
@@ -232,6 +290,7 @@ mod tests {
         agrees::<DeliveryRow>();
         agrees::<MetricSampleRow>();
         agrees::<MigrationRow>();
+        agrees::<BacklogRow>();
         let row = SpanRow { start_ns: 7, ..Default::default() };
         assert_eq!(row.partition_ns(), Some(7));
         assert_eq!(StateRow::default().partition_ns(), None);

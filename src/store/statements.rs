@@ -11,9 +11,9 @@
 use serde::Serialize;
 
 use super::{
-    deliveries, insert, logminer, migrate, query, read, remine, retention, schema, stories, AlertPublicationRow,
-    AlertRow, DeliveryRow, HitRow, LogRow, MetricSampleRow, MigrationRow, SpanRow, StateRow, StoryRow, TableRow,
-    TemplateMergeRow, TemplateRow, SERVER_VERSION_SQL,
+    backlog, deliveries, insert, logminer, migrate, query, read, remine, retention, schema, stories,
+    AlertPublicationRow, AlertRow, BacklogRow, DeliveryRow, HitRow, LogRow, MetricSampleRow, MigrationRow, SpanRow,
+    StateRow, StoryRow, TableRow, TemplateMergeRow, TemplateRow, SERVER_VERSION_SQL,
 };
 
 /// One statement as the client is given it: `?` for each bound value, `?fields` for the row
@@ -145,6 +145,7 @@ pub fn all(database: &str) -> Vec<Statement> {
     all.extend(remine::statements());
     all.extend(deliveries::statements());
     all.extend(stories::statements());
+    all.extend(backlog::statements());
     all.extend(query::statements());
     all.extend(retention::statements(database));
     all.push(Statement::new("store.drop_database", schema::drop_database_sql(database)).server_level());
@@ -167,6 +168,7 @@ fn sample_inserts() -> Vec<Statement> {
         Statement::insert("insert.logminer_state", &[StateRow::default()], None),
         Statement::insert("insert.notifier_deliveries", &[DeliveryRow::default()], None),
         Statement::insert("insert.pipeline_metrics", &[MetricSampleRow::default()], None),
+        Statement::insert("insert.ingest_backlog", &[BacklogRow::default()], None),
         // Filled from `logs` by a materialized view; written directly only here.
         Statement::new(
             "insert.trace_logs",

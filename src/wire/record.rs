@@ -56,9 +56,19 @@ pub enum RecordError {
 
 /// Headers for a record of `kind` ingested at `ingest_ns`.
 pub fn headers(kind: SignalKind, ingest_ns: u64) -> OwnedHeaders {
-    OwnedHeaders::new()
-        .insert(Header { key: KIND_HEADER, value: Some(kind.as_str()) })
-        .insert(Header { key: INGEST_NS_HEADER, value: Some(&ingest_ns.to_string()) })
+    owned_headers(&header_pairs(kind, ingest_ns))
+}
+
+/// The same headers as (key, value) pairs, as ingest's backlog keeps them.
+pub fn header_pairs(kind: SignalKind, ingest_ns: u64) -> [(String, String); 2] {
+    [(KIND_HEADER.into(), kind.as_str().into()), (INGEST_NS_HEADER.into(), ingest_ns.to_string())]
+}
+
+/// Headers from (key, value) pairs.
+pub fn owned_headers<K: AsRef<str>, V: AsRef<str>>(pairs: &[(K, V)]) -> OwnedHeaders {
+    pairs.iter().fold(OwnedHeaders::new_with_capacity(pairs.len()), |h, (k, v)| {
+        h.insert(Header { key: k.as_ref(), value: Some(v.as_ref()) })
+    })
 }
 
 fn header<'a>(headers: Option<&'a BorrowedHeaders>, key: &str) -> Option<&'a [u8]> {

@@ -18,7 +18,7 @@ use tayga::daemon::Shutdown;
 use tayga::otlp::{hex_id, ExportLogsServiceRequest, ExportTraceServiceRequest};
 use tayga::store::SpanRow;
 
-fn span(trace: [u8; 16], id: u64) -> Span {
+pub(crate) fn span(trace: [u8; 16], id: u64) -> Span {
     Span {
         trace_id: trace.to_vec(),
         span_id: id.to_be_bytes().to_vec(),
@@ -29,7 +29,7 @@ fn span(trace: [u8; 16], id: u64) -> Span {
     }
 }
 
-fn traces(service: &str, spans: Vec<Span>) -> ExportTraceServiceRequest {
+pub(crate) fn traces(service: &str, spans: Vec<Span>) -> ExportTraceServiceRequest {
     ExportTraceServiceRequest {
         resource_spans: vec![ResourceSpans {
             resource: resource(service),
@@ -43,7 +43,7 @@ fn trace_id(n: u8) -> [u8; 16] {
     [n; 16]
 }
 
-async fn start_ingest(config: &mut Config) -> (Running, Shutdown) {
+pub(crate) async fn start_ingest(config: &mut Config) -> (Running, Shutdown) {
     config.ingest.http_addr = "127.0.0.1:0".into();
     config.ingest.grpc_addr = "127.0.0.1:0".into();
     config.ingest.probe_interval_secs = 1;
@@ -53,7 +53,7 @@ async fn start_ingest(config: &mut Config) -> (Running, Shutdown) {
     (running, shutdown)
 }
 
-async fn wait_until_using(running: &Running, path: &str) {
+pub(crate) async fn wait_until_using(running: &Running, path: &str) {
     let url = format!("http://{}/health", running.http_addr);
     wait_for(&format!("/health to say using {path}"), Duration::from_secs(20), || {
         let url = url.clone();
@@ -65,7 +65,7 @@ async fn wait_until_using(running: &Running, path: &str) {
     .await
 }
 
-async fn post(running: &Running, path: &str, content_type: &str, body: Vec<u8>) -> reqwest::Response {
+pub(crate) async fn post(running: &Running, path: &str, content_type: &str, body: Vec<u8>) -> reqwest::Response {
     reqwest::Client::new()
         .post(format!("http://{}{path}", running.http_addr))
         .header("content-type", content_type)
@@ -234,6 +234,20 @@ fn gzip(bytes: &[u8]) -> Vec<u8> {
     let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     enc.write_all(bytes).unwrap();
     enc.finish().unwrap()
+}
+
+/// The span ids on the signals topic (at least `expected` records are read).
+pub(crate) async fn span_ids_on_signals(config: &Config, expected: usize) -> std::collections::BTreeSet<String> {
+    let (config, topic) = (config.clone(), config.names().signals);
+    let records = tokio::task::spawn_blocking(move || common::read_topic(&config, &topic, 12, expected)).await.unwrap();
+    let mut ids = std::collections::BTreeSet::new();
+    for m in &records {
+        let request = ExportTraceServiceRequest::decode(m.payload().unwrap_or_default()).unwrap();
+        for s in request.resource_spans.iter().flat_map(|r| &r.scope_spans).flat_map(|s| &s.spans) {
+            ids.insert(hex_id(&s.span_id));
+        }
+    }
+    ids
 }
 
 async fn stored_span_ids(env: &TestEnv) -> Vec<String> {

@@ -11,6 +11,8 @@ mod api;
 mod assembler;
 mod cli;
 mod ingest;
+mod ingest_backlog;
+mod ingest_limits;
 mod logminer;
 mod logminer_commands;
 mod logminer_freeze;

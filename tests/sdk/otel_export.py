@@ -12,6 +12,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk._logs import LoggerProvider, LoggingHandler
 from opentelemetry.sdk._logs.export import SimpleLogRecordProcessor
 
+from otel_checked import Checked
+
 protocol, endpoint, service = sys.argv[1], sys.argv[2], sys.argv[3]
 if protocol == "http":
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -27,34 +29,15 @@ else:
 resource = Resource.create({"service.name": service})
 results = []
 
-
-class Checked:
-    """Wraps an exporter to remember each export's result."""
-
-    def __init__(self, inner):
-        self.inner = inner
-
-    def export(self, batch):
-        result = self.inner.export(batch)
-        results.append(result)
-        return result
-
-    def shutdown(self):
-        self.inner.shutdown()
-
-    def force_flush(self, timeout_millis=30000):
-        return True
-
-
 provider = TracerProvider(resource=resource)
-provider.add_span_processor(SimpleSpanProcessor(Checked(span_exporter)))
+provider.add_span_processor(SimpleSpanProcessor(Checked(span_exporter, results)))
 tracer = provider.get_tracer("tayga-test")
 with tracer.start_as_current_span("checkout") as parent:
     with tracer.start_as_current_span("charge-card"):
         pass
 
 logs = LoggerProvider(resource=resource)
-logs.add_log_record_processor(SimpleLogRecordProcessor(Checked(log_exporter)))
+logs.add_log_record_processor(SimpleLogRecordProcessor(Checked(log_exporter, results)))
 logger = logging.getLogger("tayga-test")
 logger.propagate = False
 logger.addHandler(LoggingHandler(logger_provider=logs))

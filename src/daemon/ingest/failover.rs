@@ -4,7 +4,10 @@
 //! is marked down and skipped; only the background probe brings it back, and not before its
 //! cooldown has passed, so a client's request never pays to rediscover a dead path. The
 //! broker starts down-until-probed: the log is probed before it is published to. The
-//! policy orders the paths; it never removes one. Pure state: time comes in as arguments.
+//! policy orders the paths; it never removes one. While the backlog of direct writes is
+//! being replayed, new requests keep to the direct path (and the backlog) so that the
+//! topics receive every record in the order it was accepted; once the backlog is drained
+//! the broker takes over. Pure state: time comes in as arguments.
 
 use std::time::{Duration, Instant};
 
@@ -36,13 +39,18 @@ pub struct Failover {
     cooldown: Duration,
     redpanda: PathState,
     direct: PathState,
+    /// Direct writes are waiting to be replayed to the topics.
+    backlog_pending: bool,
+    /// The backlog is at its bound: a direct write would no longer be kept.
+    backlog_full: bool,
 }
 
 /// What `/health` reports under `ingest`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Health {
     pub policy: PipelinePolicy,
-    /// The path the next request takes, or "none" when both are down.
+    /// The path the next request takes, "none" when both are down, "starting" before the
+    /// start-up probe answered (requests wait for it).
     pub using: &'static str,
     pub redpanda: &'static str,
     pub direct: &'static str,
@@ -50,7 +58,14 @@ pub struct Health {
 
 impl Failover {
     pub fn new(policy: PipelinePolicy, cooldown: Duration) -> Failover {
-        Failover { policy, cooldown, redpanda: PathState::Unprobed, direct: PathState::Up }
+        Failover {
+            policy,
+            cooldown,
+            redpanda: PathState::Unprobed,
+            direct: PathState::Up,
+            backlog_pending: false,
+            backlog_full: false,
+        }
     }
 
     fn state(&self, path: Path) -> PathState {
@@ -67,12 +82,41 @@ impl Failover {
         }
     }
 
-    /// The preference order: `direct` pins direct first; `auto` and `redpanda` prefer the log.
+    /// The preference order: `direct` pins direct first; `auto` and `redpanda` prefer the
+    /// log, except while a backlog is replayed through a working direct path.
     pub fn preference(&self) -> [Path; 2] {
         match self.policy {
             PipelinePolicy::Direct => [Path::Direct, Path::Redpanda],
+            PipelinePolicy::Auto | PipelinePolicy::Redpanda if self.replaying() && !self.backlog_full => {
+                [Path::Direct, Path::Redpanda]
+            }
             PipelinePolicy::Auto | PipelinePolicy::Redpanda => [Path::Redpanda, Path::Direct],
         }
+    }
+
+    /// Whether direct writes wait to be replayed.
+    pub fn backlog_pending(&self) -> bool {
+        self.backlog_pending
+    }
+
+    pub fn set_backlog_pending(&mut self, pending: bool) {
+        self.backlog_pending = pending;
+    }
+
+    /// A full backlog could not keep a direct write, so new requests go to the broker even
+    /// while it replays (their order is lost, their records are not).
+    pub fn set_backlog_full(&mut self, full: bool) {
+        self.backlog_full = full;
+    }
+
+    /// The backlog is being replayed: both paths work and records wait.
+    pub fn replaying(&self) -> bool {
+        self.backlog_pending && self.is_up(Path::Redpanda) && self.is_up(Path::Direct)
+    }
+
+    /// Before the start-up probe answered.
+    pub fn starting(&self) -> bool {
+        self.redpanda == PathState::Unprobed
     }
 
     /// The paths a request may try, in order; empty means refuse at once (503).
@@ -114,6 +158,7 @@ impl Failover {
         Health {
             policy: self.policy,
             using: match self.usable().first() {
+                _ if self.starting() => "starting",
                 Some(Path::Redpanda) => "redpanda",
                 Some(Path::Direct) => "direct",
                 None => "none",
@@ -134,8 +179,8 @@ mod tests {
     fn the_broker_is_probed_before_it_is_published_to() {
         let now = Instant::now();
         let mut f = Failover::new(PipelinePolicy::Auto, COOLDOWN);
-        assert_eq!(f.usable(), vec![Path::Direct]);
-        assert_eq!(f.health().using, "direct");
+        assert!(f.starting());
+        assert_eq!(f.health().using, "starting");
         assert_eq!(f.due_for_probe(now), vec![Path::Redpanda]);
         f.probed(Path::Redpanda, true, now);
         assert_eq!(f.usable(), vec![Path::Redpanda, Path::Direct]);
@@ -161,6 +206,7 @@ mod tests {
     fn both_down_means_refuse_at_once() {
         let t0 = Instant::now();
         let mut f = Failover::new(PipelinePolicy::Redpanda, COOLDOWN);
+        f.probed(Path::Redpanda, false, t0);
         f.failed(Path::Direct, t0);
         assert!(f.usable().is_empty());
         assert_eq!(
@@ -177,6 +223,29 @@ mod tests {
         assert_eq!(f.usable(), vec![Path::Direct, Path::Redpanda]);
         f.failed(Path::Direct, t0);
         assert_eq!(f.usable(), vec![Path::Redpanda], "pinned direct still fails over to the log");
+    }
+
+    #[test]
+    fn a_pending_backlog_keeps_new_requests_direct_until_it_is_replayed() {
+        let t0 = Instant::now();
+        let mut f = Failover::new(PipelinePolicy::Auto, COOLDOWN);
+        f.probed(Path::Redpanda, false, t0);
+        f.set_backlog_pending(true);
+        assert!(!f.replaying(), "nothing replays while the broker is down");
+        assert_eq!(f.usable(), vec![Path::Direct]);
+        f.probed(Path::Redpanda, true, t0 + COOLDOWN);
+        assert!(f.replaying());
+        assert_eq!(f.usable(), vec![Path::Direct, Path::Redpanda], "the topics get the backlog first");
+        assert_eq!(f.health().using, "direct");
+        f.set_backlog_full(true);
+        assert_eq!(f.usable(), vec![Path::Redpanda, Path::Direct], "a full backlog cannot keep new requests");
+        assert!(f.replaying());
+        f.set_backlog_full(false);
+        f.failed(Path::Direct, t0 + COOLDOWN);
+        assert_eq!(f.usable(), vec![Path::Redpanda], "with ClickHouse down the broker takes everything");
+        f.probed(Path::Direct, true, t0 + 2 * COOLDOWN);
+        f.set_backlog_pending(false);
+        assert_eq!(f.usable(), vec![Path::Redpanda, Path::Direct], "drained: the broker takes over");
     }
 
     #[test]

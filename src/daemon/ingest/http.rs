@@ -13,8 +13,8 @@ use axum::Router;
 use prost::Message;
 
 use super::pipeline::{ExportRequest, Unavailable};
-use super::Ingest;
-use crate::otlp::decode::{decode, encoding_of, DecodeError, Encoding};
+use super::{Ingest, BUSY_RETRY_AFTER_SECS};
+use crate::otlp::decode::{decompress, encoding_of, parse, DecodeError, Encoding};
 use crate::otlp::{ExportLogsServiceRequest, ExportTraceServiceRequest};
 
 pub fn router(ingest: Arc<Ingest>) -> Router {
@@ -44,23 +44,54 @@ async fn export<R: ExportRequest>(State(ingest): State<Arc<Ingest>>, headers: He
         Err(e) => return ingest.refuse(R::SIGNAL, Encoding::Json, &e),
     };
     let limit = ingest.max_body_bytes;
-    let Ok(body) = axum::body::to_bytes(body, limit).await else {
+    let declared = header_str(&headers, header::CONTENT_LENGTH).and_then(|v| v.parse::<usize>().ok());
+    if declared.is_some_and(|n| n > limit) {
         return ingest.refuse(R::SIGNAL, encoding, &DecodeError::TooLarge { limit });
+    }
+    // Admitted before a byte of the body is read: a refused request holds nothing.
+    let mut held = match ingest.inflight.admit(declared.unwrap_or(limit) as u64) {
+        Ok(held) => held,
+        Err(busy) => return ingest.busy(R::SIGNAL, encoding, busy.reason()),
+    };
+    let body = match tokio::time::timeout(ingest.body_timeout, axum::body::to_bytes(body, limit)).await {
+        Ok(Ok(body)) => body,
+        Ok(Err(_)) => return ingest.refuse(R::SIGNAL, encoding, &DecodeError::TooLarge { limit }),
+        Err(_) => {
+            let secs = ingest.body_timeout.as_secs();
+            return ingest.refuse(R::SIGNAL, encoding, &DecodeError::SlowBody { secs });
+        }
     };
     ingest.metrics.received(R::SIGNAL, body.len());
-    let request: R = match decode(&body, content_type, header_str(&headers, header::CONTENT_ENCODING), limit) {
-        Ok(request) => request,
-        Err(e) => return ingest.refuse(R::SIGNAL, encoding, &e),
+    let request: R = {
+        let bytes = match decompress(&body, header_str(&headers, header::CONTENT_ENCODING), limit) {
+            Ok(bytes) => bytes,
+            Err(e) => return ingest.refuse(R::SIGNAL, encoding, &e),
+        };
+        // A plain body is parsed where it lies; a compressed one is held twice meanwhile.
+        let held_bytes = match &bytes {
+            std::borrow::Cow::Borrowed(_) => body.len(),
+            std::borrow::Cow::Owned(decompressed) => body.len() + decompressed.len(),
+        };
+        if let Err(busy) = ingest.inflight.grow(&mut held, held_bytes as u64) {
+            return ingest.busy(R::SIGNAL, encoding, busy.reason());
+        }
+        match parse(&bytes, encoding) {
+            Ok(request) => request,
+            Err(e) => return ingest.refuse(R::SIGNAL, encoding, &e),
+        }
     };
+    drop(body);
     let result = R::export(&ingest.pipeline, request).await;
-    ingest.answer(
+    let response = ingest.answer(
         R::SIGNAL,
         encoding,
         result.map(|accepted| {
             let partial = accepted.rejected > 0;
             (R::response(accepted), partial)
         }),
-    )
+    );
+    ingest.release(held);
+    response
 }
 
 fn encoded<M: Message + serde::Serialize>(
@@ -90,6 +121,19 @@ impl Ingest {
         encoded(status, encoding, &RpcStatus { code: 3, message: error.to_string() }, &[])
     }
 
+    /// Refused because ingest is saturated: 503, retry in a second.
+    fn busy(&self, signal: &'static str, encoding: Encoding, reason: &'static str) -> Response {
+        self.metrics.busy(signal, reason);
+        self.metrics.answered(signal, "http", "busy");
+        let message = format!("ingest is busy ({reason}), retry later");
+        encoded(
+            StatusCode::SERVICE_UNAVAILABLE,
+            encoding,
+            &RpcStatus { code: 14, message },
+            &[(header::RETRY_AFTER, BUSY_RETRY_AFTER_SECS.to_string())],
+        )
+    }
+
     fn answer<M: Message + serde::Serialize>(
         &self,
         signal: &'static str,
@@ -103,9 +147,18 @@ impl Ingest {
                 encoded(StatusCode::OK, encoding, &response, &[])
             }
             Err(e) => {
-                self.metrics.answered(signal, "http", "unavailable");
-                // gRPC code UNAVAILABLE (14): the client keeps its batch and retries.
-                let retry_after = self.probe_interval.as_secs().max(1).to_string();
+                let outcome = match e {
+                    Unavailable::NoPath(_) => "unavailable",
+                    Unavailable::Busy(_) => "busy",
+                };
+                self.metrics.answered(signal, "http", outcome);
+                // gRPC code UNAVAILABLE (14): the client keeps its batch and retries, after
+                // the next probe when no path works, or in a second when ingest is busy.
+                let retry_after = match e {
+                    Unavailable::NoPath(_) => self.probe_interval.as_secs().max(1),
+                    Unavailable::Busy(_) => BUSY_RETRY_AFTER_SECS,
+                }
+                .to_string();
                 encoded(
                     StatusCode::SERVICE_UNAVAILABLE,
                     encoding,

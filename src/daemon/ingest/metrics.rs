@@ -11,12 +11,14 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 
+use crate::store::backlog::BacklogStats;
+
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RequestLabels {
     pub signal: &'static str,
     /// `http` or `grpc`.
     pub transport: &'static str,
-    /// `ok`, `partial`, `bad_request` or `unavailable`.
+    /// `ok`, `partial`, `bad_request`, `unavailable` or `busy`.
     pub outcome: &'static str,
 }
 
@@ -54,6 +56,21 @@ pub struct IngestMetrics {
     path_errors: Family<PathLabel, Counter>,
     path_up: Family<PathLabel, Gauge>,
     latency: Family<SignalLabel, Histogram>,
+    busy: Family<BusyLabels, Counter>,
+    backlog_records: Gauge,
+    backlog_bytes: Gauge,
+    backlog_replayed: Counter,
+    backlog_replayed_bytes: Counter,
+    backlog_replay_errors: Counter,
+    backlog_overflow: Counter,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct BusyLabels {
+    pub signal: &'static str,
+    /// `producer_queue` (the broker's local queue stayed full), `inflight_bytes` or
+    /// `inflight_requests` (the caps on requests being handled).
+    pub reason: &'static str,
 }
 
 impl IngestMetrics {
@@ -68,6 +85,13 @@ impl IngestMetrics {
             path_errors: Family::default(),
             path_up: Family::default(),
             latency: Family::new_with_constructor(|| Histogram::new(exponential_buckets(0.0005, 2.0, 16))),
+            busy: Family::default(),
+            backlog_records: Gauge::default(),
+            backlog_bytes: Gauge::default(),
+            backlog_replayed: Counter::default(),
+            backlog_replayed_bytes: Counter::default(),
+            backlog_replay_errors: Counter::default(),
+            backlog_overflow: Counter::default(),
         };
         let r = registry.sub_registry_with_prefix("tayga_ingest");
         r.register("requests", "OTLP export requests by signal, transport and outcome", metrics.requests.clone());
@@ -79,6 +103,33 @@ impl IngestMetrics {
         r.register("path_errors", "Failures that marked an ingest path down", metrics.path_errors.clone());
         r.register("path_up", "Whether an ingest path is in use (1) or skipped (0)", metrics.path_up.clone());
         r.register("request_duration_seconds", "Time to store or publish a request", metrics.latency.clone());
+        r.register("busy_requests", "Requests refused as overload (503, Retry-After), by reason", metrics.busy.clone());
+        r.register(
+            "backlog_records",
+            "Direct-path records waiting to be replayed to the topics",
+            metrics.backlog_records.clone(),
+        );
+        r.register("backlog_bytes", "Value bytes of the records waiting to be replayed", metrics.backlog_bytes.clone());
+        r.register(
+            "backlog_replayed_records",
+            "Backlog records the broker acknowledged on replay",
+            metrics.backlog_replayed.clone(),
+        );
+        r.register(
+            "backlog_replayed_bytes",
+            "Value bytes of the records replayed",
+            metrics.backlog_replayed_bytes.clone(),
+        );
+        r.register(
+            "backlog_replay_errors",
+            "Replay passes that failed (retried)",
+            metrics.backlog_replay_errors.clone(),
+        );
+        r.register(
+            "backlog_overflow_records",
+            "Direct-path records stored but not kept for the topics: the backlog was full",
+            metrics.backlog_overflow.clone(),
+        );
         metrics
     }
 
@@ -116,5 +167,72 @@ impl IngestMetrics {
 
     pub fn set_path_up(&self, path: &'static str, up: bool) {
         self.path_up.get_or_create(&PathLabel { path }).set(i64::from(up));
+    }
+
+    /// A request was refused because ingest is saturated (not because a path is down).
+    pub fn busy(&self, signal: &'static str, reason: &'static str) {
+        self.busy.get_or_create(&BusyLabels { signal, reason }).inc();
+        tracing::debug!(signal, reason, "request refused: ingest is busy");
+    }
+
+    pub fn set_backlog(&self, stats: BacklogStats) {
+        self.backlog_records.set(stats.records as i64);
+        self.backlog_bytes.set(stats.bytes as i64);
+    }
+
+    /// One replay pass: `records` acknowledged by the broker and marked.
+    pub fn backlog_replayed(&self, records: u64, bytes: u64) {
+        self.backlog_replayed.inc_by(records);
+        self.backlog_replayed_bytes.inc_by(bytes);
+    }
+
+    /// A replay pass failed; the next one starts again from the oldest record.
+    pub fn backlog_replay_failed(&self, error: &dyn Display) {
+        self.backlog_replay_errors.inc();
+        tracing::warn!(error = %error, "replaying the ingest backlog failed; retrying");
+    }
+
+    /// A drain ended: the backlog was empty as of its last pass.
+    pub fn backlog_drained(&self, records: u64, bytes: u64, took: Option<Duration>) {
+        if records > 0 {
+            let took_ms = took.map_or(0, |t| t.as_millis() as u64);
+            tracing::info!(records, bytes, took_ms, "replayed the ingest backlog to the topics");
+        }
+    }
+
+    /// Direct-path records that were stored but could not be kept (the backlog is full).
+    pub fn backlog_overflow(&self, records: u64) {
+        self.backlog_overflow.inc_by(records);
+    }
+
+    /// The backlog reached (or left) its bound.
+    pub fn backlog_full(&self, full: bool, stats: BacklogStats, max_bytes: u64) {
+        if full {
+            tracing::error!(
+                records = stats.records,
+                bytes = stats.bytes,
+                max_bytes,
+                "the ingest backlog is full: direct writes are stored but no longer replayed to the topics \
+                 (no stories, templates or alerts for them) until the broker is back and the backlog drains; \
+                 raise ingest.backlog_max_bytes or bring the broker back"
+            );
+        } else {
+            tracing::info!(
+                records = stats.records,
+                bytes = stats.bytes,
+                max_bytes,
+                "the ingest backlog has room again"
+            );
+        }
+    }
+
+    /// The backlog passed 80 % of its bound (logged once per crossing).
+    pub fn backlog_filling(&self, stats: BacklogStats, max_bytes: u64) {
+        tracing::warn!(
+            records = stats.records,
+            bytes = stats.bytes,
+            max_bytes,
+            "the ingest backlog is over 80% of ingest.backlog_max_bytes; past it, direct writes stop being kept for the topics"
+        );
     }
 }

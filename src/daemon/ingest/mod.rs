@@ -2,13 +2,18 @@
 //!
 //! A request is split into records (`otlp::split`), then made durable on the first usable
 //! path (`pipeline.rs`): the broker when one answers, ClickHouse directly otherwise
-//! (`failover.rs`, seed 001). Only then is the client answered. A background probe notices
-//! a path that came back, including a broker that appears after boot (whose topics it then
-//! creates). `/health` and `/metrics` are served on the OTLP/HTTP port.
+//! (`failover.rs`, seed 001). Only then is the client answered. The broker is probed before
+//! any request is served (requests that arrive first wait for it, and `/health` says
+//! `starting`). A background probe notices a path that came back, including a broker that
+//! appears after boot (whose topics it then creates); what was written directly meanwhile
+//! is replayed to the topics from the backlog (`backlog.rs`). `/health` and `/metrics` are
+//! served on the OTLP/HTTP port.
 
+pub mod backlog;
 pub mod failover;
 mod grpc;
 mod http;
+pub mod listen;
 pub mod metrics;
 pub mod pipeline;
 
@@ -20,7 +25,9 @@ use anyhow::Context;
 use prometheus_client::registry::Registry;
 use tokio::task::JoinHandle;
 
+use self::backlog::Backlog;
 use self::failover::{Failover, Path};
+use self::listen::{Held, Inflight};
 use self::metrics::IngestMetrics;
 use self::pipeline::Pipeline;
 use super::{admin_router, HealthFn, Shutdown};
@@ -31,6 +38,13 @@ use crate::store::{migrate::migrate, Store};
 
 /// How long the probe waits for the broker's metadata: a dead broker answers nothing.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long a probe may take in all (metadata, then creating topics that are missing).
+const PROBE_BOUND: Duration = Duration::from_secs(4);
+/// How long reading the backlog's size may take at start.
+const BACKLOG_READ_BOUND: Duration = Duration::from_secs(2);
+
+/// The Retry-After (seconds) of a request refused because ingest is busy.
+pub const BUSY_RETRY_AFTER_SECS: u64 = 1;
 
 /// What the front ends share.
 pub struct Ingest {
@@ -38,7 +52,39 @@ pub struct Ingest {
     pub metrics: IngestMetrics,
     pub max_body_bytes: usize,
     pub probe_interval: Duration,
+    pub inflight: Inflight,
+    pub body_timeout: Duration,
 }
+
+/// A request this large returns its memory to the system when it ends.
+const TRIM_AFTER_BYTES: u64 = 1 << 20;
+
+impl Ingest {
+    /// A request was answered: its budget goes back, and after a large one the allocator
+    /// gives the freed memory back to the system (glibc keeps it otherwise, and a burst of
+    /// large requests would stay resident long after it ended).
+    fn release(&self, held: Held) {
+        let large = held.bytes() >= TRIM_AFTER_BYTES;
+        drop(held);
+        if large {
+            tokio::task::spawn_blocking(trim_heap);
+        }
+    }
+}
+
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn trim_heap() {
+    extern "C" {
+        fn malloc_trim(pad: usize) -> i32;
+    }
+    // SAFETY: glibc's malloc_trim only releases free heap pages; it takes no pointers.
+    unsafe {
+        malloc_trim(0);
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn trim_heap() {}
 
 /// A running ingest: where it listens, and its tasks.
 pub struct Running {
@@ -94,6 +140,7 @@ pub async fn start(config: &Config, shutdown: Shutdown) -> anyhow::Result<Runnin
         tracing::warn!(error = %e, "ClickHouse is not ready; the direct path starts down");
         failover.failed(Path::Direct, Instant::now());
     }
+    let (ready_tx, ready) = tokio::sync::watch::channel(false);
     let ingest = Arc::new(Ingest {
         pipeline: Pipeline::new(
             failover,
@@ -102,10 +149,14 @@ pub async fn start(config: &Config, shutdown: Shutdown) -> anyhow::Result<Runnin
             config.names(),
             config.ingest.max_record_bytes as usize,
             metrics.clone(),
+            Backlog::new(store.clone(), config.ingest.backlog_max_bytes),
+            ready,
         ),
         metrics,
         max_body_bytes: config.ingest.max_body_bytes as usize,
         probe_interval: Duration::from_secs(config.ingest.probe_interval_secs),
+        inflight: Inflight::new(config.ingest.max_inflight_requests, config.ingest.max_inflight_bytes),
+        body_timeout: Duration::from_secs(config.ingest.body_timeout_secs),
     });
     ingest.pipeline.update_path_gauges();
 
@@ -124,23 +175,29 @@ pub async fn start(config: &Config, shutdown: Shutdown) -> anyhow::Result<Runnin
 
     let mut tasks = Vec::new();
     let stop = shutdown.clone();
+    let limits = config.ingest.clone();
     tasks.push(tokio::spawn(async move {
-        axum::serve(http_listener, app)
-            .with_graceful_shutdown(stop.triggered())
-            .await
-            .context("the OTLP/HTTP server failed")
+        listen::serve_http(http_listener, app, &limits, stop, STOP_BOUND).await.context("the OTLP/HTTP server failed")
     }));
     let (traces, logs) = grpc::services(ingest.clone());
     let stop = shutdown.clone();
+    let incoming = listen::bounded_incoming(grpc_listener, config.ingest.max_connections);
+    // A request as a whole: its body, then at most the delivery timeout and the direct
+    // insert; a client that trickles its message is cut off past it.
+    let request_bound = ingest.body_timeout + crate::bus::producer::DELIVERY_TIMEOUT + pipeline::DIRECT_INSERT_TIMEOUT;
     tasks.push(tokio::spawn(async move {
         tonic::transport::Server::builder()
+            .timeout(request_bound)
+            .http2_keepalive_interval(Some(Duration::from_secs(30)))
+            .http2_keepalive_timeout(Some(Duration::from_secs(10)))
             .add_service(traces)
             .add_service(logs)
-            .serve_with_incoming_shutdown(tokio_stream_of(grpc_listener), stop.triggered())
+            .serve_with_incoming_shutdown(incoming, stop.triggered())
             .await
             .context("the OTLP/gRPC server failed")
     }));
-    tasks.push(tokio::spawn(probe_loop(ingest.clone(), config.clone(), store, shutdown.clone())));
+    tasks.push(tokio::spawn(probe_loop(ingest.clone(), config.clone(), store, ready_tx, shutdown.clone())));
+    tasks.push(tokio::spawn(backlog::replay_loop(ingest.clone(), shutdown.clone())));
     let stop = shutdown.clone();
     tasks.push(tokio::spawn(async move {
         // Requests already answered were acknowledged by the broker; this only drains what a
@@ -152,13 +209,16 @@ pub async fn start(config: &Config, shutdown: Shutdown) -> anyhow::Result<Runnin
     Ok(Running { http_addr, grpc_addr, ingest, tasks })
 }
 
-fn tokio_stream_of(listener: tokio::net::TcpListener) -> tonic::transport::server::TcpIncoming {
-    tonic::transport::server::TcpIncoming::from(listener)
-}
-
 /// Brings paths back: every interval, each path that is due (down past its cooldown, or
-/// the broker never probed) is checked without publishing anything.
-async fn probe_loop(ingest: Arc<Ingest>, config: Config, store: Store, shutdown: Shutdown) -> anyhow::Result<()> {
+/// the broker never probed) is checked without publishing anything. The first round is the
+/// start-up probe: after it (and after reading the backlog's size) requests are served.
+async fn probe_loop(
+    ingest: Arc<Ingest>,
+    config: Config,
+    store: Store,
+    ready: tokio::sync::watch::Sender<bool>,
+    shutdown: Shutdown,
+) -> anyhow::Result<()> {
     let names = config.names();
     loop {
         let due = ingest.pipeline.failover.lock().unwrap().due_for_probe(Instant::now());
@@ -166,7 +226,7 @@ async fn probe_loop(ingest: Arc<Ingest>, config: Config, store: Store, shutdown:
             let ok = match path {
                 // A broker that answers gets its topics now: whichever service starts
                 // first creates them (seed 000).
-                Path::Redpanda => {
+                Path::Redpanda => tokio::time::timeout(PROBE_BOUND, async {
                     broker_answers(&config.kafka, PROBE_TIMEOUT).await
                         && match ensure_topics(&config.kafka, &names).await {
                             Ok(_) => true,
@@ -175,7 +235,9 @@ async fn probe_loop(ingest: Arc<Ingest>, config: Config, store: Store, shutdown:
                                 false
                             }
                         }
-                }
+                })
+                .await
+                .unwrap_or(false),
                 Path::Direct => migrate(&store).await.is_ok(),
             };
             let was_up = ingest.pipeline.failover.lock().unwrap().is_up(path);
@@ -185,8 +247,39 @@ async fn probe_loop(ingest: Arc<Ingest>, config: Config, store: Store, shutdown:
             }
             ingest.pipeline.update_path_gauges();
         }
+        if !*ready.borrow() {
+            read_backlog(&ingest).await;
+            let health = ingest.pipeline.health();
+            tracing::info!(using = health.paths.using, backlog_records = health.backlog.records, "ingest is ready");
+            ready.send_replace(true);
+        }
         if !shutdown.sleep(ingest.probe_interval).await {
             return Ok(());
         }
+    }
+}
+
+/// Reads what an earlier run left in the backlog, so it is replayed (and new requests wait
+/// behind it) as soon as both paths work.
+async fn read_backlog(ingest: &Ingest) {
+    let pipeline = &ingest.pipeline;
+    if !pipeline.failover.lock().unwrap().is_up(Path::Direct) {
+        return;
+    }
+    match tokio::time::timeout(BACKLOG_READ_BOUND, pipeline.backlog.refresh()).await {
+        Ok(Ok(stats)) => {
+            if stats.records > 0 {
+                tracing::info!(
+                    records = stats.records,
+                    bytes = stats.bytes,
+                    "the ingest backlog holds records to replay"
+                );
+                pipeline.failover.lock().unwrap().set_backlog_pending(true);
+            }
+            ingest.metrics.set_backlog(stats);
+            pipeline.note_backlog_room();
+        }
+        Ok(Err(e)) => tracing::warn!(error = %e, "reading the ingest backlog failed; it is read again within 30 s"),
+        Err(_) => tracing::warn!("reading the ingest backlog timed out; it is read again within 30 s"),
     }
 }

@@ -1,7 +1,10 @@
 //! The part of ingest both front ends share: split a decoded request into records, then
 //! make it durable on the first usable path (the broker, or ClickHouse directly) before the
 //! client is answered. Failover follows `failover.rs`: a failed path is skipped, the next one
-//! is tried at once, and with no usable path the request is refused without waiting.
+//! is tried at once, and with no usable path the request is refused without waiting. The
+//! direct path also keeps every record in the backlog (`backlog.rs`) in the same step as
+//! its rows: both are stored, or the request fails. Requests that arrive before the
+//! start-up probe answered wait for it (at most [`STARTUP_WAIT`]).
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -9,18 +12,23 @@ use std::time::{Duration, Instant};
 use opentelemetry_proto::tonic::collector::logs::v1::{ExportLogsPartialSuccess, ExportLogsServiceResponse};
 use opentelemetry_proto::tonic::collector::trace::v1::{ExportTracePartialSuccess, ExportTraceServiceResponse};
 
+use super::backlog::{Backlog, BacklogHealth, Outgoing};
 use super::failover::{Failover, Health, Path};
 use super::metrics::IngestMetrics;
-use crate::bus::producer::{OutRecord, Publisher};
+use crate::bus::producer::{OutRecord, PublishError, Publisher};
 use crate::config::Names;
 use crate::otlp::flatten::{log_rows, span_rows};
 use crate::otlp::split::{split, Grouping, OtlpRequest, Split};
 use crate::otlp::{ExportLogsServiceRequest, ExportTraceServiceRequest};
-use crate::store::{now_ns, Store};
-use crate::wire::record::{headers, SignalKind};
+use crate::store::Store;
+use crate::wire::record::{header_pairs, owned_headers, SignalKind};
 
 /// How long the direct path may take to store one request.
 pub const DIRECT_INSERT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long a request that arrived during start-up waits for the broker's first probe
+/// (itself bounded at about 2 s); past it, the request takes whatever path is usable.
+pub const STARTUP_WAIT: Duration = Duration::from_secs(5);
 
 /// What the client is told about an accepted request.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -30,18 +38,35 @@ pub struct Accepted {
     pub message: String,
 }
 
-/// No path could take the request: the client keeps it and retries.
+/// The request was not made durable: the client keeps it and retries.
 #[derive(Debug, thiserror::Error)]
-#[error("no ingest path is available: {0}")]
-pub struct Unavailable(pub String);
+pub enum Unavailable {
+    /// No path could take it.
+    #[error("no ingest path is available: {0}")]
+    NoPath(String),
+    /// The broker is up but its producer's local queue stayed full: load, not an outage.
+    #[error("ingest is overloaded, retry later: {0}")]
+    Busy(String),
+}
 
 pub struct Pipeline {
     pub failover: Mutex<Failover>,
-    publisher: Publisher,
+    pub(super) publisher: Publisher,
     store: Store,
     names: Names,
     max_record_bytes: usize,
-    metrics: IngestMetrics,
+    pub(super) metrics: IngestMetrics,
+    pub(super) backlog: Backlog,
+    /// True once the start-up probe answered.
+    ready: tokio::sync::watch::Receiver<bool>,
+}
+
+/// What `/health` shows under `ingest`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct IngestHealth {
+    #[serde(flatten)]
+    pub paths: Health,
+    pub backlog: BacklogHealth,
 }
 
 /// The records one request becomes.
@@ -52,6 +77,7 @@ struct Prepared<R> {
 }
 
 impl Pipeline {
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         failover: Failover,
         publisher: Publisher,
@@ -59,12 +85,30 @@ impl Pipeline {
         names: Names,
         max_record_bytes: usize,
         metrics: IngestMetrics,
+        backlog: Backlog,
+        ready: tokio::sync::watch::Receiver<bool>,
     ) -> Pipeline {
-        Pipeline { failover: Mutex::new(failover), publisher, store, names, max_record_bytes, metrics }
+        Pipeline { failover: Mutex::new(failover), publisher, store, names, max_record_bytes, metrics, backlog, ready }
     }
 
-    pub fn health(&self) -> Health {
-        self.failover.lock().unwrap().health()
+    pub fn health(&self) -> IngestHealth {
+        let failover = self.failover.lock().unwrap();
+        let stats = self.backlog.stats();
+        IngestHealth {
+            paths: failover.health(),
+            backlog: BacklogHealth {
+                records: stats.records,
+                bytes: stats.bytes,
+                max_bytes: self.backlog.max_bytes(),
+                replaying: failover.replaying(),
+            },
+        }
+    }
+
+    /// Waits (bounded) until the start-up probe answered.
+    async fn started(&self) {
+        let mut ready = self.ready.clone();
+        let _ = tokio::time::timeout(STARTUP_WAIT, ready.wait_for(|r| *r)).await;
     }
 
     pub async fn export_traces(&self, request: ExportTraceServiceRequest) -> Result<Accepted, Unavailable> {
@@ -84,8 +128,9 @@ impl Pipeline {
         prepared: Prepared<R>,
         to_rows: impl Fn(&R, u64) -> Rows,
     ) -> Result<Accepted, Unavailable> {
+        self.started().await;
         let started = Instant::now();
-        let ingest_ns = now_ns();
+        let ingest_ns = self.backlog.stamp();
         let signal = kind.as_str();
         let rejected = prepared.signals.rejected.len() as i64;
         let items: usize = prepared.signals.records.iter().map(|r| r.items).sum();
@@ -102,7 +147,7 @@ impl Pipeline {
         for path in paths {
             let result = match path {
                 Path::Redpanda => self.publish(kind, &prepared, ingest_ns).await,
-                Path::Direct => self.insert(&prepared.signals, ingest_ns, &to_rows).await,
+                Path::Direct => self.insert(kind, &prepared, ingest_ns, &to_rows).await.map_err(PathError::Failed),
             };
             let path_name = path_name(path);
             match result {
@@ -110,7 +155,12 @@ impl Pipeline {
                     self.metrics.accepted(signal, path_name, items, started.elapsed());
                     return Ok(Accepted { rejected, message });
                 }
-                Err(e) => {
+                // Load is not an outage: the broker stays up, the client retries later.
+                Err(PathError::Busy(e)) => {
+                    self.metrics.busy(signal, "producer_queue");
+                    return Err(Unavailable::Busy(e.to_string()));
+                }
+                Err(PathError::Failed(e)) => {
                     self.metrics.path_failed(path_name, &e);
                     self.failover.lock().unwrap().failed(path, Instant::now());
                     self.update_path_gauges();
@@ -118,7 +168,22 @@ impl Pipeline {
                 }
             }
         }
-        Err(Unavailable(last_error))
+        Err(Unavailable::NoPath(last_error))
+    }
+
+    /// The records a request becomes, as they are published (and kept on the direct path).
+    fn outgoing<'a, R: OtlpRequest>(&'a self, prepared: &'a Prepared<R>) -> Vec<Outgoing<'a>> {
+        let logs = prepared.logs.iter().flat_map(|l| l.records.iter().map(|r| ("logs", &self.names.logs, r)));
+        let signals = prepared.signals.records.iter().map(|r| ("signals", &self.names.signals, r));
+        signals
+            .chain(logs)
+            .map(|(label, topic, record)| Outgoing {
+                label,
+                topic,
+                key: record.key.as_str(),
+                value: record.request.encode_to_vec(),
+            })
+            .collect()
     }
 
     async fn publish<R: OtlpRequest>(
@@ -126,53 +191,68 @@ impl Pipeline {
         kind: SignalKind,
         prepared: &Prepared<R>,
         ingest_ns: u64,
-    ) -> anyhow::Result<()> {
-        let logs = prepared.logs.iter().flat_map(|l| l.records.iter().map(|r| ("logs", &self.names.logs, r)));
-        let signals = prepared.signals.records.iter().map(|r| ("signals", &self.names.signals, r));
-        let out: Vec<(&'static str, OutRecord)> = signals
-            .chain(logs)
-            .map(|(label, topic, record)| {
-                (
-                    label,
-                    OutRecord {
-                        topic,
-                        key: record.key.as_str(),
-                        value: record.request.encode_to_vec(),
-                        headers: headers(kind, ingest_ns),
-                    },
-                )
-            })
+    ) -> Result<(), PathError> {
+        let headers = owned_headers(&header_pairs(kind, ingest_ns));
+        let outgoing = self.outgoing(prepared);
+        let labels: Vec<&'static str> = outgoing.iter().map(|o| o.label).collect();
+        let out: Vec<OutRecord> = outgoing
+            .into_iter()
+            .map(|o| OutRecord { topic: o.topic, key: o.key, value: o.value, headers: headers.clone() })
             .collect();
-        let topics: Vec<&'static str> = out.iter().map(|(t, _)| *t).collect();
-        self.publisher.publish_all(out.into_iter().map(|(_, r)| r).collect()).await?;
-        for topic in topics {
-            self.metrics.published(topic);
+        self.publisher.publish_all(out).await.map_err(|e| {
+            if e.is_backpressure() {
+                PathError::Busy(e)
+            } else {
+                PathError::Failed(e.into())
+            }
+        })?;
+        for label in labels {
+            self.metrics.published(label);
         }
         Ok(())
     }
 
+    /// The direct path: the rows, and the records kept in the backlog, in one step.
     async fn insert<R: OtlpRequest>(
         &self,
-        signals: &Split<R>,
+        kind: SignalKind,
+        prepared: &Prepared<R>,
         ingest_ns: u64,
         to_rows: &impl Fn(&R, u64) -> Rows,
     ) -> anyhow::Result<()> {
         let mut spans = Vec::new();
         let mut logs = Vec::new();
-        for record in &signals.records {
+        for record in &prepared.signals.records {
             match to_rows(&record.request, ingest_ns) {
                 Rows::Spans(rows) => spans.extend(rows),
                 Rows::Logs(rows) => logs.extend(rows),
             }
         }
+        let outgoing = self.outgoing(prepared);
+        let kept = self.backlog.rows(ingest_ns, &header_pairs(kind, ingest_ns), &outgoing);
+        drop(outgoing);
+        if kept.is_none() {
+            self.metrics.backlog_overflow(prepared.records());
+            self.note_backlog_room();
+        }
+        let kept = kept.unwrap_or_default();
         // A ClickHouse that accepts connections but never answers must not hold the client:
-        // past the bound the path counts as failed and the request fails over.
+        // past the bound the path counts as failed and the request fails over. The three
+        // inserts run together; any failure fails the request (the client retries, and
+        // rows or records stored twice are harmless by identity).
         tokio::time::timeout(DIRECT_INSERT_TIMEOUT, async {
-            self.store.insert(&spans).await?;
-            self.store.insert(&logs).await
+            let (spans, logs, kept) =
+                tokio::join!(self.store.insert(&spans), self.store.insert(&logs), self.backlog.keep(&kept));
+            spans.and(logs).and(kept)
         })
         .await
         .map_err(|_| anyhow::anyhow!("ClickHouse did not answer the insert within {DIRECT_INSERT_TIMEOUT:?}"))??;
+        if !kept.is_empty() {
+            self.backlog.kept(&kept);
+            self.failover.lock().unwrap().set_backlog_pending(true);
+            self.metrics.set_backlog(self.backlog.stats());
+            self.note_backlog_room();
+        }
         Ok(())
     }
 
@@ -189,8 +269,24 @@ enum Rows {
     Logs(Vec<crate::store::LogRow>),
 }
 
+/// Why a path did not take a request.
+enum PathError {
+    /// The path is broken: mark it down and try the next.
+    Failed(anyhow::Error),
+    /// The path works but is saturated: refuse the request, keep the path.
+    Busy(PublishError),
+}
+
+impl<R> Prepared<R> {
+    fn records(&self) -> u64 {
+        (self.signals.records.len() + self.logs.as_ref().map_or(0, |l| l.records.len())) as u64
+    }
+}
+
 /// An OTLP export request ingest accepts, with what differs between traces and logs.
-pub trait ExportRequest: OtlpRequest + serde::de::DeserializeOwned + Send + 'static {
+pub trait ExportRequest:
+    OtlpRequest + crate::otlp::decode::AnyValues + serde::de::DeserializeOwned + Send + 'static
+{
     const SIGNAL: &'static str;
     type Response: prost::Message + serde::Serialize + Default + Send + 'static;
     fn export(
