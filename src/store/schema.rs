@@ -426,7 +426,8 @@ mod tests {
     #[test]
     fn versions_increase_without_gaps() {
         for (i, migration) in MIGRATIONS.iter().enumerate() {
-            assert_eq!(migration.version as usize, i + 1, "migration {} is out of order or leaves a gap", migration.name);
+            let name = migration.name;
+            assert_eq!(migration.version as usize, i + 1, "migration {name} is out of order or leaves a gap");
         }
     }
 
@@ -437,7 +438,7 @@ mod tests {
             assert!(tables.iter().any(|t| t == table), "{table} is not created by any migration");
         }
         assert!(tables.contains(&"notifier_deliveries".to_string()));
-        assert_eq!(tables.len(), 12);
+        assert_eq!(tables.len(), 13);
         assert_eq!(view_names(), vec!["trace_logs_mv".to_string()]);
     }
 
