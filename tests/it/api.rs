@@ -717,18 +717,28 @@ async fn otel_sdk_traffic_reaches_every_endpoint() {
 
 /// `read_rows` of the finished queries since `since_secs` whose text holds `marker` (a bound
 /// id: each request's statements carry the id they look up), by statement.
-async fn read_rows_of(store: &Store, since_secs: u64, marker: &str) -> Vec<(String, u64)> {
-    store.query_for_tests("SYSTEM FLUSH LOGS").execute().await.unwrap();
-    store
-        .query_for_tests(
-            "SELECT query, read_rows FROM system.query_log WHERE type = 2 AND event_time >= toDateTime(?) \
-             AND has(Settings.Names, 'log_queries') AND position(query, ?) > 0 AND position(query, 'system.') = 0",
-        )
-        .bind(since_secs)
-        .bind(marker)
-        .fetch_all()
-        .await
-        .unwrap()
+/// The finished statements since `since_secs` whose text holds `marker`, with their rows
+/// read, once at least `at_least` are logged: a loaded server can log a finished query
+/// after the flush that follows it, so wait for it with a deadline.
+async fn read_rows_of(store: &Store, since_secs: u64, marker: &str, at_least: usize) -> Vec<(String, u64)> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        store.query_for_tests("SYSTEM FLUSH LOGS").execute().await.unwrap();
+        let rows: Vec<(String, u64)> = store
+            .query_for_tests(
+                "SELECT query, read_rows FROM system.query_log WHERE type = 2 AND event_time >= toDateTime(?) \
+                 AND has(Settings.Names, 'log_queries') AND position(query, ?) > 0 AND position(query, 'system.') = 0",
+            )
+            .bind(since_secs)
+            .bind(marker)
+            .fetch_all()
+            .await
+            .unwrap();
+        if rows.len() >= at_least || std::time::Instant::now() > deadline {
+            return rows;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
 }
 
 /// Acceptance: with 1,000,000 spans, logs, hits and alerts stored (`store::query::seed`), a trace by id and an
@@ -761,8 +771,8 @@ async fn trace_and_alert_by_id_read_under_one_percent_of_a_million_rows() {
     assert_eq!(alert["alert_id"], format!("{alert_id:016x}"));
     assert!(!alert["sample_lines"].as_array().unwrap().is_empty());
 
-    let trace_reads = read_rows_of(&store, since, &trace_id).await;
-    let alert_reads = read_rows_of(&store, since, &format!("{alert_id}")).await;
+    let trace_reads = read_rows_of(&store, since, &trace_id, 2).await;
+    let alert_reads = read_rows_of(&store, since, &format!("{alert_id}"), 3).await;
     assert_eq!(trace_reads.len(), 2, "the spans and the logs statements: {trace_reads:?}");
     assert!(alert_reads.len() >= 3, "the alert, its marks, its lines and deliveries: {alert_reads:?}");
     for (query, rows) in trace_reads.iter().chain(&alert_reads) {
@@ -773,7 +783,7 @@ async fn trace_and_alert_by_id_read_under_one_percent_of_a_million_rows() {
     // key) and read from `logs` by key: a granule per line, bounded by the sample size, not
     // by the table (docs/api.md, "Costs").
     let template_id = (alert_id - 1) % seed.templates_per_service + 1;
-    let sample_reads = read_rows_of(&store, since, &format!("template_id = {template_id} AND time_ns")).await;
+    let sample_reads = read_rows_of(&store, since, &format!("template_id = {template_id} AND time_ns"), 1).await;
     assert_eq!(sample_reads.len(), 1, "{sample_reads:?}");
     let (query, rows) = &sample_reads[0];
     eprintln!("read_rows {rows:>7} ({:.3}%): {:.100}", *rows as f64 * 100.0 / N as f64, query);
