@@ -18,7 +18,7 @@ use tayga::daemon::Shutdown;
 use tayga::store::query::seed::Seed;
 use tayga::store::*;
 
-use crate::common::{self, free_addr, free_port, run, wait_for, TestEnv};
+use crate::common::{self, free_addr, free_port, get_json, run, wait_for, TestEnv};
 
 const MIN_NS: u64 = 60_000_000_000;
 
@@ -614,15 +614,6 @@ async fn the_system_resolver_scrapes_every_address_of_localhost() {
     for addr in &resolved {
         assert!(up.contains_key(addr.to_string().as_str()), "{addr} was not scraped: {up:?}");
     }
-}
-
-/// GET `url` as JSON when it answers 200.
-async fn get_json(http: &reqwest::Client, url: String) -> Option<Value> {
-    let response = http.get(url).send().await.ok()?;
-    if response.status() != 200 {
-        return None;
-    }
-    response.json().await.ok()
 }
 
 /// The stock OTel Python SDK → ingest → broker → writer, assembler, logminer (all of `tayga

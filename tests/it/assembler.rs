@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::{free_port, resource, wait_for, ChildGuard, TestEnv};
+use common::{free_port, resource, stories, wait_for, ChildGuard, TestEnv};
 use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue};
 use opentelemetry_proto::tonic::logs::v1::{LogRecord, ResourceLogs, ScopeLogs};
 use opentelemetry_proto::tonic::trace::v1::{status, ResourceSpans, ScopeSpans, Span, Status};
@@ -121,18 +121,6 @@ async fn produce_logs(config: &Config, trace: [u8; 16], bodies: &[&str]) {
 async fn prepare(env: &TestEnv) -> Store {
     tayga::bus::topics::ensure_topics(&env.config.kafka, &env.config.names()).await.expect("topics are created");
     env.migrated_store().await
-}
-
-/// The deduplicated stories (FINAL), by trace id.
-async fn stories(store: &Store) -> BTreeMap<String, StoryRow> {
-    store
-        .select_for_tests::<StoryRow>("FINAL ORDER BY trace_id")
-        .fetch_all::<StoryRow>()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|r| (r.trace_id.clone(), r))
-        .collect()
 }
 
 async fn wait_stories(

@@ -589,3 +589,24 @@ impl ServeAll {
         ServeAll { http_addr, api_addr, logminer_port, dir, _daemons: daemons }
     }
 }
+
+/// GET `url` as JSON when it answers 200 (the API and web tests poll with it).
+pub async fn get_json(http: &reqwest::Client, url: String) -> Option<serde_json::Value> {
+    let response = http.get(url).send().await.ok()?;
+    if response.status() != 200 {
+        return None;
+    }
+    response.json().await.ok()
+}
+
+/// The deduplicated stories (FINAL), by trace id.
+pub async fn stories(store: &Store) -> std::collections::BTreeMap<String, tayga::store::StoryRow> {
+    store
+        .select_for_tests::<tayga::store::StoryRow>("FINAL ORDER BY trace_id")
+        .fetch_all::<tayga::store::StoryRow>()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| (r.trace_id.clone(), r))
+        .collect()
+}

@@ -7,10 +7,10 @@ use crate::common;
 use crate::ingest::{post, span, span_ids_on_signals, start_ingest, traces, wait_until_using};
 use crate::notifier_support::Hook;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::time::Duration;
 
-use common::{free_addr, free_port, metric, resource, scrape, wait_for, ChildGuard, OwnBroker, TestEnv};
+use common::{free_addr, free_port, metric, resource, scrape, stories, wait_for, ChildGuard, OwnBroker, TestEnv};
 use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue};
 use opentelemetry_proto::tonic::logs::v1::{LogRecord, ResourceLogs, ScopeLogs};
 use prost::Message as _;
@@ -18,7 +18,7 @@ use tayga::config::Config;
 use tayga::daemon::Shutdown;
 use tayga::otlp::{hex_id, ExportLogsServiceRequest};
 use tayga::store::backlog::{self, PendingKey};
-use tayga::store::{now_ns, BacklogRow, Store, StoryRow};
+use tayga::store::{now_ns, BacklogRow, Store};
 
 const DAY_NS: u64 = 86_400 * 1_000_000_000;
 
@@ -61,17 +61,6 @@ fn logs(service: &str, bodies: &[String]) -> ExportLogsServiceRequest {
 
 async fn count(store: &Store, sql: &str) -> u64 {
     store.query_for_tests(sql).fetch_one::<u64>().await.unwrap_or_else(|e| panic!("{sql}: {e}"))
-}
-
-async fn stories(store: &Store) -> BTreeMap<String, StoryRow> {
-    store
-        .select_for_tests::<StoryRow>("FINAL")
-        .fetch_all::<StoryRow>()
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|r| (r.trace_id.clone(), r))
-        .collect()
 }
 
 async fn health(addr: &str) -> Option<serde_json::Value> {

@@ -22,7 +22,7 @@ use tayga::daemon::api::router;
 use tayga::daemon::Shutdown;
 use tayga::store::now_ns;
 
-use crate::common::{free_port, wait_for, ChildGuard, ServeAll, TestEnv};
+use crate::common::{free_port, get_json, wait_for, ChildGuard, ServeAll, TestEnv};
 
 const MIN_NS: u64 = 60_000_000_000;
 const CHROMIUM: &str = "/usr/bin/chromium";
@@ -198,14 +198,6 @@ impl Drop for Hooks {
     fn drop(&mut self) {
         self.shutdown.trigger();
     }
-}
-
-async fn get_json(http: &reqwest::Client, url: String) -> Option<Value> {
-    let response = http.get(url).send().await.ok()?;
-    if response.status() != 200 {
-        return None;
-    }
-    response.json().await.ok()
 }
 
 /// The stock SDK → `tayga serve all` → every page, in Chromium.
