@@ -206,6 +206,21 @@ pub fn metric(text: &str, name: &str) -> f64 {
         .sum()
 }
 
+/// Awaits an in-process daemon's task after its shutdown was triggered, for at most `limit`,
+/// and panics unless it ended cleanly. A daemon told to stop while it still waited for the
+/// broker or ClickHouse ends with [`tayga::daemon::Stopped`], which `tayga serve` exits 0
+/// on: a clean stop here too (a drain that finds everything committed stops a replica
+/// that may not be ready yet).
+pub async fn stopped_cleanly(task: tokio::task::JoinHandle<anyhow::Result<()>>, limit: Duration, what: &str) {
+    let result = tokio::time::timeout(limit, task)
+        .await
+        .unwrap_or_else(|_| panic!("{what}: did not stop within {limit:?}"))
+        .unwrap_or_else(|e| panic!("{what}: the task panicked: {e}"));
+    if let Err(e) = result {
+        assert!(tayga::daemon::is_stopped(&e), "{what}: ended with an error: {e:#}");
+    }
+}
+
 /// A daemon's `/metrics` text at `addr`; `None` when it does not answer within 5 s.
 pub async fn scrape(addr: &str) -> Option<String> {
     let client = reqwest::Client::builder().timeout(Duration::from_secs(5)).build().ok()?;

@@ -94,11 +94,7 @@ impl InProcess {
     /// A clean stop (SIGTERM's path), which must end within `limit`.
     async fn stop_within(self, limit: Duration, what: &str) {
         self.shutdown.trigger();
-        tokio::time::timeout(limit, self.task)
-            .await
-            .unwrap_or_else(|_| panic!("the logminer did not stop within {limit:?} {what}"))
-            .expect("the logminer task")
-            .expect("the logminer ends without error");
+        common::stopped_cleanly(self.task, limit, &format!("the logminer, stopped {what}")).await;
     }
 }
 

@@ -252,11 +252,7 @@ impl InProcess {
 
     pub async fn stop(self) {
         self.shutdown.trigger();
-        tokio::time::timeout(Duration::from_secs(30), self.task)
-            .await
-            .expect("the writer stops within 30 s")
-            .expect("the writer task")
-            .expect("the writer ends without error");
+        crate::common::stopped_cleanly(self.task, Duration::from_secs(30), "the writer").await;
     }
 }
 
