@@ -34,9 +34,36 @@ pub fn prints_data(command: &Command) -> bool {
     !matches!(command, Command::Serve(_) | Command::Completions(_) | Command::Man(_) | Command::Generate(_))
 }
 
+/// Whether a command's text output is prose an operator reads (sentences, tables), which a
+/// terminal narrower than a sentence wraps ([`table::Wrapping`]). Not JSON, DDL, CSV, roff
+/// or scripts: those are copied whole.
+fn prose(cli: &Cli) -> bool {
+    !cli.json
+        && match &cli.command {
+            Command::Migrate(args) => !args.print,
+            Command::Config(_)
+            | Command::Topics(_)
+            | Command::Deliveries(_)
+            | Command::Remine(_)
+            | Command::Alerts(_)
+            | Command::Scale(_)
+            | Command::Loadgen(_) => true,
+            Command::Serve(_) | Command::Mine(_) | Command::Completions(_) | Command::Man(_) | Command::Generate(_) => {
+                false
+            }
+        }
+}
+
 /// Runs one parsed command line.
 pub async fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<()> {
     table::set_wide(cli.wide);
+    let mut wrapped;
+    let out: &mut dyn Write = if prose(&cli) {
+        wrapped = table::Wrapping::new(out, table::Layout::current());
+        &mut wrapped
+    } else {
+        out
+    };
     let load = || Loaded::load(cli.config.as_deref()).map_err(config::load_failed);
     let timeout = cli.timeout;
     match &cli.command {
@@ -44,11 +71,7 @@ pub async fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<()> {
         Command::Migrate(args) => migrate::run(&load()?.config, args, timeout, cli.json, out).await,
         Command::Topics(sub) => topics::run(&load()?.config, sub, timeout, cli.json, out).await,
         Command::Serve(args) => serve::run(load()?, args.service).await,
-        Command::Deliveries(sub) => {
-            let config = load()?.config;
-            reach::clickhouse(&config.clickhouse, timeout).await?;
-            deliveries::run(&config, sub, cli.json, out).await
-        }
+        Command::Deliveries(sub) => deliveries::run(&load()?.config, sub, timeout, cli.json, out).await,
         Command::Remine(args) => {
             let config = load()?.config;
             reach::clickhouse(&config.clickhouse, timeout).await?;
