@@ -10,7 +10,7 @@
 //! [`probe_clickhouse`]), so every `/health` follows one rule.
 
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -42,8 +42,13 @@ const BROKER_PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 pub struct Known {
     ready: AtomicBool,
     broker_down: AtomicBool,
-    clickhouse_down: AtomicBool,
+    /// What [`probe_clickhouse`] saw ([`ANSWERS`], [`SILENT`]); 0 for daemons whose own
+    /// document says.
+    clickhouse: AtomicU8,
 }
+
+const ANSWERS: u8 = 1;
+const SILENT: u8 = 2;
 
 impl Known {
     /// The daemon finished starting: `/health` stops saying `starting`.
@@ -100,8 +105,10 @@ pub fn honest_health(inner: HealthFn, known: Arc<Known>, brokers: String) -> Hea
         let ready = known.ready.load(Ordering::Relaxed);
         let Some(obj) = doc.as_object_mut() else { return doc };
         let mut reasons: Vec<Value> = Vec::new();
-        if known.clickhouse_down.load(Ordering::Relaxed) {
-            obj.insert("clickhouse".into(), json!("down"));
+        match known.clickhouse.load(Ordering::Relaxed) {
+            ANSWERS => drop(obj.insert("clickhouse".into(), json!("up"))),
+            SILENT => drop(obj.insert("clickhouse".into(), json!("down"))),
+            _ => {}
         }
         if obj.get("clickhouse").and_then(Value::as_str) == Some("down") {
             reasons.push("ClickHouse does not answer".into());
@@ -110,7 +117,7 @@ pub fn honest_health(inner: HealthFn, known: Arc<Known>, brokers: String) -> Hea
             reasons.push(format!("the broker at {brokers} does not accept connections").into());
         }
         if !ready {
-            reasons.push("starting: creating topics and schema (waiting for the broker and ClickHouse)".into());
+            reasons.push("starting: waiting for the broker and ClickHouse".into());
         }
         obj.insert("broker".into(), json!(if broker_down { "down" } else { "up" }));
         let own = obj.get("status").and_then(Value::as_str).unwrap_or("ok").to_string();
@@ -144,7 +151,8 @@ pub async fn probe_broker(kafka: KafkaConfig, known: Arc<Known>, shutdown: Shutd
 pub async fn probe_clickhouse(store: Store, known: Arc<Known>, shutdown: Shutdown) {
     loop {
         let answered = tokio::time::timeout(BROKER_PROBE_TIMEOUT, store.server_version()).await;
-        known.clickhouse_down.store(!matches!(answered, Ok(Ok(_))), Ordering::Relaxed);
+        let state = if matches!(answered, Ok(Ok(_))) { ANSWERS } else { SILENT };
+        known.clickhouse.store(state, Ordering::Relaxed);
         if !shutdown.sleep(BROKER_PROBE_EVERY).await {
             return;
         }
@@ -193,7 +201,7 @@ mod tests {
         assert_eq!((doc["status"].clone(), doc["broker"].clone()), (json!("degraded"), json!("down")));
         assert!(doc["reasons"][0].as_str().unwrap().contains("b:9092"), "{doc}");
         known.broker_down.store(false, Ordering::Relaxed);
-        known.clickhouse_down.store(true, Ordering::Relaxed);
+        known.clickhouse.store(SILENT, Ordering::Relaxed);
         let doc = health();
         assert_eq!((doc["status"].clone(), doc["clickhouse"].clone()), (json!("degraded"), json!("down")));
         assert_eq!(doc["reasons"], json!(["ClickHouse does not answer"]), "said once");

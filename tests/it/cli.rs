@@ -658,7 +658,7 @@ async fn a_failing_delivery_never_shows_the_target_secret() {
 }
 
 /// `serve all` with no broker: ingest and the API say they are ready, the writer's /health
-/// says why it is not (starting, broker down), librdkafka's repeats are not each logged, and
+/// says why it is not (starting, broker down), ingest's and the API's say degraded and why, librdkafka's repeats are not each logged, and
 /// SIGTERM stops everything within the Compose grace period with exit 0.
 #[tokio::test]
 async fn serve_all_without_a_broker_is_honest_quiet_and_stops_cleanly() {
@@ -703,6 +703,27 @@ async fn serve_all_without_a_broker_is_honest_quiet_and_stops_cleanly() {
     assert_eq!(health["status"], "starting", "{health}");
     let reasons = health["reasons"].to_string();
     assert!(reasons.contains(&format!("the broker at {dead} does not accept connections")), "{health}");
+    // Ingest and the API, which do not consume, follow the same rule: ready, but degraded
+    // with the broker's reason (ingest writes ClickHouse directly meanwhile).
+    for (what, addr) in [("ingest", &addrs[0].1), ("api", &addrs[6].1)] {
+        let url = format!("http://{addr}/health");
+        let doc = common::wait_for(
+            &format!("{what}'s /health naming the broker"),
+            std::time::Duration::from_secs(60),
+            || {
+                let url = url.clone();
+                async move {
+                    let doc: serde_json::Value = reqwest::get(&url).await.ok()?.json().await.ok()?;
+                    (doc["broker"] == "down" && doc["status"] != "starting").then_some(doc)
+                }
+            },
+        )
+        .await;
+        assert_eq!(doc["status"], "degraded", "{what}: {doc}");
+        assert_eq!(doc["clickhouse"], "up", "{what}: {doc}");
+        let reasons = doc["reasons"].to_string();
+        assert!(reasons.contains(&format!("the broker at {dead} does not accept connections")), "{what}: {doc}");
+    }
 
     let status = std::process::Command::new("kill").args(["-TERM", &serve.id().to_string()]).status().unwrap();
     assert!(status.success());
