@@ -55,12 +55,12 @@ complete -c tayga -n "__fish_tayga_using_subcommand config; and __fish_seen_subc
 complete -c tayga -n "__fish_tayga_using_subcommand config; and __fish_seen_subcommand_from show" -l timeout -d 'How long to wait for the broker or ClickHouse to answer before giving up, e.g. 500ms, 10s, 1m' -r
 complete -c tayga -n "__fish_tayga_using_subcommand config; and __fish_seen_subcommand_from show" -l json -d 'Print data as JSON instead of tables (commands that print no data refuse it)'
 complete -c tayga -n "__fish_tayga_using_subcommand config; and __fish_seen_subcommand_from show" -l wide -d 'Print tables whole, at any width, instead of cutting the widest columns to fit the terminal'
-complete -c tayga -n "__fish_tayga_using_subcommand config; and __fish_seen_subcommand_from show" -s h -l help -d 'Print help'
+complete -c tayga -n "__fish_tayga_using_subcommand config; and __fish_seen_subcommand_from show" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tayga -n "__fish_tayga_using_subcommand config; and __fish_seen_subcommand_from check" -l config -d 'Configuration file (default: ./tayga.toml when it exists)' -r -F
 complete -c tayga -n "__fish_tayga_using_subcommand config; and __fish_seen_subcommand_from check" -l timeout -d 'How long to wait for the broker or ClickHouse to answer before giving up, e.g. 500ms, 10s, 1m' -r
 complete -c tayga -n "__fish_tayga_using_subcommand config; and __fish_seen_subcommand_from check" -l json -d 'Print data as JSON instead of tables (commands that print no data refuse it)'
 complete -c tayga -n "__fish_tayga_using_subcommand config; and __fish_seen_subcommand_from check" -l wide -d 'Print tables whole, at any width, instead of cutting the widest columns to fit the terminal'
-complete -c tayga -n "__fish_tayga_using_subcommand config; and __fish_seen_subcommand_from check" -s h -l help -d 'Print help'
+complete -c tayga -n "__fish_tayga_using_subcommand config; and __fish_seen_subcommand_from check" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tayga -n "__fish_tayga_using_subcommand config; and __fish_seen_subcommand_from help" -f -a "show" -d 'Print every setting with its value and where it came from (default, file, env)'
 complete -c tayga -n "__fish_tayga_using_subcommand config; and __fish_seen_subcommand_from help" -f -a "check" -d 'Validate the configuration; exit 1 with one line per problem'
 complete -c tayga -n "__fish_tayga_using_subcommand config; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
@@ -82,12 +82,12 @@ complete -c tayga -n "__fish_tayga_using_subcommand topics; and __fish_seen_subc
 complete -c tayga -n "__fish_tayga_using_subcommand topics; and __fish_seen_subcommand_from create" -l timeout -d 'How long to wait for the broker or ClickHouse to answer before giving up, e.g. 500ms, 10s, 1m' -r
 complete -c tayga -n "__fish_tayga_using_subcommand topics; and __fish_seen_subcommand_from create" -l json -d 'Print data as JSON instead of tables (commands that print no data refuse it)'
 complete -c tayga -n "__fish_tayga_using_subcommand topics; and __fish_seen_subcommand_from create" -l wide -d 'Print tables whole, at any width, instead of cutting the widest columns to fit the terminal'
-complete -c tayga -n "__fish_tayga_using_subcommand topics; and __fish_seen_subcommand_from create" -s h -l help -d 'Print help'
+complete -c tayga -n "__fish_tayga_using_subcommand topics; and __fish_seen_subcommand_from create" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tayga -n "__fish_tayga_using_subcommand topics; and __fish_seen_subcommand_from list" -l config -d 'Configuration file (default: ./tayga.toml when it exists)' -r -F
 complete -c tayga -n "__fish_tayga_using_subcommand topics; and __fish_seen_subcommand_from list" -l timeout -d 'How long to wait for the broker or ClickHouse to answer before giving up, e.g. 500ms, 10s, 1m' -r
 complete -c tayga -n "__fish_tayga_using_subcommand topics; and __fish_seen_subcommand_from list" -l json -d 'Print data as JSON instead of tables (commands that print no data refuse it)'
 complete -c tayga -n "__fish_tayga_using_subcommand topics; and __fish_seen_subcommand_from list" -l wide -d 'Print tables whole, at any width, instead of cutting the widest columns to fit the terminal'
-complete -c tayga -n "__fish_tayga_using_subcommand topics; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help'
+complete -c tayga -n "__fish_tayga_using_subcommand topics; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tayga -n "__fish_tayga_using_subcommand topics; and __fish_seen_subcommand_from help" -f -a "create" -d 'Create the four topics (existing ones are reported and left as they are)'
 complete -c tayga -n "__fish_tayga_using_subcommand topics; and __fish_seen_subcommand_from help" -f -a "list" -d 'Show each topic\'s partitions, records, and each consumer group\'s committed offsets and lag'
 complete -c tayga -n "__fish_tayga_using_subcommand topics; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
@@ -109,7 +109,7 @@ complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and __fish_seen_
 complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and __fish_seen_subcommand_from show" -l timeout -d 'How long to wait for the broker or ClickHouse to answer before giving up, e.g. 500ms, 10s, 1m' -r
 complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and __fish_seen_subcommand_from show" -l json -d 'Print data as JSON instead of tables (commands that print no data refuse it)'
 complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and __fish_seen_subcommand_from show" -l wide -d 'Print tables whole, at any width, instead of cutting the widest columns to fit the terminal'
-complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and __fish_seen_subcommand_from show" -s h -l help -d 'Print help'
+complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and __fish_seen_subcommand_from show" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and __fish_seen_subcommand_from retry" -l alert-id -d 'The alert\'s id, as printed by `tayga deliveries show` and sent in webhook payloads' -r -f
 complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and __fish_seen_subcommand_from retry" -l target -d 'Only this target (default: every failed target of the alert)' -r -f
 complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and __fish_seen_subcommand_from retry" -l config -d 'Configuration file (default: ./tayga.toml when it exists)' -r -F
@@ -145,7 +145,7 @@ complete -c tayga -n "__fish_tayga_using_subcommand alerts; and __fish_seen_subc
 complete -c tayga -n "__fish_tayga_using_subcommand alerts; and __fish_seen_subcommand_from list" -l active -d 'Only active alerts: refreshed (last_at) within the last 5 minutes'
 complete -c tayga -n "__fish_tayga_using_subcommand alerts; and __fish_seen_subcommand_from list" -l json -d 'Print data as JSON instead of tables (commands that print no data refuse it)'
 complete -c tayga -n "__fish_tayga_using_subcommand alerts; and __fish_seen_subcommand_from list" -l wide -d 'Print tables whole, at any width, instead of cutting the widest columns to fit the terminal'
-complete -c tayga -n "__fish_tayga_using_subcommand alerts; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help'
+complete -c tayga -n "__fish_tayga_using_subcommand alerts; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tayga -n "__fish_tayga_using_subcommand alerts; and __fish_seen_subcommand_from republish" -l alert-id -d 'Republish this alert\'s newest version, even if it was already published' -r -f
 complete -c tayga -n "__fish_tayga_using_subcommand alerts; and __fish_seen_subcommand_from republish" -l since -d 'Republish unmarked alerts updated within this window, e.g. 30m, 24h, 7d (default: logminer.republish_window_hours, 24h)' -r
 complete -c tayga -n "__fish_tayga_using_subcommand alerts; and __fish_seen_subcommand_from republish" -l config -d 'Configuration file (default: ./tayga.toml when it exists)' -r -F

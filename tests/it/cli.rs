@@ -488,36 +488,176 @@ fn json_is_refused_by_commands_that_print_no_data() {
     }
 }
 
-/// README: "every command that prints data takes --json": each one's stdout parses as JSON.
-#[tokio::test]
+/// Every command below `tayga`, as the words that name it (`["alerts", "list"]`), read from
+/// the clap definition: leaves only (a command with subcommands runs none of its own).
+fn leaf_commands() -> Vec<Vec<String>> {
+    fn walk(cmd: &clap::Command, path: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
+        let subs: Vec<&clap::Command> = cmd.get_subcommands().filter(|c| c.get_name() != "help").collect();
+        if subs.is_empty() && !path.is_empty() {
+            out.push(path.clone());
+        }
+        for sub in subs {
+            path.push(sub.get_name().to_string());
+            walk(sub, path, out);
+            path.pop();
+        }
+    }
+    let mut out = Vec::new();
+    walk(&tayga::cli::command(), &mut Vec::new(), &mut out);
+    out
+}
+
+/// A runnable command line for every leaf command: the arguments it needs after its name. A
+/// new command fails the README tests below until it has a line here, so none escapes them.
+fn sample_args(path: &[String], log: &Path) -> Vec<String> {
+    let rest: &[&str] = match path.join(" ").as_str() {
+        "config show" | "config check" | "migrate" | "topics create" | "topics list" | "alerts list" => &[],
+        "serve" => &["writer"],
+        "deliveries show" => &["--alert-id", "ab"],
+        "deliveries retry" => &["--alert-id", "ab", "--dry-run"],
+        "remine" => &["--dry-run"],
+        "alerts republish" => &["--since", "1h"],
+        "scale logminer" => &["1", "--dry-run"],
+        "loadgen" => &["--duration", "1s", "--rate", "5", "--endpoint", "http://127.0.0.1:1"],
+        "mine" => &["--templates"],
+        "completions" => &["bash"],
+        "man" | "generate" => &[],
+        other => panic!("`tayga {other}` has no sample arguments in tests/it/cli.rs: add one"),
+    };
+    let mut args: Vec<String> =
+        path.iter().chain(rest.iter().map(|s| s.to_string()).collect::<Vec<_>>().iter()).cloned().collect();
+    if path[0] == "mine" {
+        args.push(log.display().to_string());
+    }
+    args
+}
+
+fn prints_data(args: &[String]) -> bool {
+    let cli = Cli::try_parse_from(std::iter::once("tayga".to_string()).chain(args.iter().cloned()))
+        .unwrap_or_else(|e| panic!("the sample `tayga {}` does not parse: {e}", args.join(" ")));
+    tayga::cmd::prints_data(&cli.command)
+}
+
+/// README: "every command that prints data takes --json": every leaf command of the clap
+/// definition that prints data prints JSON with --json (stdout parses); every other one
+/// refuses --json as a usage error (exit 2).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_data_command_prints_json() {
     let env = TestEnv::new("json_all");
-    env.migrated_store().await;
+    let store = env.migrated_store().await;
     tayga::bus::topics::ensure_topics(&env.config.kafka, &env.config.names()).await.unwrap();
+    // Alert ab with a failed delivery, so the retry's dry run has something to print.
+    tayga::store::logminer::store_alerts(
+        &store,
+        &[snapshot_alert(0xab, tayga::wire::alert::AlertKind::Spike, "web", T0)],
+    )
+    .await
+    .unwrap();
+    let failed = tayga::store::DeliveryRow {
+        alert_id: 0xab,
+        target: "ops".into(),
+        status: "failed".into(),
+        attempts: 1,
+        created_ns: T0,
+        updated_ns: T0,
+        ..Default::default()
+    };
+    store.insert(&[failed]).await.unwrap();
     let project = tempfile::tempdir().unwrap();
     let lines = project.path().join("app.log");
     std::fs::write(&lines, "user 1 logged in\nuser 2 logged in\n").unwrap();
-    let cases: Vec<Vec<String>> = vec![
-        vec!["config".into(), "show".into()],
-        vec!["config".into(), "check".into()],
-        vec!["migrate".into()],
-        vec!["migrate".into(), "--print".into()],
-        vec!["topics".into(), "list".into()],
-        vec!["topics".into(), "create".into()],
-        vec!["alerts".into(), "list".into()],
-        vec!["deliveries".into(), "show".into(), "--alert-id".into(), "ab".into()],
-        vec!["remine".into(), "--dry-run".into()],
-        vec!["scale".into(), "logminer".into(), "1".into(), "--dry-run".into()],
-        vec!["mine".into(), "--templates".into(), lines.display().to_string()],
-    ];
+    let mut cases: Vec<Vec<String>> = leaf_commands().iter().map(|p| sample_args(p, &lines)).collect();
+    cases.push(vec!["migrate".into(), "--print".into()]);
+    let mut checked = 0;
     for args in &cases {
         let (out, stdout, stderr) =
             run(env.tayga().current_dir(project.path()).env("PATH", project.path()).arg("--json").args(args));
-        assert!(out.status.success(), "{args:?}: {stderr}");
+        if !prints_data(args) {
+            assert_eq!(out.status.code(), Some(2), "{args:?} takes --json but prints no data: {stderr}");
+            continue;
+        }
+        // loadgen against a dead endpoint fails (exit 1) and still reports, in JSON.
+        let ok = out.status.success() || (args[0] == "loadgen" && out.status.code() == Some(1));
+        assert!(ok, "{args:?}: {stderr}");
         // `mine` writes JSON lines; the others one document.
         for doc in if args[0] == "mine" { stdout.lines().map(str::to_string).collect() } else { vec![stdout.clone()] } {
             assert!(serde_json::from_str::<serde_json::Value>(&doc).is_ok(), "{args:?} printed no JSON:\n{stdout}");
         }
+        checked += 1;
+    }
+    assert!(checked >= 12, "only {checked} data commands were checked");
+}
+
+/// README: "exit codes 0/1/2", for every command of the clap definition: a flag it does not
+/// know is a usage error (2) with a line naming it, never a panic or a 1.
+#[test]
+fn every_command_answers_a_usage_error_with_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("app.log");
+    for path in leaf_commands() {
+        let mut args = sample_args(&path, &log);
+        args.push("--no-such-flag".into());
+        let (out, _, stderr) = run(std::process::Command::new(env!("CARGO_BIN_EXE_tayga"))
+            .env_clear()
+            .current_dir(dir.path())
+            .args(&args));
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains("--no-such-flag") && !stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+}
+
+/// README: "one line per problem", for every command of the clap definition that ends by
+/// itself: with the broker and ClickHouse refusing, each says what failed in at most one line
+/// on stderr (or succeeds, needing neither), exit 0 or 1.
+#[test]
+fn every_command_tells_a_failure_in_one_line() {
+    let env = TestEnv::new("one_line");
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("app.log");
+    std::fs::write(&log, "user 1 logged in\n").unwrap();
+    let dead = refusing_addr();
+    for path in leaf_commands() {
+        if path[0] == "serve" {
+            continue; // a daemon: it waits for its servers (serve_all_without_a_broker_… covers it)
+        }
+        let args = sample_args(&path, &log);
+        let (out, _, stderr) = run(env
+            .tayga()
+            .current_dir(dir.path())
+            .env("PATH", dir.path())
+            .env("TAYGA_KAFKA_BROKERS", &dead)
+            .env("TAYGA_CLICKHOUSE_URL", format!("http://{dead}"))
+            .args(["--timeout", "5s"])
+            .args(&args));
+        assert!(matches!(out.status.code(), Some(0 | 1)), "{args:?}: {stderr}");
+        assert!(stderr.trim_end().lines().count() <= 1, "{args:?} said more than one line:\n{stderr}");
+        if out.status.code() == Some(1) {
+            assert!(stderr.starts_with("error: "), "{args:?}: {stderr}");
+        }
+    }
+}
+
+/// Every command and subcommand has an Examples section in its long help, and so in its man
+/// page (`cargo run -- generate`).
+#[test]
+fn every_command_has_examples_in_its_long_help_and_man_page() {
+    fn walk(cmd: &clap::Command, path: &mut Vec<String>, missing: &mut Vec<String>) {
+        let help = cmd.get_after_long_help().map(|h| h.to_string()).unwrap_or_default();
+        if !path.is_empty() && !help.starts_with("Examples:\n") {
+            missing.push(path.join(" "));
+        }
+        for sub in cmd.get_subcommands().filter(|c| c.get_name() != "help") {
+            path.push(sub.get_name().to_string());
+            walk(sub, path, missing);
+            path.pop();
+        }
+    }
+    let mut missing = Vec::new();
+    walk(&tayga::cli::command(), &mut Vec::new(), &mut missing);
+    assert!(missing.is_empty(), "commands without an Examples section in after_long_help: {missing:?}");
+    let fresh = tayga::cmd::generate::generated_files().unwrap();
+    for (path, text) in fresh.iter().filter(|(p, _)| p.starts_with("man")) {
+        assert!(String::from_utf8_lossy(text).contains("Examples"), "{} has no Examples", path.display());
     }
 }
 
