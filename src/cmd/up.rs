@@ -161,8 +161,9 @@ async fn serve_until_stopped(
         let stop = shutdown.clone();
         let base = format!("http://{ingest}");
         tokio::spawn(async move {
-            let scenario = Scenario::new(Timeline::default(), now_ns());
-            demo::send::run(scenario, &base, now_ns(), stop, move |m| {
+            let start = now_ns();
+            let (timeline, origin) = Timeline::default().aligned(start);
+            demo::send::run(Scenario::new(timeline, start), &base, origin, stop, move |m| {
                 let _ = tell.send(format!("demo: {m}"));
             })
             .await

@@ -36,7 +36,8 @@ pub struct Timeline {
     pub history_secs: u64,
     /// The silent template's last log, this long before the start.
     pub silence_before_secs: u64,
-    /// The error, the burst and the slow path begin this long after the start.
+    /// The error, the burst and the slow path begin this long after the start (at the next
+    /// minute boundary, once [`Timeline::aligned`]).
     pub incident_after_secs: u64,
     /// How long the burst lasts.
     pub burst_secs: u64,
@@ -46,7 +47,7 @@ impl Default for Timeline {
     /// Tuned to the demo's detection settings (`shortcuts` in `demo/mod.rs`): 4 minutes of
     /// history hold the 3 baseline minutes of the spike rule and the 2 active minutes of
     /// the silence rule; a template last seen 75 s before the start is silent for a whole
-    /// minute at most 45 s after it.
+    /// minute at most 45 s after it; the incident starts 10 to 70 s after the start.
     fn default() -> Timeline {
         Timeline { history_secs: 240, silence_before_secs: 75, incident_after_secs: 10, burst_secs: 15 }
     }
@@ -66,6 +67,20 @@ pub struct Phase {
 }
 
 impl Timeline {
+    /// This timeline for a run that starts at `start_ns`, and its origin (scenario time 0),
+    /// both on minute boundaries: the history grows (by less than a minute) so that its
+    /// first minute is whole, and the incident waits for the next minute, so that the new
+    /// templates' first minute is whole too. The spike rule judges whole minutes against
+    /// the minutes before: a template's partial first minute would make its first whole one
+    /// look like a spike.
+    pub fn aligned(&self, start_ns: u64) -> (Timeline, u64) {
+        let start = start_ns / SECOND_NS;
+        let origin = (start - self.history_secs) / 60 * 60;
+        let incident = (start + self.incident_after_secs).div_ceil(60) * 60;
+        let timeline = Timeline { history_secs: start - origin, incident_after_secs: incident - start, ..*self };
+        (timeline, origin * SECOND_NS)
+    }
+
     pub fn phase(&self, t: u64) -> Phase {
         let start = self.history_secs;
         let incident = start + self.incident_after_secs;
@@ -123,6 +138,7 @@ const VIEWS_PER_SEC: u64 = 2;
 /// Cache misses per second during the burst (steady: one view in two misses).
 const BURST_MISSES_PER_SEC: u64 = 60;
 const MS: u64 = 1_000_000;
+const SECOND_NS: u64 = 1_000_000_000;
 
 impl Scenario {
     pub fn new(timeline: Timeline, seed: u64) -> Scenario {
@@ -510,6 +526,20 @@ mod tests {
         let burst: usize = (incident..incident + t.burst_secs).map(|s| misses[&s]).sum();
         assert_eq!(steady, 20, "one miss a second before the burst");
         assert!(burst >= (BURST_MISSES_PER_SEC * t.burst_secs) as usize, "{burst}");
+    }
+
+    #[test]
+    fn aligned_timelines_start_and_break_on_minutes() {
+        for offset in [0, 1, 29, 59] {
+            let start_ns = (1_800_000_000 + offset) * SECOND_NS + 123;
+            let (t, origin) = Timeline::default().aligned(start_ns);
+            assert_eq!(origin % (60 * SECOND_NS), 0);
+            assert_eq!(origin + t.history_secs * SECOND_NS, start_ns / SECOND_NS * SECOND_NS);
+            assert!((240..300).contains(&t.history_secs), "{t:?}");
+            let incident = origin / SECOND_NS + t.history_secs + t.incident_after_secs;
+            assert_eq!(incident % 60, 0);
+            assert!((10..70).contains(&t.incident_after_secs), "{t:?}");
+        }
     }
 
     #[test]

@@ -25,16 +25,15 @@ const SECOND_NS: u64 = 1_000_000_000;
 const ATTEMPTS: u32 = 5;
 
 /// Runs `scenario` against the OTLP/HTTP endpoint `base` (`http://host:port`) from scenario
-/// time 0 = `start_ns − history`, telling `milestone` each milestone as it is reached.
+/// time 0 = `origin` (nanoseconds), telling `milestone` each milestone as it is reached.
 pub async fn run(
     mut scenario: Scenario,
     base: &str,
-    start_ns: u64,
+    origin: u64,
     shutdown: Shutdown,
     milestone: impl Fn(String),
 ) -> anyhow::Result<Sent> {
     let http = reqwest::Client::builder().timeout(Duration::from_secs(10)).build()?;
-    let origin = start_ns - scenario.timeline.history_secs * SECOND_NS;
     let mut milestones = scenario.timeline.milestones().into_iter().peekable();
     let mut sent = Sent::default();
     for t in 0.. {
