@@ -194,6 +194,10 @@ fn signal(pid: u32, sig: libc::c_int) {
 /// Spawns `cmd` so that it dies with this process, and records its PID.
 fn spawn(mut cmd: Command, name: &'static str, pid_file: PathBuf) -> anyhow::Result<Owned> {
     die_with_parent(&mut cmd);
+    // A process group of its own: Ctrl-C in a terminal signals the whole foreground group,
+    // and the servers must outlive the services' stop, which still writes to them.
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
     let program = cmd.get_program().to_string_lossy().into_owned();
     let child = cmd.spawn().with_context(|| format!("starting {program}"))?;
     let pid = child.id();
