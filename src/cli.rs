@@ -76,6 +76,13 @@ TAYGA_KAFKA_BROKERS=kafka:9092 tayga config check"
     #[command(after_long_help = "Examples:\n  tayga serve all\n  TAYGA_LOG=debug tayga serve writer\n\n\
 Each service logs one `ready` line saying what listens where; SIGTERM or SIGINT stops it cleanly (exit 0).")]
     Serve(ServeArgs),
+    /// Run the whole pipeline on this machine: start ClickHouse and the broker when none
+    /// answers, migrate, create the topics, run every service; `--demo` adds a scenario
+    #[command(after_long_help = "Examples:\n  tayga up --demo\n  tayga up --home /var/lib/tayga\n\n\
+A ClickHouse or broker that already answers at the configured address is used and left alone; one that \
+tayga up starts keeps its data under --home and stops with it (Ctrl-C or SIGTERM; also when tayga up is killed). \
+docs/demo.md says what the demo shows.")]
+    Up(UpArgs),
     /// Show the delivery state of an alert to each webhook target
     #[command(
         subcommand,
@@ -163,6 +170,18 @@ pub enum Service {
 pub struct ServeArgs {
     /// The daemon to run
     pub service: Service,
+}
+
+#[derive(Debug, Args)]
+pub struct UpArgs {
+    /// Send the built-in scenario (four services, then an error, a burst, a silence and a
+    /// slow path) and receive the alerts on a webhook inside the process; shortens the
+    /// detection windows
+    #[arg(long)]
+    pub demo: bool,
+    /// Where a ClickHouse and a broker that tayga up starts keep their data and PID files
+    #[arg(long, value_name = "DIR", default_value = ".tayga")]
+    pub home: std::path::PathBuf,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -17,6 +17,7 @@ pub mod serve;
 pub mod table;
 pub mod time;
 pub mod topics;
+pub mod up;
 
 use std::io::Write;
 
@@ -31,7 +32,10 @@ pub struct Reported(pub String);
 /// Whether a command prints data (and so takes `--json`). The others refuse `--json` as a
 /// usage error instead of ignoring it.
 pub fn prints_data(command: &Command) -> bool {
-    !matches!(command, Command::Serve(_) | Command::Completions(_) | Command::Man(_) | Command::Generate(_))
+    !matches!(
+        command,
+        Command::Serve(_) | Command::Up(_) | Command::Completions(_) | Command::Man(_) | Command::Generate(_)
+    )
 }
 
 /// Whether a command's text output is prose an operator reads (sentences, tables), which a
@@ -48,9 +52,12 @@ fn prose(cli: &Cli) -> bool {
             | Command::Alerts(_)
             | Command::Scale(_)
             | Command::Loadgen(_) => true,
-            Command::Serve(_) | Command::Mine(_) | Command::Completions(_) | Command::Man(_) | Command::Generate(_) => {
-                false
-            }
+            Command::Serve(_)
+            | Command::Up(_)
+            | Command::Mine(_)
+            | Command::Completions(_)
+            | Command::Man(_)
+            | Command::Generate(_) => false,
         }
 }
 
@@ -71,6 +78,7 @@ pub async fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<()> {
         Command::Migrate(args) => migrate::run(&load()?.config, args, timeout, cli.json, out).await,
         Command::Topics(sub) => topics::run(&load()?.config, sub, timeout, cli.json, out).await,
         Command::Serve(args) => serve::run(load()?, args.service).await,
+        Command::Up(args) => up::run(load()?, args, out).await,
         Command::Deliveries(sub) => deliveries::run(&load()?.config, sub, timeout, cli.json, out).await,
         Command::Remine(args) => {
             let config = load()?.config;

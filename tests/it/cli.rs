@@ -173,6 +173,8 @@ fn topics_create_twice_then_list() {
         ]
     );
     assert!(list.iter().all(|t| t["records"] == 0 && t["groups"].as_array().unwrap().iter().all(|g| g["lag"] == 0)));
+    // Created with the `[kafka]` retention and compression, as the broker describes them.
+    assert!(list.iter().all(|t| t["retention_ms"] == 604_800_000_i64 && t["compression"] == "lz4"), "{stdout}");
 }
 
 #[test]
