@@ -9,6 +9,7 @@ mod writer_support;
 
 mod api;
 mod assembler;
+mod bad_input;
 mod cli;
 mod ingest;
 mod ingest_backlog;
@@ -24,6 +25,7 @@ mod mine_props;
 mod notifier;
 mod notifier_process;
 mod retry;
+mod soak;
 mod store;
 mod tidy;
 mod web;
