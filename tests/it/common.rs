@@ -566,6 +566,7 @@ pub async fn record_two_replicas(
 /// dropped. Its output is in `dir` (`serve-all.log`, `serve-all.err`).
 pub struct ServeAll {
     pub http_addr: String,
+    pub grpc_addr: String,
     pub api_addr: String,
     pub logminer_port: u16,
     pub dir: tempfile::TempDir,
@@ -604,7 +605,7 @@ impl ServeAll {
             })
             .await;
         }
-        ServeAll { http_addr, api_addr, logminer_port, dir, _daemons: daemons }
+        ServeAll { http_addr, grpc_addr, api_addr, logminer_port, dir, _daemons: daemons }
     }
 }
 

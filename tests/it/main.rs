@@ -9,6 +9,7 @@ mod writer_support;
 
 mod api;
 mod assembler;
+mod bad_input;
 mod cli;
 mod demo;
 mod ingest;
@@ -25,6 +26,7 @@ mod mine_props;
 mod notifier;
 mod notifier_process;
 mod retry;
+mod soak;
 mod store;
 mod tidy;
 mod web;
