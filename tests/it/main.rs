@@ -10,6 +10,7 @@ mod writer_support;
 mod api;
 mod assembler;
 mod cli;
+mod cluster;
 mod ingest;
 mod ingest_backlog;
 mod ingest_limits;
