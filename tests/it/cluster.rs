@@ -291,3 +291,59 @@ async fn an_outage_of_one_server_and_a_whole_topic_reread_store_every_row_once()
     assert_eq!(reread, after, "the re-read stored no new row");
     drop(writer);
 }
+
+/// compose.cluster.yaml, laid over compose.yaml as `docker compose -f compose.yaml -f
+/// compose.cluster.yaml` does: every Tayga container is told the cluster, the cluster the
+/// servers' configuration defines has the same name and one shard per ClickHouse service of
+/// the file, each with its own `shard` macro, and ZooKeeper is a service too. No server is
+/// published.
+#[test]
+fn the_cluster_compose_file_names_one_cluster_for_every_container_and_server() {
+    let read = |file: &str| -> serde_yaml::Value {
+        let text = std::fs::read_to_string(format!("{}/{file}", env!("CARGO_MANIFEST_DIR"))).unwrap();
+        let mut doc: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+        doc.apply_merge().unwrap();
+        doc
+    };
+    let (base, cluster) = (read("compose.yaml"), read("compose.cluster.yaml"));
+    let services = cluster["services"].as_mapping().unwrap();
+    let base_services = base["services"].as_mapping().unwrap();
+    let tayga: Vec<&str> = base_services
+        .iter()
+        .filter(|(_, s)| s["image"].as_str() == Some("tayga:latest"))
+        .map(|(n, _)| n.as_str().unwrap())
+        .collect();
+    assert!(tayga.len() >= 8, "{tayga:?}");
+    for name in &tayga {
+        let env = &services[*name]["environment"];
+        assert_eq!(env["TAYGA_CLICKHOUSE_CLUSTER"].as_str(), Some(CLUSTER), "{name} is not told the cluster");
+    }
+    for name in services.keys().map(|k| k.as_str().unwrap()) {
+        let known = base_services.contains_key(name) || services[name]["image"].is_string();
+        assert!(known, "{name} is neither in compose.yaml nor given an image");
+        assert!(services[name].get("ports").is_none(), "{name} must not be published");
+    }
+
+    let xml = cluster["configs"]["clickhouse_cluster"]["content"].as_str().unwrap();
+    assert!(xml.contains(&format!("<{CLUSTER}>")), "the servers define another cluster");
+    let hosts: Vec<&str> = xml.split("<host>").skip(1).filter_map(|s| s.split('<').next()).collect();
+    assert_eq!(hosts, ["clickhouse", "clickhouse-2", "zookeeper"]);
+    let mut shards = Vec::new();
+    for host in hosts {
+        let service = if base_services.contains_key(host) && !services.contains_key(host) {
+            &base_services[host]
+        } else {
+            &services[host]
+        };
+        assert!(!service.is_null(), "{host} is not a service");
+        if host.starts_with("clickhouse") {
+            let mounts = service["configs"].as_sequence().unwrap();
+            assert_eq!(mounts[0]["target"].as_str(), Some("/etc/clickhouse-server/config.d/cluster.xml"), "{host}");
+            shards.push(service["environment"]["CLICKHOUSE_SHARD"].as_str().unwrap().to_string());
+        }
+    }
+    assert_eq!(shards, ["01", "02"], "each server its own shard");
+    let mut config = tayga::config::Config::default();
+    config.clickhouse.cluster = CLUSTER.into();
+    assert_eq!(config.validate(), Vec::<String>::new());
+}
