@@ -541,6 +541,50 @@ async fn the_token_guards_every_route_and_a_public_address_needs_one() {
     assert!(!stdout.contains("s3cret"), "config show prints the token: {stdout}");
 }
 
+/// With a token, a browser is sent to `/login`, signs in once with the token (a wrong one
+/// sets nothing), and its session cookie then opens every page and the API; a sign-in only
+/// ever returns to this site.
+#[tokio::test]
+async fn a_browser_signs_in_with_the_token_and_its_cookie_opens_the_app() {
+    let env = TestEnv::new("api_login");
+    let store = env.migrated_store().await;
+    let api = Api::start(store, "s3 cret", Duration::from_secs(10)).await;
+    let browser = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap();
+    let url = |path: &str| format!("{}{path}", api.base);
+
+    let page = browser.get(url("/alerts?status=open")).send().await.unwrap();
+    assert_eq!(page.status().as_u16(), 303, "a page without the cookie goes to the sign-in");
+    assert_eq!(page.headers()["location"], "/login?next=%2Falerts%3Fstatus%3Dopen");
+    let api_call = browser.get(url("/api/v1/services")).send().await.unwrap();
+    assert_eq!(api_call.status().as_u16(), 401, "a program gets a 401, not a page");
+    let form = browser.get(url("/login?next=%2Falerts")).send().await.unwrap();
+    assert_eq!(form.status().as_u16(), 200);
+    let form = form.text().await.unwrap();
+    assert!(form.contains(r#"name="token""#) && form.contains(r#"value="/alerts""#), "{form}");
+    let style = browser.get(url("/assets/style.css")).send().await.unwrap();
+    assert_eq!(style.status().as_u16(), 200, "the sign-in page's stylesheet needs no token");
+
+    let wrong = browser.post(url("/login")).form(&[("token", "s3 cres"), ("next", "/alerts")]).send().await.unwrap();
+    assert_eq!(wrong.status().as_u16(), 401);
+    assert!(wrong.headers().get("set-cookie").is_none(), "a wrong token sets no cookie");
+
+    let right = browser.post(url("/login")).form(&[("token", "s3 cret"), ("next", "/alerts")]).send().await.unwrap();
+    assert_eq!(right.status().as_u16(), 303);
+    assert_eq!(right.headers()["location"], "/alerts");
+    let cookie = right.headers()["set-cookie"].to_str().unwrap().to_string();
+    assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"), "{cookie}");
+    assert!(!cookie.contains("s3 cret"), "the cookie holds the token encoded, not as typed: {cookie}");
+    let session = cookie.split(';').next().unwrap().to_string();
+    for path in ["/", "/alerts", "/api/v1/services", "/health"] {
+        let signed_in = browser.get(url(path)).header("cookie", &session).send().await.unwrap();
+        assert_eq!(signed_in.status().as_u16(), 200, "{path} with the session cookie");
+    }
+
+    let away =
+        browser.post(url("/login")).form(&[("token", "s3 cret"), ("next", "//evil.example/")]).send().await.unwrap();
+    assert_eq!(away.headers()["location"], "/", "a sign-in never sends the browser to another site");
+}
+
 /// Seed 000: two logminer replicas behind one name are both scraped and labelled with their
 /// `ip:port`; the pipeline's template count is the larger replica's, counter rates are
 /// summed, and a replica that does not answer is `up = 0`.

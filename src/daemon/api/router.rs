@@ -80,7 +80,8 @@ pub fn router(
     if token.is_empty() {
         app
     } else {
-        app.layer(middleware::from_fn_with_state(token.to_string(), access::require_token))
+        app.merge(super::web::login::routes(token.to_string()))
+            .layer(middleware::from_fn_with_state(token.to_string(), access::require_token))
     }
 }
 

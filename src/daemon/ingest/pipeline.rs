@@ -94,8 +94,14 @@ impl Pipeline {
     pub fn health(&self) -> IngestHealth {
         let failover = self.failover.lock().unwrap();
         let stats = self.backlog.stats();
+        let mut paths = failover.health();
+        // Until the start-up round also read what an earlier run left in the backlog, its
+        // size here is not known yet: a path that answered is not yet the whole answer.
+        if !*self.ready.borrow() {
+            paths.using = "starting";
+        }
         IngestHealth {
-            paths: failover.health(),
+            paths,
             backlog: BacklogHealth {
                 records: stats.records,
                 bytes: stats.bytes,

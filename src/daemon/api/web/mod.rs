@@ -6,7 +6,7 @@
 //!
 //! `layout.rs` is the shell and the shared pieces, `format.rs` and `charts.rs` are pure, and
 //! each area has its file: `overview`, `alerts`, `templates`, `stories` (shapes, a shape's
-//! traces, a trace), `pipeline`, `deliveries`.
+//! traces, a trace), `pipeline`, `deliveries`; `login` signs a browser in when the API has a token.
 
 pub mod charts;
 pub mod format;
@@ -14,6 +14,7 @@ pub mod layout;
 
 mod alerts;
 mod deliveries;
+pub mod login;
 mod overview;
 mod pipeline;
 mod stories;
