@@ -66,6 +66,10 @@ pub struct ClickHouseConfig {
     /// A file holding the password (a Compose or Kubernetes secret); read at load time when
     /// `password` is empty. Its trailing newline is not part of the password.
     pub password_file: String,
+    /// A cluster of `remote_servers` to lay the tables out on: each one a Replicated…MergeTree
+    /// `<table>_local` on every server, created `ON CLUSTER`, behind a Distributed `<table>`
+    /// (docs/scaling.md). Empty: one server, plain MergeTree tables.
+    pub cluster: String,
 }
 
 impl Default for ClickHouseConfig {
@@ -76,6 +80,7 @@ impl Default for ClickHouseConfig {
             user: "default".into(),
             password: String::new(),
             password_file: String::new(),
+            cluster: String::new(),
         }
     }
 }
@@ -437,6 +442,13 @@ impl Config {
             format!(
                 "clickhouse.database: `{}` must be a plain identifier (letters, digits, _)",
                 self.clickhouse.database
+            ),
+        );
+        check(
+            self.clickhouse.cluster.is_empty() || is_identifier(&self.clickhouse.cluster),
+            format!(
+                "clickhouse.cluster: `{}` must be empty (one server) or a plain identifier naming a cluster of the servers' remote_servers",
+                self.clickhouse.cluster
             ),
         );
         for (key, addr) in [

@@ -67,6 +67,7 @@ impl TestEnv {
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("TAYGA_CLICKHOUSE_URL", &self.config.clickhouse.url)
             .env("TAYGA_CLICKHOUSE_DATABASE", &self.config.clickhouse.database)
+            .env("TAYGA_CLICKHOUSE_CLUSTER", &self.config.clickhouse.cluster)
             .env("TAYGA_KAFKA_BROKERS", &self.config.kafka.brokers)
             .env("TAYGA_KAFKA_TOPIC_PREFIX", &self.config.kafka.topic_prefix)
             // Never pick up a developer's ./tayga.toml.

@@ -11,6 +11,7 @@ mod api;
 mod assembler;
 mod bad_input;
 mod cli;
+mod cluster;
 mod demo;
 mod ingest;
 mod ingest_backlog;
