@@ -257,6 +257,10 @@ pub(super) async fn replay_loop(ingest: Arc<Ingest>, shutdown: Shutdown) -> anyh
     let mut drain = DrainProgress::default();
     let mut last_drop: Option<Instant> = None;
     let mut last_check = Instant::now();
+    // Set when a drain reached the end but direct writes had kept records meanwhile: the
+    // next pass runs with new requests held (`Pipeline::handover`), so a client sending
+    // faster than one pass takes cannot keep the broker out for ever.
+    let mut hold_requests = false;
     loop {
         if shutdown.is_triggered() {
             return Ok(());
@@ -274,16 +278,19 @@ pub(super) async fn replay_loop(ingest: Arc<Ingest>, shutdown: Shutdown) -> anyh
             }
         }
         if replaying {
+            let _held = if hold_requests { Some(pipeline.handover.write().await) } else { None };
             let epoch = pipeline.backlog.written();
             match ingest.replay_pass(from_ns).await {
                 Ok(pass) => {
                     drain.add(pass);
                     from_ns = pass.next_from;
                     if !pass.drained {
+                        // More than one pass is left: requests are not held that long.
+                        hold_requests = false;
                         continue;
                     }
                     from_ns = 0;
-                    ingest.drained(epoch, std::mem::take(&mut drain)).await;
+                    hold_requests = !ingest.drained(epoch, std::mem::take(&mut drain)).await;
                     if last_drop.is_none_or(|t| t.elapsed() >= DROP_EVERY) {
                         last_drop = Some(Instant::now());
                         match store_backlog::drop_drained_days(&pipeline.backlog.store).await {
@@ -339,20 +346,20 @@ impl DrainProgress {
 impl Ingest {
     /// A pass found nothing more to replay. Unless a direct write was kept since that pass
     /// began reading (`epoch`), the broker takes new requests again; the size is re-read
-    /// from ClickHouse, so what another process kept is not missed.
-    async fn drained(&self, epoch: u64, drain: DrainProgress) {
+    /// from ClickHouse, so what another process kept is not missed. Says whether the broker
+    /// took over.
+    async fn drained(&self, epoch: u64, drain: DrainProgress) -> bool {
         let backlog = &self.pipeline.backlog;
         let stats = backlog.refresh().await.unwrap_or_else(|_| backlog.stats());
-        {
-            let mut failover = self.pipeline.failover.lock().unwrap();
-            if backlog.written() == epoch && stats.records == 0 {
-                failover.set_backlog_pending(false);
-            }
+        let empty = backlog.written() == epoch && stats.records == 0;
+        if empty {
+            self.pipeline.failover.lock().unwrap().set_backlog_pending(false);
         }
         self.metrics.backlog_drained(drain.records, drain.bytes, drain.started.map(|t| t.elapsed()));
         self.metrics.set_backlog(backlog.stats());
         self.pipeline.update_path_gauges();
         self.pipeline.note_backlog_room();
+        empty
     }
 }
 

@@ -63,6 +63,10 @@ pub struct Pipeline {
     pub(super) backlog: Backlog,
     /// True once the start-up probe answered.
     ready: tokio::sync::watch::Receiver<bool>,
+    /// Every request holds it shared; a drain that direct writes keep overtaking takes it
+    /// alone for its last pass (`backlog.rs`), so the broker can take over while clients
+    /// keep sending.
+    pub(super) handover: tokio::sync::RwLock<()>,
 }
 
 /// What `/health` shows under `ingest`.
@@ -93,7 +97,17 @@ impl Pipeline {
         backlog: Backlog,
         ready: tokio::sync::watch::Receiver<bool>,
     ) -> Pipeline {
-        Pipeline { failover: Mutex::new(failover), publisher, store, names, max_record_bytes, metrics, backlog, ready }
+        Pipeline {
+            failover: Mutex::new(failover),
+            publisher,
+            store,
+            names,
+            max_record_bytes,
+            metrics,
+            backlog,
+            ready,
+            handover: tokio::sync::RwLock::new(()),
+        }
     }
 
     pub fn health(&self) -> IngestHealth {
@@ -153,6 +167,7 @@ impl Pipeline {
             return Ok(Accepted { rejected, message });
         }
 
+        let _handover = self.handover.read().await;
         let paths = self.failover.lock().unwrap().usable();
         let mut last_error = String::from("both paths are in their cooldown");
         for path in paths {
