@@ -55,6 +55,9 @@ _tayga() {
             tayga,topics)
                 cmd="tayga__subcmd__topics"
                 ;;
+            tayga,up)
+                cmd="tayga__subcmd__up"
+                ;;
             tayga__subcmd__alerts,help)
                 cmd="tayga__subcmd__alerts__subcmd__help"
                 ;;
@@ -148,6 +151,9 @@ _tayga() {
             tayga__subcmd__help,topics)
                 cmd="tayga__subcmd__help__subcmd__topics"
                 ;;
+            tayga__subcmd__help,up)
+                cmd="tayga__subcmd__help__subcmd__up"
+                ;;
             tayga__subcmd__help__subcmd__alerts,list)
                 cmd="tayga__subcmd__help__subcmd__alerts__subcmd__list"
                 ;;
@@ -212,7 +218,7 @@ _tayga() {
 
     case "${cmd}" in
         tayga)
-            opts="-h -V --config --json --wide --timeout --help --version config migrate topics serve deliveries remine alerts scale loadgen mine completions man help"
+            opts="-h -V --config --json --wide --timeout --help --version config migrate topics serve up deliveries remine alerts scale loadgen mine completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -669,7 +675,7 @@ _tayga() {
             return 0
             ;;
         tayga__subcmd__help)
-            opts="config migrate topics serve deliveries remine alerts scale loadgen mine completions man help"
+            opts="config migrate topics serve up deliveries remine alerts scale loadgen mine completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -979,6 +985,20 @@ _tayga() {
         tayga__subcmd__help__subcmd__topics__subcmd__list)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        tayga__subcmd__help__subcmd__up)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -1371,6 +1391,32 @@ _tayga() {
                 return 0
             fi
             case "${prev}" in
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        tayga__subcmd__up)
+            opts="-h --demo --home --config --json --wide --timeout --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --home)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --config)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0

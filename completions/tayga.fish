@@ -34,6 +34,7 @@ complete -c tayga -n "__fish_tayga_needs_command" -f -a "config" -d 'Show or che
 complete -c tayga -n "__fish_tayga_needs_command" -f -a "migrate" -d 'Create the ClickHouse database and tables, or upgrade them to the current schema'
 complete -c tayga -n "__fish_tayga_needs_command" -f -a "topics" -d 'Create Tayga\'s Kafka topics, or show their partitions and consumer lag'
 complete -c tayga -n "__fish_tayga_needs_command" -f -a "serve" -d 'Run one daemon, or every daemon in one process (`all`)'
+complete -c tayga -n "__fish_tayga_needs_command" -f -a "up" -d 'Run the whole pipeline on this machine: start ClickHouse and the broker when none answers, migrate, create the topics, run every service; `--demo` adds a scenario'
 complete -c tayga -n "__fish_tayga_needs_command" -f -a "deliveries" -d 'Show the delivery state of an alert to each webhook target'
 complete -c tayga -n "__fish_tayga_needs_command" -f -a "remine" -d 'Re-mine the stored logs with the current masking rules, rebuilding templates and hits'
 complete -c tayga -n "__fish_tayga_needs_command" -f -a "alerts" -d 'List alerts, or republish them to the alerts topic'
@@ -55,12 +56,12 @@ complete -c tayga -n "__fish_tayga_using_subcommand config; and __fish_seen_subc
 complete -c tayga -n "__fish_tayga_using_subcommand config; and __fish_seen_subcommand_from show" -l timeout -d 'How long to wait for the broker or ClickHouse to answer before giving up, e.g. 500ms, 10s, 1m' -r
 complete -c tayga -n "__fish_tayga_using_subcommand config; and __fish_seen_subcommand_from show" -l json -d 'Print data as JSON instead of tables (commands that print no data refuse it)'
 complete -c tayga -n "__fish_tayga_using_subcommand config; and __fish_seen_subcommand_from show" -l wide -d 'Print tables whole, at any width, instead of cutting the widest columns to fit the terminal'
-complete -c tayga -n "__fish_tayga_using_subcommand config; and __fish_seen_subcommand_from show" -s h -l help -d 'Print help'
+complete -c tayga -n "__fish_tayga_using_subcommand config; and __fish_seen_subcommand_from show" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tayga -n "__fish_tayga_using_subcommand config; and __fish_seen_subcommand_from check" -l config -d 'Configuration file (default: ./tayga.toml when it exists)' -r -F
 complete -c tayga -n "__fish_tayga_using_subcommand config; and __fish_seen_subcommand_from check" -l timeout -d 'How long to wait for the broker or ClickHouse to answer before giving up, e.g. 500ms, 10s, 1m' -r
 complete -c tayga -n "__fish_tayga_using_subcommand config; and __fish_seen_subcommand_from check" -l json -d 'Print data as JSON instead of tables (commands that print no data refuse it)'
 complete -c tayga -n "__fish_tayga_using_subcommand config; and __fish_seen_subcommand_from check" -l wide -d 'Print tables whole, at any width, instead of cutting the widest columns to fit the terminal'
-complete -c tayga -n "__fish_tayga_using_subcommand config; and __fish_seen_subcommand_from check" -s h -l help -d 'Print help'
+complete -c tayga -n "__fish_tayga_using_subcommand config; and __fish_seen_subcommand_from check" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tayga -n "__fish_tayga_using_subcommand config; and __fish_seen_subcommand_from help" -f -a "show" -d 'Print every setting with its value and where it came from (default, file, env)'
 complete -c tayga -n "__fish_tayga_using_subcommand config; and __fish_seen_subcommand_from help" -f -a "check" -d 'Validate the configuration; exit 1 with one line per problem'
 complete -c tayga -n "__fish_tayga_using_subcommand config; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
@@ -82,12 +83,12 @@ complete -c tayga -n "__fish_tayga_using_subcommand topics; and __fish_seen_subc
 complete -c tayga -n "__fish_tayga_using_subcommand topics; and __fish_seen_subcommand_from create" -l timeout -d 'How long to wait for the broker or ClickHouse to answer before giving up, e.g. 500ms, 10s, 1m' -r
 complete -c tayga -n "__fish_tayga_using_subcommand topics; and __fish_seen_subcommand_from create" -l json -d 'Print data as JSON instead of tables (commands that print no data refuse it)'
 complete -c tayga -n "__fish_tayga_using_subcommand topics; and __fish_seen_subcommand_from create" -l wide -d 'Print tables whole, at any width, instead of cutting the widest columns to fit the terminal'
-complete -c tayga -n "__fish_tayga_using_subcommand topics; and __fish_seen_subcommand_from create" -s h -l help -d 'Print help'
+complete -c tayga -n "__fish_tayga_using_subcommand topics; and __fish_seen_subcommand_from create" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tayga -n "__fish_tayga_using_subcommand topics; and __fish_seen_subcommand_from list" -l config -d 'Configuration file (default: ./tayga.toml when it exists)' -r -F
 complete -c tayga -n "__fish_tayga_using_subcommand topics; and __fish_seen_subcommand_from list" -l timeout -d 'How long to wait for the broker or ClickHouse to answer before giving up, e.g. 500ms, 10s, 1m' -r
 complete -c tayga -n "__fish_tayga_using_subcommand topics; and __fish_seen_subcommand_from list" -l json -d 'Print data as JSON instead of tables (commands that print no data refuse it)'
 complete -c tayga -n "__fish_tayga_using_subcommand topics; and __fish_seen_subcommand_from list" -l wide -d 'Print tables whole, at any width, instead of cutting the widest columns to fit the terminal'
-complete -c tayga -n "__fish_tayga_using_subcommand topics; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help'
+complete -c tayga -n "__fish_tayga_using_subcommand topics; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tayga -n "__fish_tayga_using_subcommand topics; and __fish_seen_subcommand_from help" -f -a "create" -d 'Create the four topics (existing ones are reported and left as they are)'
 complete -c tayga -n "__fish_tayga_using_subcommand topics; and __fish_seen_subcommand_from help" -f -a "list" -d 'Show each topic\'s partitions, records, and each consumer group\'s committed offsets and lag'
 complete -c tayga -n "__fish_tayga_using_subcommand topics; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
@@ -96,6 +97,13 @@ complete -c tayga -n "__fish_tayga_using_subcommand serve" -l timeout -d 'How lo
 complete -c tayga -n "__fish_tayga_using_subcommand serve" -l json -d 'Print data as JSON instead of tables (commands that print no data refuse it)'
 complete -c tayga -n "__fish_tayga_using_subcommand serve" -l wide -d 'Print tables whole, at any width, instead of cutting the widest columns to fit the terminal'
 complete -c tayga -n "__fish_tayga_using_subcommand serve" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c tayga -n "__fish_tayga_using_subcommand up" -l home -d 'Where a ClickHouse and a broker that tayga up starts keep their data and PID files' -r -F
+complete -c tayga -n "__fish_tayga_using_subcommand up" -l config -d 'Configuration file (default: ./tayga.toml when it exists)' -r -F
+complete -c tayga -n "__fish_tayga_using_subcommand up" -l timeout -d 'How long to wait for the broker or ClickHouse to answer before giving up, e.g. 500ms, 10s, 1m' -r
+complete -c tayga -n "__fish_tayga_using_subcommand up" -l demo -d 'Send the built-in scenario (four services, then an error, a burst, a silence and a slow path) and receive the alerts on a webhook inside the process; shortens the detection windows'
+complete -c tayga -n "__fish_tayga_using_subcommand up" -l json -d 'Print data as JSON instead of tables (commands that print no data refuse it)'
+complete -c tayga -n "__fish_tayga_using_subcommand up" -l wide -d 'Print tables whole, at any width, instead of cutting the widest columns to fit the terminal'
+complete -c tayga -n "__fish_tayga_using_subcommand up" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and not __fish_seen_subcommand_from show retry help" -l config -d 'Configuration file (default: ./tayga.toml when it exists)' -r -F
 complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and not __fish_seen_subcommand_from show retry help" -l timeout -d 'How long to wait for the broker or ClickHouse to answer before giving up, e.g. 500ms, 10s, 1m' -r
 complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and not __fish_seen_subcommand_from show retry help" -l json -d 'Print data as JSON instead of tables (commands that print no data refuse it)'
@@ -109,7 +117,7 @@ complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and __fish_seen_
 complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and __fish_seen_subcommand_from show" -l timeout -d 'How long to wait for the broker or ClickHouse to answer before giving up, e.g. 500ms, 10s, 1m' -r
 complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and __fish_seen_subcommand_from show" -l json -d 'Print data as JSON instead of tables (commands that print no data refuse it)'
 complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and __fish_seen_subcommand_from show" -l wide -d 'Print tables whole, at any width, instead of cutting the widest columns to fit the terminal'
-complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and __fish_seen_subcommand_from show" -s h -l help -d 'Print help'
+complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and __fish_seen_subcommand_from show" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and __fish_seen_subcommand_from retry" -l alert-id -d 'The alert\'s id, as printed by `tayga deliveries show` and sent in webhook payloads' -r -f
 complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and __fish_seen_subcommand_from retry" -l target -d 'Only this target (default: every failed target of the alert)' -r -f
 complete -c tayga -n "__fish_tayga_using_subcommand deliveries; and __fish_seen_subcommand_from retry" -l config -d 'Configuration file (default: ./tayga.toml when it exists)' -r -F
@@ -145,7 +153,7 @@ complete -c tayga -n "__fish_tayga_using_subcommand alerts; and __fish_seen_subc
 complete -c tayga -n "__fish_tayga_using_subcommand alerts; and __fish_seen_subcommand_from list" -l active -d 'Only active alerts: refreshed (last_at) within the last 5 minutes'
 complete -c tayga -n "__fish_tayga_using_subcommand alerts; and __fish_seen_subcommand_from list" -l json -d 'Print data as JSON instead of tables (commands that print no data refuse it)'
 complete -c tayga -n "__fish_tayga_using_subcommand alerts; and __fish_seen_subcommand_from list" -l wide -d 'Print tables whole, at any width, instead of cutting the widest columns to fit the terminal'
-complete -c tayga -n "__fish_tayga_using_subcommand alerts; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help'
+complete -c tayga -n "__fish_tayga_using_subcommand alerts; and __fish_seen_subcommand_from list" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c tayga -n "__fish_tayga_using_subcommand alerts; and __fish_seen_subcommand_from republish" -l alert-id -d 'Republish this alert\'s newest version, even if it was already published' -r -f
 complete -c tayga -n "__fish_tayga_using_subcommand alerts; and __fish_seen_subcommand_from republish" -l since -d 'Republish unmarked alerts updated within this window, e.g. 30m, 24h, 7d (default: logminer.republish_window_hours, 24h)' -r
 complete -c tayga -n "__fish_tayga_using_subcommand alerts; and __fish_seen_subcommand_from republish" -l config -d 'Configuration file (default: ./tayga.toml when it exists)' -r -F
@@ -211,19 +219,20 @@ complete -c tayga -n "__fish_tayga_using_subcommand man" -l timeout -d 'How long
 complete -c tayga -n "__fish_tayga_using_subcommand man" -l json -d 'Print data as JSON instead of tables (commands that print no data refuse it)'
 complete -c tayga -n "__fish_tayga_using_subcommand man" -l wide -d 'Print tables whole, at any width, instead of cutting the widest columns to fit the terminal'
 complete -c tayga -n "__fish_tayga_using_subcommand man" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries remine alerts scale loadgen mine completions man help" -f -a "config" -d 'Show or check the effective configuration'
-complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries remine alerts scale loadgen mine completions man help" -f -a "migrate" -d 'Create the ClickHouse database and tables, or upgrade them to the current schema'
-complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries remine alerts scale loadgen mine completions man help" -f -a "topics" -d 'Create Tayga\'s Kafka topics, or show their partitions and consumer lag'
-complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries remine alerts scale loadgen mine completions man help" -f -a "serve" -d 'Run one daemon, or every daemon in one process (`all`)'
-complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries remine alerts scale loadgen mine completions man help" -f -a "deliveries" -d 'Show the delivery state of an alert to each webhook target'
-complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries remine alerts scale loadgen mine completions man help" -f -a "remine" -d 'Re-mine the stored logs with the current masking rules, rebuilding templates and hits'
-complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries remine alerts scale loadgen mine completions man help" -f -a "alerts" -d 'List alerts, or republish them to the alerts topic'
-complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries remine alerts scale loadgen mine completions man help" -f -a "scale" -d 'Change how many replicas of a scalable daemon run (the logminer)'
-complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries remine alerts scale loadgen mine completions man help" -f -a "loadgen" -d 'Send synthetic OTLP traffic to an ingest, at a set rate, and report what it achieved'
-complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries remine alerts scale loadgen mine completions man help" -f -a "mine" -d 'Mine log templates from a plain log file, offline, with the logminer\'s engine'
-complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries remine alerts scale loadgen mine completions man help" -f -a "completions" -d 'Print a shell completion script'
-complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries remine alerts scale loadgen mine completions man help" -f -a "man" -d 'Print the man page (through `man` on a terminal), or write one page per subcommand into a directory'
-complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve deliveries remine alerts scale loadgen mine completions man help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve up deliveries remine alerts scale loadgen mine completions man help" -f -a "config" -d 'Show or check the effective configuration'
+complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve up deliveries remine alerts scale loadgen mine completions man help" -f -a "migrate" -d 'Create the ClickHouse database and tables, or upgrade them to the current schema'
+complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve up deliveries remine alerts scale loadgen mine completions man help" -f -a "topics" -d 'Create Tayga\'s Kafka topics, or show their partitions and consumer lag'
+complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve up deliveries remine alerts scale loadgen mine completions man help" -f -a "serve" -d 'Run one daemon, or every daemon in one process (`all`)'
+complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve up deliveries remine alerts scale loadgen mine completions man help" -f -a "up" -d 'Run the whole pipeline on this machine: start ClickHouse and the broker when none answers, migrate, create the topics, run every service; `--demo` adds a scenario'
+complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve up deliveries remine alerts scale loadgen mine completions man help" -f -a "deliveries" -d 'Show the delivery state of an alert to each webhook target'
+complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve up deliveries remine alerts scale loadgen mine completions man help" -f -a "remine" -d 'Re-mine the stored logs with the current masking rules, rebuilding templates and hits'
+complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve up deliveries remine alerts scale loadgen mine completions man help" -f -a "alerts" -d 'List alerts, or republish them to the alerts topic'
+complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve up deliveries remine alerts scale loadgen mine completions man help" -f -a "scale" -d 'Change how many replicas of a scalable daemon run (the logminer)'
+complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve up deliveries remine alerts scale loadgen mine completions man help" -f -a "loadgen" -d 'Send synthetic OTLP traffic to an ingest, at a set rate, and report what it achieved'
+complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve up deliveries remine alerts scale loadgen mine completions man help" -f -a "mine" -d 'Mine log templates from a plain log file, offline, with the logminer\'s engine'
+complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve up deliveries remine alerts scale loadgen mine completions man help" -f -a "completions" -d 'Print a shell completion script'
+complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve up deliveries remine alerts scale loadgen mine completions man help" -f -a "man" -d 'Print the man page (through `man` on a terminal), or write one page per subcommand into a directory'
+complete -c tayga -n "__fish_tayga_using_subcommand help; and not __fish_seen_subcommand_from config migrate topics serve up deliveries remine alerts scale loadgen mine completions man help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c tayga -n "__fish_tayga_using_subcommand help; and __fish_seen_subcommand_from config" -f -a "show" -d 'Print every setting with its value and where it came from (default, file, env)'
 complete -c tayga -n "__fish_tayga_using_subcommand help; and __fish_seen_subcommand_from config" -f -a "check" -d 'Validate the configuration; exit 1 with one line per problem'
 complete -c tayga -n "__fish_tayga_using_subcommand help; and __fish_seen_subcommand_from topics" -f -a "create" -d 'Create the four topics (existing ones are reported and left as they are)'

@@ -5,7 +5,7 @@
 //!     cargo run --release --example writer_bench -- [--traces 16000] [--spans 20] [--rounds 2]
 //!
 //! Uses the ClickHouse and broker of TAYGA_CLICKHOUSE_URL / TAYGA_KAFKA_BROKERS (defaults:
-//! 127.0.0.1:8123 and :9092) with a database and topic prefix of its own, removed at the end.
+//! 127.0.0.1:8123 and :9092; TAYGA_CLICKHOUSE_CLUSTER names a cluster, docs/scaling.md) with a database and topic prefix of its own, removed at the end.
 //! The writer runs with its defaults (`writer.batch_max_rows`, `batch_max_wait_ms`); the raw
 //! inserts use the same batch size. One record in five is a log record of `--spans` logs.
 
@@ -132,6 +132,10 @@ async fn main() -> anyhow::Result<()> {
     }
     if let Ok(brokers) = std::env::var("TAYGA_KAFKA_BROKERS") {
         base_config.kafka.brokers = brokers;
+    }
+    // A cluster (docs/scaling.md): the writer's tables are Distributed over its shards.
+    if let Ok(cluster) = std::env::var("TAYGA_CLICKHOUSE_CLUSTER") {
+        base_config.clickhouse.cluster = cluster;
     }
     let now = tayga::store::now_ns();
 

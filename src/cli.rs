@@ -76,6 +76,13 @@ TAYGA_KAFKA_BROKERS=kafka:9092 tayga config check"
     #[command(after_long_help = "Examples:\n  tayga serve all\n  TAYGA_LOG=debug tayga serve writer\n\n\
 Each service logs one `ready` line saying what listens where; SIGTERM or SIGINT stops it cleanly (exit 0).")]
     Serve(ServeArgs),
+    /// Run the whole pipeline on this machine: start ClickHouse and the broker when none
+    /// answers, migrate, create the topics, run every service; `--demo` adds a scenario
+    #[command(after_long_help = "Examples:\n  tayga up --demo\n  tayga up --home /var/lib/tayga\n\n\
+A ClickHouse or broker that already answers at the configured address is used and left alone; one that \
+tayga up starts keeps its data under --home and stops with it (Ctrl-C or SIGTERM; also when tayga up is killed). \
+docs/demo.md says what the demo shows.")]
+    Up(UpArgs),
     /// Show the delivery state of an alert to each webhook target
     #[command(
         subcommand,
@@ -122,15 +129,21 @@ tayga completions fish > ~/.config/fish/completions/tayga.fish")]
     #[command(after_long_help = "Examples:\n  tayga man\n  tayga man --dir /usr/local/share/man/man1")]
     Man(ManArgs),
     /// Regenerate the committed completions/ and man/ directories
-    #[command(hide = true)]
+    #[command(hide = true, after_long_help = "Examples:\n  cargo run -- generate")]
     Generate(GenerateArgs),
 }
 
 #[derive(Debug, Subcommand)]
 pub enum ConfigCommand {
     /// Print every setting with its value and where it came from (default, file, env)
+    #[command(after_long_help = "Examples:\n  tayga config show\n  tayga config show | grep '^kafka'\n  \
+tayga --json config show | jq '.values[\"kafka.brokers\"]'")]
     Show,
     /// Validate the configuration; exit 1 with one line per problem
+    #[command(
+        after_long_help = "Examples:\n  tayga config check\n  tayga --config /etc/tayga/tayga.toml config check\n  \
+TAYGA_KAFKA_PARTITIONS=0 tayga config check   # exit 1: kafka.partitions must be at least 1"
+    )]
     Check,
 }
 
@@ -157,6 +170,18 @@ pub enum Service {
 pub struct ServeArgs {
     /// The daemon to run
     pub service: Service,
+}
+
+#[derive(Debug, Args)]
+pub struct UpArgs {
+    /// Send the built-in scenario (four services, then an error, a burst, a silence and a
+    /// slow path) and receive the alerts on a webhook inside the process; shortens the
+    /// detection windows
+    #[arg(long)]
+    pub demo: bool,
+    /// Where a ClickHouse and a broker that tayga up starts keep their data and PID files
+    #[arg(long, value_name = "DIR", default_value = ".tayga")]
+    pub home: std::path::PathBuf,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -201,6 +226,8 @@ pub struct LoadgenArgs {
 #[derive(Debug, Subcommand)]
 pub enum DeliveriesCommand {
     /// The (alert, target) delivery rows of one alert: status, attempts, last error
+    #[command(after_long_help = "Examples:\n  tayga deliveries show --alert-id 9f3c2a1b4d5e6f70\n  \
+tayga --json deliveries show --alert-id 9f3c2a1b4d5e6f70")]
     Show {
         /// The alert's id, as printed by `tayga alerts list` and sent in webhook payloads
         #[arg(long, value_name = "ID", value_parser = crate::wire::alert::parse_id, value_hint = ValueHint::Other)]
@@ -214,7 +241,9 @@ retried_by), then republishes the alert's stored document to the alerts topic wi
 header. The notifier then delivers it exactly once more to those targets; a retried pair's age is judged by \
 the retry's time, so an alert older than notifier.max_age_secs can be retried. A delivered or pending row is \
 refused, as is an alert with no rows: exit 1, nothing changed. The notifier never retries a failed delivery \
-by itself."
+by itself.",
+        after_long_help = "Examples:\n  tayga deliveries retry --alert-id 9f3c2a1b4d5e6f70 --dry-run\n  \
+tayga deliveries retry --alert-id 9f3c2a1b4d5e6f70 --target ops"
     )]
     Retry(DeliveriesRetryArgs),
 }
@@ -242,13 +271,20 @@ pub struct RemineArgs {
 #[derive(Debug, Subcommand)]
 pub enum AlertsCommand {
     /// The newest version of each alert, most recently active first
+    #[command(after_long_help = "Examples:\n  tayga alerts list --active\n  \
+tayga alerts list --service checkout --kind spike --limit 0\n  tayga --wide alerts list\n  \
+tayga alerts list | cut -f1,3,4   # to a pipe: tab-separated, every column whole")]
     List(AlertsListArgs),
     /// Publish alerts again to the alerts topic: every unmarked one of a window, or one by id
-    #[command(long_about = "Publish alerts again to the alerts topic.\n\n\
+    #[command(
+        long_about = "Publish alerts again to the alerts topic.\n\n\
 Without --alert-id: every alert (of every service) updated within the window whose newest version has no \
 publication mark, oldest first, in chunks of logminer.republish_max_per_pass, stopping at the first failed \
 send. With --alert-id: that alert's newest version, even if it was already published. Each published \
-version is marked in log_alert_publications. Exits 1 when a send failed.")]
+version is marked in log_alert_publications. Exits 1 when a send failed.",
+        after_long_help = "Examples:\n  tayga alerts republish --since 2h\n  \
+tayga alerts republish --alert-id 9f3c2a1b4d5e6f70"
+    )]
     Republish(AlertsRepublishArgs),
 }
 
@@ -293,12 +329,15 @@ pub struct AlertsRepublishArgs {
 #[derive(Debug, Subcommand)]
 pub enum ScaleCommand {
     /// Set the number of logminer replicas (1 to the partitions of the logs topic, at most 12)
-    #[command(long_about = "Set the number of logminer replicas.\n\n\
+    #[command(
+        long_about = "Set the number of logminer replicas.\n\n\
 N must be at least 1 and at most the partition count of the logs topic (a replica beyond the Nth \
 partition gets no partition and idles) and 12. First gives every partition of the logs topic its own \
 new-template watermark key (the value it resolves to now), so after a scale-down each survivor resumes \
 from the slowest partition it takes over. Then sets LOGMINER_REPLICAS=N in the Compose env file and runs \
-`docker compose up -d --scale logminer=N` when docker is on PATH (otherwise prints that command).")]
+`docker compose up -d --scale logminer=N` when docker is on PATH (otherwise prints that command).",
+        after_long_help = "Examples:\n  tayga scale logminer 3 --dry-run\n  tayga scale logminer 3 --env-file deploy/.env"
+    )]
     Logminer(ScaleLogminerArgs),
 }
 
@@ -318,8 +357,12 @@ pub struct ScaleLogminerArgs {
 #[derive(Debug, Subcommand)]
 pub enum TopicsCommand {
     /// Create the four topics (existing ones are reported and left as they are)
+    #[command(
+        after_long_help = "Examples:\n  tayga topics create\n  TAYGA_KAFKA_BROKERS=kafka:9092 tayga topics create"
+    )]
     Create,
     /// Show each topic's partitions, records, and each consumer group's committed offsets and lag
+    #[command(after_long_help = "Examples:\n  tayga topics list\n  tayga --json topics list --timeout 3s")]
     List,
 }
 

@@ -6,6 +6,7 @@ pub mod cli;
 pub mod cmd;
 pub mod config;
 pub mod daemon;
+pub mod demo;
 pub mod identity;
 pub mod mine;
 pub mod otlp;

@@ -1,6 +1,6 @@
 //! Creating Tayga's four topics and reading their partitions, committed offsets and lag.
 
-use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, ResourceSpecifier, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
@@ -37,6 +37,15 @@ pub fn topic_specs(names: &Names, kafka: &KafkaConfig) -> Vec<TopicSpec> {
         TopicSpec { name: names.logs.clone(), partitions: kafka.partitions },
         TopicSpec { name: names.stories.clone(), partitions: SMALL_TOPIC_PARTITIONS },
         TopicSpec { name: names.alerts.clone(), partitions: SMALL_TOPIC_PARTITIONS },
+    ]
+}
+
+/// The topic configs every topic is created with (`[kafka]` retention and compression).
+/// Like partition counts they apply only at creation: an existing topic keeps its own.
+pub fn topic_configs(kafka: &KafkaConfig) -> Vec<(&'static str, String)> {
+    vec![
+        ("retention.ms", kafka.retention_hours.saturating_mul(3_600_000).to_string()),
+        ("compression.type", kafka.compression.clone()),
     ]
 }
 
@@ -80,9 +89,15 @@ pub async fn ensure_topics_within(
     let existing = partition_counts_within(kafka, None, timeout).await?;
 
     let missing: Vec<&TopicSpec> = specs.iter().filter(|s| !existing.contains_key(&s.name)).collect();
+    let configs = topic_configs(kafka);
     let new_topics: Vec<NewTopic> = missing
         .iter()
-        .map(|s| NewTopic::new(&s.name, s.partitions, TopicReplication::Fixed(kafka.replication_factor)))
+        .map(|s| {
+            configs.iter().fold(
+                NewTopic::new(&s.name, s.partitions, TopicReplication::Fixed(kafka.replication_factor)),
+                |topic, (key, value)| topic.set(key, value),
+            )
+        })
         .collect();
     let mut created = BTreeMap::new();
     if !new_topics.is_empty() {
@@ -168,6 +183,10 @@ pub struct TopicStatus {
     pub partitions: Option<i32>,
     /// Records held: the sum of high − low watermarks.
     pub records: i64,
+    /// `retention.ms` and `compression.type` as the broker describes the topic; `None`
+    /// when it does not report the key (Tansu answers DescribeConfigs with no entries).
+    pub retention_ms: Option<i64>,
+    pub compression: Option<String>,
     pub groups: Vec<GroupLag>,
 }
 
@@ -184,13 +203,22 @@ pub async fn describe_topics_within(
 ) -> Result<Vec<TopicStatus>, TopicError> {
     let counts = partition_counts_within(kafka, None, timeout).await?;
     let specs = topic_specs(names, kafka);
+    let present: Vec<String> = specs.iter().filter(|s| counts.contains_key(&s.name)).map(|s| s.name.clone()).collect();
+    let mut configs = topic_config_values(kafka, &present, timeout).await?;
     let kafka = kafka.clone();
     let names = names.clone();
     blocking(move || {
         let mut out = Vec::new();
         for spec in specs {
             let Some(&partitions) = counts.get(&spec.name) else {
-                out.push(TopicStatus { topic: spec.name, partitions: None, records: 0, groups: Vec::new() });
+                out.push(TopicStatus {
+                    topic: spec.name,
+                    partitions: None,
+                    records: 0,
+                    retention_ms: None,
+                    compression: None,
+                    groups: Vec::new(),
+                });
                 continue;
             };
             let watermarks = watermarks(&kafka, &spec.name, partitions, timeout)?;
@@ -199,11 +227,48 @@ pub async fn describe_topics_within(
             for group in names.groups_of(&spec.name) {
                 groups.push(group_lag(&kafka, group, &spec.name, &watermarks, timeout)?);
             }
-            out.push(TopicStatus { topic: spec.name, partitions: Some(partitions), records, groups });
+            let (retention_ms, compression) = configs.remove(&spec.name).unwrap_or_default();
+            out.push(TopicStatus {
+                topic: spec.name,
+                partitions: Some(partitions),
+                records,
+                retention_ms,
+                compression,
+                groups,
+            });
         }
         Ok(out)
     })
     .await
+}
+
+/// `retention.ms` and `compression.type` of each of `topics`, as the broker describes them.
+async fn topic_config_values(
+    kafka: &KafkaConfig,
+    topics: &[String],
+    timeout: Duration,
+) -> Result<BTreeMap<String, (Option<i64>, Option<String>)>, TopicError> {
+    if topics.is_empty() {
+        return Ok(BTreeMap::new());
+    }
+    let admin: AdminClient<DefaultClientContext> = client_config(kafka)
+        .create()
+        .map_err(|source| TopicError::Unreachable { brokers: kafka.brokers.clone(), source })?;
+    let specifiers: Vec<ResourceSpecifier> = topics.iter().map(|t| ResourceSpecifier::Topic(t)).collect();
+    let options = AdminOptions::new().request_timeout(Some(timeout));
+    let results = admin
+        .describe_configs(specifiers.iter(), &options)
+        .await
+        .map_err(|source| TopicError::Read { what: "topic configs".into(), source })?;
+    let mut out = BTreeMap::new();
+    for (topic, result) in topics.iter().zip(results) {
+        // A broker that refuses DescribeConfigs for one topic leaves its columns unknown;
+        // the rest of `topics list` is still worth printing.
+        let Ok(resource) = result else { continue };
+        let value = |key: &str| resource.get(key).and_then(|e| e.value.clone());
+        out.insert(topic.clone(), (value("retention.ms").and_then(|v| v.parse().ok()), value("compression.type")));
+    }
+    Ok(out)
 }
 
 /// (low, high) watermarks of every partition of `topic`, in partition order.
@@ -259,6 +324,21 @@ mod tests {
         let specs = topic_specs(&Names::new("tayga"), &kafka);
         let shape: Vec<(&str, i32)> = specs.iter().map(|s| (s.name.as_str(), s.partitions)).collect();
         assert_eq!(shape, vec![("tayga.signals", 12), ("tayga.logs", 12), ("tayga.stories", 3), ("tayga.alerts", 3)]);
+    }
+
+    #[test]
+    fn topics_are_created_with_a_week_of_retention_and_lz4_by_default() {
+        let mut kafka = KafkaConfig::default();
+        assert_eq!(
+            topic_configs(&kafka),
+            vec![("retention.ms", "604800000".to_string()), ("compression.type", "lz4".to_string())]
+        );
+        kafka.retention_hours = 24;
+        kafka.compression = "zstd".into();
+        assert_eq!(
+            topic_configs(&kafka),
+            vec![("retention.ms", "86400000".into()), ("compression.type", "zstd".into())]
+        );
     }
 
     #[test]

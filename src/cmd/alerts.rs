@@ -15,12 +15,11 @@ use anyhow::Context;
 use serde::Serialize;
 
 use super::reach;
-use super::table::{shown_of, thousands, Layout, Table};
+use super::table::{count, shown_of, Layout, Table};
 use crate::bus::alerts::publish_and_mark;
 use crate::bus::producer::Publisher;
-use crate::bus::topics::partition_counts_within;
 use crate::cli::{AlertsCommand, AlertsListArgs, AlertsRepublishArgs};
-use crate::cmd::time::{format_time, format_time_ago, Clock};
+use crate::cmd::time::{format_time, format_time_ago, table_time, Clock};
 use crate::config::Config;
 use crate::store::logminer::{active_cutoff_ns, alerts, count_alerts, published_versions, unmarked_alerts, AlertQuery};
 use crate::store::{AlertRow, Store};
@@ -118,27 +117,11 @@ fn write_list(listed: &[Listed], total: u64, now: u64, json: bool, out: &mut dyn
         return Ok(());
     }
     let layout = Layout::current();
-    // On a terminal, times carry their age; to a pipe they stay plain RFC 3339. A terminal
-    // that cuts to fit shows last_at only (first_at is in --wide, --json and pipes).
-    let time = |ns: u64| if layout.is_terminal() { format_time_ago(ns, now) } else { format_time(ns) };
-    let both = !matches!(layout, Layout::Terminal(Some(_)));
-    let mut headers =
-        vec!["alert_id", "kind", "service", "template", "first_at", "last_at", "count", "active", "published"];
-    if !both {
-        headers.retain(|h| *h != "first_at");
+    if let Layout::Terminal(Some(_)) = layout {
+        write_narrow(listed, now, layout, out)?;
+    } else {
+        write_whole(listed, now, layout, out)?;
     }
-    let mut table = Table::new(headers).numeric(&["count"]).keep(&["alert_id", "active", "published"]);
-    let yes_no = |b: bool| if b { "yes" } else { "no" }.to_string();
-    for l in listed {
-        let a = &l.alert;
-        let mut row = vec![format_id(a.alert_id), a.kind.to_string(), a.service.clone(), a.template.clone()];
-        if both {
-            row.push(time(a.first_at));
-        }
-        row.extend([time(a.last_at), thousands(a.count), yes_no(l.active), yes_no(l.published)]);
-        table.row(row);
-    }
-    write!(out, "{}", table.render(layout))?;
     if let Some(cut) = shown_of(listed.len(), total, "--limit N shows more, --limit 0 all") {
         // On stderr to a pipe, so the rows stay rows.
         if layout.is_terminal() {
@@ -147,6 +130,62 @@ fn write_list(listed: &[Listed], total: u64, now: u64, json: bool, out: &mut dyn
             eprintln!("{cut}");
         }
     }
+    Ok(())
+}
+
+/// A terminal that cuts to fit: what an operator scans for (id to act on, kind, service, how
+/// long ago, how often, the template) with the template last, so it takes the rest of the
+/// line. The list is most recently active first, so the active alerts are the first rows, and
+/// a line says how many; first_at and published are in --wide, --json and pipes.
+fn write_narrow(listed: &[Listed], now: u64, layout: Layout, out: &mut dyn Write) -> anyhow::Result<()> {
+    let mut table = Table::new(["alert_id", "kind", "service", "last_seen", "count", "template"])
+        .numeric(&["count"])
+        .keep(&["alert_id", "kind", "last_seen", "count"]);
+    for l in listed {
+        let a = &l.alert;
+        table.row([
+            format_id(a.alert_id),
+            a.kind.to_string(),
+            a.service.clone(),
+            table_time(a.last_at, now, layout),
+            count(a.count, layout),
+            a.template.clone(),
+        ]);
+    }
+    write!(out, "{}", table.render(layout))?;
+    let active = listed.iter().filter(|l| l.active).count();
+    let rule = format!("last seen within {}m", crate::store::logminer::ACTIVE_WINDOW_NS / 60_000_000_000);
+    match active {
+        0 => writeln!(out, "none active ({rule}); --wide adds first_at and published")?,
+        n if n == listed.len() => writeln!(out, "all active ({rule}); --wide adds first_at and published")?,
+        n => writeln!(out, "the first {n} active ({rule}); --wide adds first_at and published")?,
+    }
+    Ok(())
+}
+
+/// Every column: on a terminal with --wide, times carry their age; to a pipe they stay plain
+/// RFC 3339, every value whole.
+fn write_whole(listed: &[Listed], now: u64, layout: Layout, out: &mut dyn Write) -> anyhow::Result<()> {
+    let time = |ns: u64| if layout.is_terminal() { format_time_ago(ns, now) } else { format_time(ns) };
+    let mut table =
+        Table::new(["alert_id", "kind", "service", "template", "first_at", "last_at", "count", "active", "published"])
+            .numeric(&["count"]);
+    let yes_no = |b: bool| if b { "yes" } else { "no" }.to_string();
+    for l in listed {
+        let a = &l.alert;
+        table.row([
+            format_id(a.alert_id),
+            a.kind.to_string(),
+            a.service.clone(),
+            a.template.clone(),
+            time(a.first_at),
+            time(a.last_at),
+            count(a.count, layout),
+            yes_no(l.active),
+            yes_no(l.published),
+        ]);
+    }
+    write!(out, "{}", table.render(layout))?;
     Ok(())
 }
 
@@ -185,12 +224,8 @@ async fn republish(
         }
         None => None,
     };
-    reach::broker(&config.kafka, timeout).await?;
     // Say plainly that the topic is missing instead of failing each send after a timeout.
-    let topics = partition_counts_within(&config.kafka, Some(&topic), timeout)
-        .await
-        .with_context(|| format!("reading topic {topic} from {}", config.kafka.brokers))?;
-    anyhow::ensure!(topics.contains_key(&topic), "topic {topic} does not exist; create it with `tayga topics create`");
+    reach::topic(&config.kafka, &topic, timeout).await?;
     let publisher = Publisher::new(&config.kafka).context("creating a Kafka producer")?;
 
     let (published, error) = match one {

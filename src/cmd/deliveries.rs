@@ -17,7 +17,7 @@ use serde::Serialize;
 use crate::bus::retry::{retry as retry_deliveries, AlertsTopic, Retried, RetryRequest};
 use crate::cli::{DeliveriesCommand, DeliveriesRetryArgs};
 use crate::cmd::table::{Layout, Table};
-use crate::cmd::time::{format_time, format_time_ago, Clock};
+use crate::cmd::time::{format_time, table_time, Clock};
 use crate::config::{redact, Config};
 use crate::store::deliveries::latest_for_alert;
 use crate::store::{DeliveryRow, Store};
@@ -61,10 +61,17 @@ impl<'a> Shown<'a> {
     }
 }
 
-pub async fn run(config: &Config, sub: &DeliveriesCommand, json: bool, out: &mut dyn Write) -> anyhow::Result<()> {
+pub async fn run(
+    config: &Config,
+    sub: &DeliveriesCommand,
+    timeout: std::time::Duration,
+    json: bool,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    super::reach::clickhouse(&config.clickhouse, timeout).await?;
     match sub {
         DeliveriesCommand::Show { alert_id } => show(config, *alert_id, json, out).await,
-        DeliveriesCommand::Retry(args) => retry(config, args, json, out).await,
+        DeliveriesCommand::Retry(args) => retry(config, args, timeout, json, out).await,
     }
 }
 
@@ -117,8 +124,7 @@ fn write_table(rows: &[DeliveryRow], verb: &str, out: &mut dyn Write) -> anyhow:
     }
     let layout = Layout::current();
     let now = Clock::from_env()?.now_ns();
-    // On a terminal, times carry their age; to a pipe they stay plain RFC 3339.
-    let time = |ns: u64| if layout.is_terminal() { format_time_ago(ns, now) } else { format_time(ns) };
+    let time = |ns: u64| table_time(ns, now, layout);
     let mut table = Table::new(header).numeric(&["attempts", "manual_retries"]).keep(&["status"]);
     for s in rows.iter().map(Shown::of) {
         let mut cells = vec![
@@ -156,31 +162,54 @@ fn operator() -> String {
     format!("cli:{}@{}", user.trim(), host)
 }
 
-async fn retry(config: &Config, args: &DeliveriesRetryArgs, json: bool, out: &mut dyn Write) -> anyhow::Result<()> {
+async fn retry(
+    config: &Config,
+    args: &DeliveriesRetryArgs,
+    timeout: std::time::Duration,
+    json: bool,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
     let by = operator();
-    let request = RetryRequest {
+    let mut request = RetryRequest {
         alert_id: args.alert_id,
         target: args.target.as_deref(),
-        dry_run: args.dry_run,
+        dry_run: true,
         by: &by,
         now_ns: Clock::from_env()?.now_ns(),
     };
     let store = Store::new(&config.clickhouse);
     let topic = AlertsTopic::new(config);
-    let mut retried = match retry_deliveries(&store, &topic, &request).await {
-        Ok(r) => r,
-        Err(e) if e.is_refusal() => return Err(e.into()),
-        Err(e) => {
-            return Err(anyhow::Error::new(e).context(format!(
-                "retrying deliveries of alert {} in database `{}`",
-                format_id(args.alert_id),
-                config.clickhouse.database
-            )))
-        }
-    };
+    // The refusals need only ClickHouse and are said first (a dry run is all of it); then
+    // the broker must be reachable before a row is reset, or the reset rows would wait for
+    // a republication that cannot happen.
+    let mut retried = attempt(config, &store, &topic, &request).await?;
+    if !args.dry_run {
+        super::reach::topic(&config.kafka, &topic.topic, timeout).await?;
+        request.dry_run = false;
+        retried = attempt(config, &store, &topic, &request).await?;
+    }
     redact_errors(config, &mut retried.retried);
     redact_errors(config, &mut retried.untouched);
     write_retried(&retried, json, out)
+}
+
+/// One retry through `bus::retry`: a refusal as it is (it says what to do), anything else
+/// with the alert and database it concerned.
+async fn attempt(
+    config: &Config,
+    store: &Store,
+    topic: &AlertsTopic,
+    request: &RetryRequest<'_>,
+) -> anyhow::Result<Retried> {
+    match retry_deliveries(store, topic, request).await {
+        Ok(r) => Ok(r),
+        Err(e) if e.is_refusal() => Err(e.into()),
+        Err(e) => Err(anyhow::Error::new(e).context(format!(
+            "retrying deliveries of alert {} in database `{}`",
+            format_id(request.alert_id),
+            config.clickhouse.database
+        ))),
+    }
 }
 
 #[derive(Debug, Serialize)]

@@ -17,7 +17,8 @@ pub async fn run(
     out: &mut dyn Write,
 ) -> anyhow::Result<()> {
     if args.print {
-        let statements = migrate::all_statements();
+        let cluster = crate::store::schema::Cluster::from_config(&config.clickhouse);
+        let statements = migrate::all_statements(cluster.as_ref());
         if json {
             writeln!(out, "{}", serde_json::to_string_pretty(&statements)?)?;
             return Ok(());

@@ -1,7 +1,9 @@
 //! The check a command makes before it talks to a server: can a TCP connection be opened at
 //! all, within `--timeout`? librdkafka retries a refused connection until its own timeout
 //! and the ClickHouse client wraps the refusal three times; this answers a refused port at
-//! once, in one sentence, with what to do (`cmd::fail` adds the hint).
+//! once, in one sentence, with what to do (`cmd::fail` adds the hint). A ClickHouse that
+//! accepts the connection and never answers (a hung or frozen server: the kernel accepts
+//! for it) is caught by its `/ping`, which must answer within the same `--timeout`.
 
 use std::time::Duration;
 
@@ -32,7 +34,22 @@ pub async fn broker(kafka: &KafkaConfig, timeout: Duration) -> Result<(), Unreac
         .map_err(|why| Unreachable::Broker { brokers: kafka.brokers.clone(), why: with_flag(why, timeout) })
 }
 
-/// Succeeds when ClickHouse's HTTP port accepts a connection.
+/// Succeeds when the broker accepts a connection and answers for `topic`, which exists, all
+/// within `timeout` (a broker that accepts and never answers is bounded by librdkafka's
+/// metadata timeout, set to the same value). A command that writes and then publishes calls
+/// it before its first write.
+pub async fn topic(kafka: &KafkaConfig, topic: &str, timeout: Duration) -> anyhow::Result<()> {
+    use anyhow::Context;
+    broker(kafka, timeout).await?;
+    let topics = crate::bus::topics::partition_counts_within(kafka, Some(topic), timeout)
+        .await
+        .with_context(|| format!("reading topic {topic} from {}", kafka.brokers))?;
+    anyhow::ensure!(topics.contains_key(topic), "topic {topic} does not exist; create it with `tayga topics create`");
+    Ok(())
+}
+
+/// Succeeds when ClickHouse's HTTP port accepts a connection and its `/ping` answers, each
+/// within `timeout`.
 pub async fn clickhouse(config: &ClickHouseConfig, timeout: Duration) -> Result<(), Unreachable> {
     let shown = crate::config::redact::url(&config.url);
     let fail = |why: String| Unreachable::ClickHouse { url: shown.clone(), why };
@@ -42,7 +59,24 @@ pub async fn clickhouse(config: &ClickHouseConfig, timeout: Duration) -> Result<
     let host = host.trim_start_matches('[').trim_end_matches(']');
     connect(&format!("{}:{port}", if host.contains(':') { format!("[{host}]") } else { host.to_string() }), timeout)
         .await
-        .map_err(fail)
+        .map_err(fail)?;
+    ping(&url, timeout).await.map_err(fail)
+}
+
+/// `GET /ping` (no credentials needed, on 18.16 and current servers), answered within `timeout`.
+async fn ping(url: &reqwest::Url, timeout: Duration) -> Result<(), String> {
+    let mut ping = url.clone();
+    ping.set_path("/ping");
+    ping.set_query(None);
+    let _ = ping.set_username("");
+    let _ = ping.set_password(None);
+    let client = reqwest::Client::builder().timeout(timeout).build().map_err(|e| e.to_string())?;
+    match client.get(ping).send().await {
+        Ok(answer) if answer.status().is_success() => Ok(()),
+        Ok(answer) => Err(format!("/ping answered {}", answer.status())),
+        Err(e) if e.is_timeout() => Err(with_flag("no answer within".into(), timeout)),
+        Err(e) => Err(format!("/ping failed ({e})")),
+    }
 }
 
 async fn connect(addr: &str, timeout: Duration) -> Result<(), String> {
@@ -86,10 +120,12 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_listening_port_passes() {
+    async fn a_port_that_accepts_and_never_answers_fails_at_the_timeout() {
+        // Listening, never accepting: the kernel completes the handshake, nobody answers.
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
         let config = ClickHouseConfig { url, ..Default::default() };
-        clickhouse(&config, Duration::from_secs(5)).await.unwrap();
+        let err = clickhouse(&config, Duration::from_millis(300)).await.unwrap_err();
+        assert!(err.to_string().ends_with("no answer within 300ms (--timeout)"), "{err}");
     }
 }

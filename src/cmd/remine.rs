@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
-use crate::cmd::table::{thousands, Layout, Table};
+use crate::cmd::table::{count, Layout, Table};
 use anyhow::Context;
 use serde::Serialize;
 
@@ -300,11 +300,17 @@ fn write_outcome(o: &Outcome, json: bool, out: &mut dyn Write) -> anyhow::Result
     writeln!(out, "epoch start: {}", format_time(p.epoch_start_ns))?;
     if o.dry_run {
         if !p.services.is_empty() {
+            let layout = Layout::current();
             let mut table = Table::new(["service", "logs", "oldest", "newest"]).numeric(&["logs"]);
             for s in &p.services {
-                table.row([s.service.clone(), thousands(s.logs), format_time(s.oldest_ns), format_time(s.newest_ns)]);
+                table.row([
+                    s.service.clone(),
+                    count(s.logs, layout),
+                    format_time(s.oldest_ns),
+                    format_time(s.newest_ns),
+                ]);
             }
-            write!(out, "{}", table.render(Layout::current()))?;
+            write!(out, "{}", table.render(layout))?;
         }
         writeln!(
             out,

@@ -18,18 +18,31 @@ pub async fn run(loaded: Loaded, service: Service) -> anyhow::Result<()> {
     if service != Service::All && !AVAILABLE.contains(&service) {
         anyhow::bail!("`tayga serve {}` is not in this build yet", name(service));
     }
-    let problems = loaded.problems();
+    refuse_problems(&loaded)?;
     let config = loaded.config;
+    let shutdown = Shutdown::new();
+    shutdown.trigger_on_signals()?;
+    let services: Vec<Service> = if service == Service::All { AVAILABLE.to_vec() } else { vec![service] };
+    run_services(config, services, shutdown).await
+}
+
+/// Every problem of the configuration on stderr, then a refusal; a daemon never starts on
+/// a configuration with problems.
+pub fn refuse_problems(loaded: &Loaded) -> anyhow::Result<()> {
+    let problems = loaded.problems();
     if !problems.is_empty() {
         for problem in &problems {
             eprintln!("config: {problem}");
         }
         return Err(Reported(format!("the configuration has {} problem(s)", problems.len())).into());
     }
-    let shutdown = Shutdown::new();
-    shutdown.trigger_on_signals()?;
+    Ok(())
+}
+
+/// Runs `services` in this process until `shutdown` (or until one fails, which stops the
+/// others): `serve` and `up` both run their daemons through here.
+pub async fn run_services(config: Config, services: Vec<Service>, shutdown: Shutdown) -> anyhow::Result<()> {
     let repeats = tokio::spawn(daemon::repeats::report(shutdown.clone()));
-    let services: Vec<Service> = if service == Service::All { AVAILABLE.to_vec() } else { vec![service] };
     tracing::info!(services = ?services.iter().map(|s| name(*s)).collect::<Vec<_>>(), version = env!("CARGO_PKG_VERSION"), "starting");
 
     let mut tasks = JoinSet::new();

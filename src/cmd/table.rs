@@ -191,6 +191,89 @@ pub fn cut(text: &str, width: usize) -> String {
     out
 }
 
+/// A count as a table shows it: with thousands separators on a terminal, plain digits to a
+/// pipe (so `sort -n` and `awk` read it).
+pub fn count(n: impl Into<i128>, layout: Layout) -> String {
+    let n: i128 = n.into();
+    if layout.is_terminal() {
+        thousands(n)
+    } else {
+        n.to_string()
+    }
+}
+
+/// A sentence on a terminal of `width` columns: cut between words into lines that fit, the
+/// lines after the first indented by two spaces. A word wider than the line stays whole.
+pub fn wrap(line: &str, width: usize) -> String {
+    if line.width() <= width {
+        return line.to_string();
+    }
+    let mut out = String::new();
+    let mut used = 0;
+    for word in line.split(' ') {
+        let w = word.width();
+        if used > 0 && used + 1 + w > width {
+            out.push_str("\n  ");
+            used = 2;
+        } else if used > 0 {
+            out.push(' ');
+            used += 1;
+        }
+        out.push_str(word);
+        used += w;
+    }
+    out
+}
+
+/// The writer a command's prose goes through: on a terminal that cuts to fit, each line wider
+/// than the terminal is wrapped ([`wrap`]); elsewhere (a pipe, `--wide`) it passes as it is.
+/// Tables already fit, so wrapping leaves them alone.
+pub struct Wrapping<'a> {
+    inner: &'a mut dyn std::io::Write,
+    width: Option<usize>,
+    line: Vec<u8>,
+}
+
+impl<'a> Wrapping<'a> {
+    pub fn new(inner: &'a mut dyn std::io::Write, layout: Layout) -> Wrapping<'a> {
+        let width = match layout {
+            Layout::Terminal(Some(w)) => Some(w),
+            _ => None,
+        };
+        Wrapping { inner, width, line: Vec::new() }
+    }
+}
+
+impl std::io::Write for Wrapping<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let Some(width) = self.width else { return self.inner.write(buf) };
+        for &b in buf {
+            self.line.push(b);
+            if b == b'\n' {
+                let text = String::from_utf8_lossy(&self.line[..self.line.len() - 1]).into_owned();
+                self.line.clear();
+                self.inner.write_all(wrap(&text, width).as_bytes())?;
+                self.inner.write_all(b"\n")?;
+            }
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        if !self.line.is_empty() {
+            let rest = std::mem::take(&mut self.line);
+            self.inner.write_all(&rest)?;
+        }
+        self.inner.flush()
+    }
+}
+
+impl Drop for Wrapping<'_> {
+    fn drop(&mut self) {
+        let _ = std::io::Write::flush(self);
+    }
+}
+
 /// A count with thousands separators: `1234567` → `1,234,567`.
 pub fn thousands(n: impl Into<i128>) -> String {
     let n: i128 = n.into();
@@ -255,5 +338,27 @@ mod tests {
             Some("100 of 2,345 shown; --limit 0 shows all")
         );
         assert_eq!(shown_of(5, 5, "x"), None);
+        assert_eq!(count(12_345u64, Layout::Pipe), "12345");
+        assert_eq!(count(12_345u64, Layout::Terminal(Some(80))), "12,345");
+    }
+
+    #[test]
+    fn long_sentences_wrap_on_a_terminal_and_pass_whole_to_a_pipe() {
+        assert_eq!(wrap("one two three four", 9), "one two\n  three\n  four");
+        assert_eq!(wrap("short", 9), "short");
+        let mut out = Vec::new();
+        {
+            use std::io::Write;
+            let mut w = Wrapping::new(&mut out, Layout::Terminal(Some(9)));
+            write!(w, "one two three four\nok\n").unwrap();
+        }
+        assert_eq!(String::from_utf8(out).unwrap(), "one two\n  three\n  four\nok\n");
+        let mut out = Vec::new();
+        {
+            use std::io::Write;
+            let mut w = Wrapping::new(&mut out, Layout::Pipe);
+            writeln!(w, "one two three four").unwrap();
+        }
+        assert_eq!(String::from_utf8(out).unwrap(), "one two three four\n");
     }
 }

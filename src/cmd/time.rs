@@ -68,10 +68,39 @@ pub fn format_time(ns: u64) -> String {
 /// `3m 5s ago (2026-11-29T10:00:00Z)`. The age comes first so a cut column keeps it.
 pub fn format_time_ago(ns: u64, now_ns: u64) -> String {
     let time = format_time(ns - ns % 1_000_000_000).replace(".000Z", "Z");
-    if ns > now_ns {
+    // A row version stamped a moment after the clock's reading is now, not "in 0s".
+    if ns >= now_ns.saturating_add(1_000_000_000) {
         return format!("in {} ({time})", format_age(Duration::from_nanos(ns - now_ns)));
     }
-    format!("{} ago ({time})", format_age(Duration::from_nanos(now_ns - ns)))
+    format!("{} ago ({time})", format_age(Duration::from_nanos(now_ns.saturating_sub(ns))))
+}
+
+/// A time in a table: on a terminal that cuts to fit, only its age (`3m ago`), so the
+/// columns that need the room get it; with `--wide`, the age and the time; to a pipe, RFC
+/// 3339 with milliseconds.
+pub fn table_time(ns: u64, now_ns: u64, layout: super::table::Layout) -> String {
+    use super::table::Layout;
+    match layout {
+        Layout::Terminal(Some(_)) if ns >= now_ns.saturating_add(1_000_000_000) => {
+            format!("in {}", format_age_short(Duration::from_nanos(ns - now_ns)))
+        }
+        Layout::Terminal(Some(_)) => {
+            format!("{} ago", format_age_short(Duration::from_nanos(now_ns.saturating_sub(ns))))
+        }
+        Layout::Terminal(None) => format_time_ago(ns, now_ns),
+        Layout::Pipe => format_time(ns),
+    }
+}
+
+/// An age in its largest unit: `42s`, `3m`, `5h`, `2d`.
+pub fn format_age_short(age: Duration) -> String {
+    let s = age.as_secs();
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 => format!("{}m", s / 60),
+        3600..86_400 => format!("{}h", s / 3600),
+        _ => format!("{}d", s / 86_400),
+    }
 }
 
 /// Howard Hinnant's days-to-civil algorithm (proleptic Gregorian).
@@ -116,6 +145,12 @@ mod tests {
         let now = 1_445_412_480_123_456_789;
         assert_eq!(format_time_ago(now - 125_000_000_000, now), "2m 5s ago (2015-10-21T07:25:55Z)");
         assert_eq!(format_time_ago(now + 1_000_000_000, now), "in 1s (2015-10-21T07:28:01Z)");
+        assert_eq!(format_time_ago(now + 1_000, now), "0s ago (2015-10-21T07:28:00Z)");
+        use crate::cmd::table::Layout;
+        assert_eq!(table_time(now - 125_000_000_000, now, Layout::Terminal(Some(80))), "2m ago");
+        assert_eq!(table_time(now - 125_000_000_000, now, Layout::Terminal(None)), "2m 5s ago (2015-10-21T07:25:55Z)");
+        assert_eq!(table_time(now, now, Layout::Pipe), "2015-10-21T07:28:00.123Z");
+        assert_eq!(table_time(now + 7_200_000_000_000, now, Layout::Terminal(Some(80))), "in 2h");
     }
 
     #[test]

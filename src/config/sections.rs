@@ -30,6 +30,13 @@ pub struct KafkaConfig {
     pub partitions: i32,
     /// Replication factor of topics Tayga creates (1 on a single broker).
     pub replication_factor: i32,
+    /// `retention.ms` of topics Tayga creates, in hours (7 days: seed 000's signals volume
+    /// is sized for a week). Applies only at creation, like the partition counts.
+    pub retention_hours: u64,
+    /// `compression.type` of topics Tayga creates: lz4 (what Tayga's producers send, so the
+    /// broker never recompresses), `producer` (whatever a producer sent), none, gzip, snappy
+    /// or zstd.
+    pub compression: String,
     /// Every topic and consumer group name starts with this, so several installs (and the
     /// tests) can share one broker.
     pub topic_prefix: String,
@@ -41,6 +48,8 @@ impl Default for KafkaConfig {
             brokers: "127.0.0.1:9092".into(),
             partitions: 12,
             replication_factor: 1,
+            retention_hours: 168,
+            compression: "lz4".into(),
             topic_prefix: "tayga".into(),
         }
     }
@@ -57,6 +66,10 @@ pub struct ClickHouseConfig {
     /// A file holding the password (a Compose or Kubernetes secret); read at load time when
     /// `password` is empty. Its trailing newline is not part of the password.
     pub password_file: String,
+    /// A cluster of `remote_servers` to lay the tables out on: each one a Replicated…MergeTree
+    /// `<table>_local` on every server, created `ON CLUSTER`, behind a Distributed `<table>`
+    /// (docs/scaling.md). Empty: one server, plain MergeTree tables.
+    pub cluster: String,
 }
 
 impl Default for ClickHouseConfig {
@@ -67,6 +80,7 @@ impl Default for ClickHouseConfig {
             user: "default".into(),
             password: String::new(),
             password_file: String::new(),
+            cluster: String::new(),
         }
     }
 }
@@ -367,6 +381,9 @@ impl Default for ApiConfig {
     }
 }
 
+/// The `compression.type` values a Kafka topic accepts.
+pub const TOPIC_COMPRESSIONS: &[&str] = &["producer", "none", "gzip", "snappy", "lz4", "zstd"];
+
 /// Alert kinds (DESIGN.md §7); `notifier.targets[].kinds` may name only these.
 pub const ALERT_KINDS: &[&str] = &["new_template", "spike", "silence"];
 
@@ -397,6 +414,15 @@ impl Config {
         check(!self.kafka.brokers.trim().is_empty(), "kafka.brokers is empty".into());
         check(self.kafka.partitions >= 1, format!("kafka.partitions must be at least 1, is {}", self.kafka.partitions));
         check(self.kafka.replication_factor >= 1, "kafka.replication_factor must be at least 1".into());
+        check(self.kafka.retention_hours >= 1, "kafka.retention_hours must be at least 1".into());
+        check(
+            TOPIC_COMPRESSIONS.contains(&self.kafka.compression.as_str()),
+            format!(
+                "kafka.compression must be one of {}, is `{}`",
+                TOPIC_COMPRESSIONS.join(", "),
+                self.kafka.compression
+            ),
+        );
         check(
             is_identifier(&self.kafka.topic_prefix.replace(['.', '-'], "_")),
             format!(
@@ -416,6 +442,13 @@ impl Config {
             format!(
                 "clickhouse.database: `{}` must be a plain identifier (letters, digits, _)",
                 self.clickhouse.database
+            ),
+        );
+        check(
+            self.clickhouse.cluster.is_empty() || is_identifier(&self.clickhouse.cluster),
+            format!(
+                "clickhouse.cluster: `{}` must be empty (one server) or a plain identifier naming a cluster of the servers' remote_servers",
+                self.clickhouse.cluster
             ),
         );
         for (key, addr) in [

@@ -4,11 +4,13 @@
 //!
 //! `/health` is honest about the dependencies the runtime knows: while the daemon is still
 //! preparing (waiting for the broker or ClickHouse) it says `starting`, and while the broker
-//! does not accept connections it says `degraded`, each with its reason, whatever the
-//! daemon's own document says.
+//! does not accept connections (or ClickHouse does not answer) it says `degraded`, each with
+//! its reason, whatever the daemon's own document says. Ingest and the API, which do not
+//! consume, use the same pieces ([`Known`], [`honest_health`], [`probe_broker`],
+//! [`probe_clickhouse`]), so every `/health` follows one rule.
 
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -37,9 +39,22 @@ const BROKER_PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// What the runtime knows of a daemon's dependencies, for `/health`.
 #[derive(Default)]
-struct Known {
+pub struct Known {
     ready: AtomicBool,
     broker_down: AtomicBool,
+    /// What [`probe_clickhouse`] saw ([`ANSWERS`], [`SILENT`]); 0 for daemons whose own
+    /// document says.
+    clickhouse: AtomicU8,
+}
+
+const ANSWERS: u8 = 1;
+const SILENT: u8 = 2;
+
+impl Known {
+    /// The daemon finished starting: `/health` stops saying `starting`.
+    pub fn set_ready(&self) {
+        self.ready.store(true, Ordering::Relaxed);
+    }
 }
 
 /// Runs a consuming daemon until `shutdown`: serves `/health` and `/metrics`, creates the
@@ -58,7 +73,7 @@ where
     let probe = tokio::spawn(probe_broker(config.kafka.clone(), known.clone(), shutdown.clone()));
     let result = async {
         let store = prepare(config, &shutdown).await?;
-        known.ready.store(true, Ordering::Relaxed);
+        known.set_ready();
         let names = config.names();
         let group = spec.group.name(&names);
         tracing::info!(
@@ -83,13 +98,18 @@ where
 /// The daemon's `/health` document with the runtime's knowledge laid over it: `status` is
 /// `starting` before the daemon is ready and `degraded` while the broker is down (or when the
 /// daemon itself says so), and `reasons` says why.
-fn honest_health(inner: HealthFn, known: Arc<Known>, brokers: String) -> HealthFn {
+pub fn honest_health(inner: HealthFn, known: Arc<Known>, brokers: String) -> HealthFn {
     Arc::new(move || {
         let mut doc = inner();
         let broker_down = known.broker_down.load(Ordering::Relaxed);
         let ready = known.ready.load(Ordering::Relaxed);
         let Some(obj) = doc.as_object_mut() else { return doc };
         let mut reasons: Vec<Value> = Vec::new();
+        match known.clickhouse.load(Ordering::Relaxed) {
+            ANSWERS => drop(obj.insert("clickhouse".into(), json!("up"))),
+            SILENT => drop(obj.insert("clickhouse".into(), json!("down"))),
+            _ => {}
+        }
         if obj.get("clickhouse").and_then(Value::as_str) == Some("down") {
             reasons.push("ClickHouse does not answer".into());
         }
@@ -97,7 +117,7 @@ fn honest_health(inner: HealthFn, known: Arc<Known>, brokers: String) -> HealthF
             reasons.push(format!("the broker at {brokers} does not accept connections").into());
         }
         if !ready {
-            reasons.push("starting: creating topics and schema (waiting for the broker and ClickHouse)".into());
+            reasons.push("starting: waiting for the broker and ClickHouse".into());
         }
         obj.insert("broker".into(), json!(if broker_down { "down" } else { "up" }));
         let own = obj.get("status").and_then(Value::as_str).unwrap_or("ok").to_string();
@@ -116,10 +136,23 @@ fn honest_health(inner: HealthFn, known: Arc<Known>, brokers: String) -> HealthF
 
 /// Refreshes `known.broker_down` until shutdown, with a plain TCP connect: a librdkafka client
 /// per look would log its own errors every time the broker is down.
-async fn probe_broker(kafka: KafkaConfig, known: Arc<Known>, shutdown: Shutdown) {
+pub async fn probe_broker(kafka: KafkaConfig, known: Arc<Known>, shutdown: Shutdown) {
     loop {
         let down = broker_reachable(&kafka, BROKER_PROBE_TIMEOUT).await.is_err();
         known.broker_down.store(down, Ordering::Relaxed);
+        if !shutdown.sleep(BROKER_PROBE_EVERY).await {
+            return;
+        }
+    }
+}
+
+/// Refreshes `known`'s view of ClickHouse until shutdown, for a daemon whose own document
+/// does not say (the API): the server's version, asked with a bound.
+pub async fn probe_clickhouse(store: Store, known: Arc<Known>, shutdown: Shutdown) {
+    loop {
+        let answered = tokio::time::timeout(BROKER_PROBE_TIMEOUT, store.server_version()).await;
+        let state = if matches!(answered, Ok(Ok(_))) { ANSWERS } else { SILENT };
+        known.clickhouse.store(state, Ordering::Relaxed);
         if !shutdown.sleep(BROKER_PROBE_EVERY).await {
             return;
         }
@@ -167,6 +200,11 @@ mod tests {
         let doc = health();
         assert_eq!((doc["status"].clone(), doc["broker"].clone()), (json!("degraded"), json!("down")));
         assert!(doc["reasons"][0].as_str().unwrap().contains("b:9092"), "{doc}");
+        known.broker_down.store(false, Ordering::Relaxed);
+        known.clickhouse.store(SILENT, Ordering::Relaxed);
+        let doc = health();
+        assert_eq!((doc["status"].clone(), doc["clickhouse"].clone()), (json!("degraded"), json!("down")));
+        assert_eq!(doc["reasons"], json!(["ClickHouse does not answer"]), "said once");
     }
 
     #[tokio::test]

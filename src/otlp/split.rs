@@ -9,13 +9,10 @@
 
 use std::collections::HashMap;
 
-use opentelemetry_proto::tonic::common::v1::InstrumentationScope;
-use opentelemetry_proto::tonic::logs::v1::{LogRecord, ResourceLogs, ScopeLogs};
 use opentelemetry_proto::tonic::resource::v1::Resource;
-use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
-use prost::encoding::encoded_len_varint;
 use prost::Message;
 
+use super::wire::{self, field_len, Msg, Reader, WireError};
 use super::{hex_id, service_name, valid_trace_id, ExportLogsServiceRequest, ExportTraceServiceRequest};
 
 /// What a record is keyed by.
@@ -74,162 +71,224 @@ impl std::fmt::Display for Rejected {
     }
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Split<R> {
     pub records: Vec<Record<R>>,
     pub rejected: Vec<Rejected>,
 }
 
-/// A resource with its scopes, each with its items: the nesting of every OTLP request.
-pub type ResourceGroup<I> = (ResourceHead, Vec<(ScopeHead, Vec<I>)>);
-
-/// An OTLP export request: resources holding scopes holding items.
+/// An OTLP export request, as its bytes are split: the nesting (request → resources →
+/// scopes → items) is the same for traces and logs, down to the field numbers; only the
+/// item's trace id field differs.
 pub trait OtlpRequest: Message + Default + Sized {
-    type Item: Message + Clone;
-
-    /// Flattens into resources, scopes and items, each scope naming its resource and each
-    /// item its scope (by index).
-    fn decompose(self) -> Parts<Self::Item>;
-    /// Builds a request from resources that each hold scopes that each hold items.
-    fn compose(resources: Vec<ResourceGroup<Self::Item>>) -> Self;
-    fn trace_id(item: &Self::Item) -> &[u8];
-}
-
-#[derive(Debug, Clone, Default)]
-pub struct ResourceHead {
-    pub resource: Option<Resource>,
-    pub schema_url: String,
-}
-
-#[derive(Debug, Clone, Default)]
-pub struct ScopeHead {
-    pub scope: Option<InstrumentationScope>,
-    pub schema_url: String,
-}
-
-pub struct Parts<I> {
-    pub resources: Vec<ResourceHead>,
-    /// (resource index, scope)
-    pub scopes: Vec<(usize, ScopeHead)>,
-    /// (scope index, item)
-    pub items: Vec<(usize, I)>,
+    /// The request message, for the schema check.
+    const MESSAGE: Msg;
+    /// The field number of an item's `trace_id`.
+    const TRACE_ID_TAG: u32;
 }
 
 impl OtlpRequest for ExportTraceServiceRequest {
-    type Item = Span;
-
-    fn decompose(self) -> Parts<Span> {
-        let mut parts = Parts { resources: Vec::new(), scopes: Vec::new(), items: Vec::new() };
-        for rs in self.resource_spans {
-            let ri = parts.resources.len();
-            parts.resources.push(ResourceHead { resource: rs.resource, schema_url: rs.schema_url });
-            for ss in rs.scope_spans {
-                let si = parts.scopes.len();
-                parts.scopes.push((ri, ScopeHead { scope: ss.scope, schema_url: ss.schema_url }));
-                parts.items.extend(ss.spans.into_iter().map(|s| (si, s)));
-            }
-        }
-        parts
-    }
-
-    fn compose(resources: Vec<ResourceGroup<Span>>) -> Self {
-        ExportTraceServiceRequest {
-            resource_spans: resources
-                .into_iter()
-                .map(|(r, scopes)| ResourceSpans {
-                    resource: r.resource,
-                    schema_url: r.schema_url,
-                    scope_spans: scopes
-                        .into_iter()
-                        .map(|(s, spans)| ScopeSpans { scope: s.scope, schema_url: s.schema_url, spans })
-                        .collect(),
-                })
-                .collect(),
-        }
-    }
-
-    fn trace_id(item: &Span) -> &[u8] {
-        &item.trace_id
-    }
+    const MESSAGE: Msg = Msg::TraceRequest;
+    const TRACE_ID_TAG: u32 = 1;
 }
 
 impl OtlpRequest for ExportLogsServiceRequest {
-    type Item = LogRecord;
+    const MESSAGE: Msg = Msg::LogsRequest;
+    const TRACE_ID_TAG: u32 = 9;
+}
 
-    fn decompose(self) -> Parts<LogRecord> {
+/// Field numbers shared by both requests: `resource_spans`/`resource_logs` in the request,
+/// `resource` and `scope_spans`/`scope_logs` in a resource, `spans`/`log_records` in a scope.
+const RESOURCES: u32 = 1;
+const RESOURCE: u32 = 1;
+const SCOPES: u32 = 2;
+const ITEMS: u32 = 2;
+
+/// A resource of the request: every field but its scopes is copied into each record as
+/// it came (the resource, the schema url, fields this version does not know).
+struct ResourcePart<'a> {
+    head: Vec<&'a [u8]>,
+    head_len: usize,
+    /// The payloads of its `resource` fields: decoding them in sequence is the resource
+    /// (protobuf merges a repeated message field).
+    resource: Vec<&'a [u8]>,
+}
+
+struct ScopePart<'a> {
+    resource: usize,
+    head: Vec<&'a [u8]>,
+    head_len: usize,
+}
+
+struct ItemPart<'a> {
+    scope: usize,
+    payload: &'a [u8],
+}
+
+/// A checked request, as slices of its bytes.
+struct Parts<'a> {
+    resources: Vec<ResourcePart<'a>>,
+    scopes: Vec<ScopePart<'a>>,
+    items: Vec<ItemPart<'a>>,
+}
+
+impl<'a> Parts<'a> {
+    /// `bytes` must have passed [`wire::check`].
+    fn of(bytes: &'a [u8]) -> Parts<'a> {
         let mut parts = Parts { resources: Vec::new(), scopes: Vec::new(), items: Vec::new() };
-        for rl in self.resource_logs {
-            let ri = parts.resources.len();
-            parts.resources.push(ResourceHead { resource: rl.resource, schema_url: rl.schema_url });
-            for sl in rl.scope_logs {
-                let si = parts.scopes.len();
-                parts.scopes.push((ri, ScopeHead { scope: sl.scope, schema_url: sl.schema_url }));
-                parts.items.extend(sl.log_records.into_iter().map(|l| (si, l)));
+        let mut request = Reader::new(bytes);
+        while let Some(field) = request.next_field() {
+            if field.tag != RESOURCES || field.wire_type != wire::LEN {
+                continue;
             }
+            let ri = parts.resources.len();
+            let mut resource = ResourcePart { head: Vec::new(), head_len: 0, resource: Vec::new() };
+            let mut fields = Reader::new(field.payload);
+            while let Some(f) = fields.next_field() {
+                if f.tag == SCOPES && f.wire_type == wire::LEN {
+                    parts.scope(ri, f.payload);
+                    continue;
+                }
+                if f.tag == RESOURCE && f.wire_type == wire::LEN {
+                    resource.resource.push(f.payload);
+                }
+                resource.head.push(f.raw);
+                resource.head_len += f.raw.len();
+            }
+            parts.resources.push(resource);
         }
         parts
     }
 
-    fn compose(resources: Vec<ResourceGroup<LogRecord>>) -> Self {
-        ExportLogsServiceRequest {
-            resource_logs: resources
-                .into_iter()
-                .map(|(r, scopes)| ResourceLogs {
-                    resource: r.resource,
-                    schema_url: r.schema_url,
-                    scope_logs: scopes
-                        .into_iter()
-                        .map(|(s, log_records)| ScopeLogs { scope: s.scope, schema_url: s.schema_url, log_records })
-                        .collect(),
+    fn scope(&mut self, resource: usize, bytes: &'a [u8]) {
+        let si = self.scopes.len();
+        let mut scope = ScopePart { resource, head: Vec::new(), head_len: 0 };
+        let mut fields = Reader::new(bytes);
+        while let Some(f) = fields.next_field() {
+            if f.tag == ITEMS && f.wire_type == wire::LEN {
+                self.items.push(ItemPart { scope: si, payload: f.payload });
+            } else {
+                scope.head.push(f.raw);
+                scope.head_len += f.raw.len();
+            }
+        }
+        self.scopes.push(scope);
+    }
+
+    fn service(&self, ri: usize) -> String {
+        let payloads = &self.resources[ri].resource;
+        if payloads.is_empty() {
+            return service_name(None).to_string();
+        }
+        let mut resource = Resource::default();
+        for payload in payloads {
+            // Checked already: a resource that passed the schema check decodes.
+            let _ = resource.merge(*payload);
+        }
+        service_name(Some(&resource)).to_string()
+    }
+
+    /// The items of each key, keys in the order of their first appearance.
+    fn groups(&self, grouping: Grouping, trace_id_tag: u32) -> Vec<(RecordKey, Vec<usize>)> {
+        let mut groups: Vec<(RecordKey, Vec<usize>)> = Vec::new();
+        let mut by_trace: HashMap<&[u8], usize> = HashMap::new();
+        let mut by_service: HashMap<String, usize> = HashMap::new();
+        let mut resource_group: Vec<Option<usize>> = vec![None; self.resources.len()];
+        for (i, item) in self.items.iter().enumerate() {
+            let trace_id = match grouping {
+                Grouping::ByTrace => wire::last_bytes(item.payload, trace_id_tag),
+                Grouping::ByService => &[],
+            };
+            let group = if valid_trace_id(trace_id) {
+                *by_trace.entry(trace_id).or_insert_with(|| {
+                    groups.push((RecordKey::Trace(hex_id(trace_id)), Vec::new()));
+                    groups.len() - 1
                 })
-                .collect(),
+            } else {
+                let ri = self.scopes[item.scope].resource;
+                match resource_group[ri] {
+                    Some(g) => g,
+                    None => {
+                        let service = self.service(ri);
+                        let g = *by_service.entry(service.clone()).or_insert_with(|| {
+                            groups.push((RecordKey::Service(service), Vec::new()));
+                            groups.len() - 1
+                        });
+                        resource_group[ri] = Some(g);
+                        g
+                    }
+                }
+            };
+            groups[group].1.push(i);
+        }
+        groups
+    }
+
+    /// The state after appending an item of `item_len` bytes in scope `si`.
+    fn with_item(&self, state: SizeState, si: usize, item_len: usize) -> SizeState {
+        let ri = self.scopes[si].resource;
+        let item = field_len(item_len);
+        match (state.open_resource, state.open_scope) {
+            (Some((r, rlen)), Some((s, slen))) if r == ri && s == si => {
+                SizeState { open_resource: Some((r, rlen)), open_scope: Some((s, slen + item)), ..state }
+            }
+            // Same resource, new scope: the open scope closes into the resource.
+            (Some((r, rlen)), Some((_, slen))) if r == ri => SizeState {
+                open_resource: Some((r, rlen + field_len(slen))),
+                open_scope: Some((si, self.scopes[si].head_len + item)),
+                ..state
+            },
+            // New resource: the open one closes.
+            (res, scope) => SizeState {
+                closed: state.closed
+                    + res.zip(scope).map_or(0, |((_, rlen), (_, slen))| field_len(rlen + field_len(slen))),
+                open_resource: Some((ri, self.resources[ri].head_len)),
+                open_scope: Some((si, self.scopes[si].head_len + item)),
+            },
         }
     }
 
-    fn trace_id(item: &LogRecord) -> &[u8] {
-        &item.trace_id
-    }
-}
-
-/// The encoded size of a length-delimited field holding `len` bytes (field numbers < 16).
-fn field_len(len: usize) -> usize {
-    1 + encoded_len_varint(len as u64) + len
-}
-
-fn string_field_len(s: &str) -> usize {
-    if s.is_empty() {
-        0
-    } else {
-        field_len(s.len())
-    }
-}
-
-/// Exact sizes of the wrappers, so records can be packed without re-encoding.
-struct Sizes {
-    /// Per resource: its content without scopes (resource message and schema url fields).
-    resource: Vec<usize>,
-    /// Per scope: its content without items.
-    scope: Vec<usize>,
-}
-
-impl Sizes {
-    fn of<I>(parts: &Parts<I>) -> Sizes {
-        Sizes {
-            resource: parts
-                .resources
-                .iter()
-                .map(|r| {
-                    r.resource.as_ref().map_or(0, |r| field_len(r.encoded_len())) + string_field_len(&r.schema_url)
-                })
-                .collect(),
-            scope: parts
-                .scopes
-                .iter()
-                .map(|(_, s)| {
-                    s.scope.as_ref().map_or(0, |s| field_len(s.encoded_len())) + string_field_len(&s.schema_url)
-                })
-                .collect(),
+    /// The encoding of a record holding `items` (indices, in request order), `total` bytes.
+    fn build(&self, items: &[usize], total: usize) -> Vec<u8> {
+        let mut out = Vec::with_capacity(total);
+        let scope_of = |i: usize| self.items[i].scope;
+        let resource_of = |i: usize| self.scopes[self.items[i].scope].resource;
+        let mut at = 0;
+        while at < items.len() {
+            let ri = resource_of(items[at]);
+            let end = at + items[at..].iter().take_while(|i| resource_of(**i) == ri).count();
+            let run = &items[at..end];
+            // Each scope run's content length, then the resource's.
+            let mut scope_runs: Vec<(usize, usize, usize)> = Vec::new(); // (scope, items, bytes)
+            for &i in run {
+                let item = field_len(self.items[i].payload.len());
+                match scope_runs.last_mut() {
+                    Some((s, n, len)) if *s == scope_of(i) => {
+                        *n += 1;
+                        *len += item;
+                    }
+                    _ => scope_runs.push((scope_of(i), 1, self.scopes[scope_of(i)].head_len + item)),
+                }
+            }
+            let resource_len =
+                self.resources[ri].head_len + scope_runs.iter().map(|(_, _, len)| field_len(*len)).sum::<usize>();
+            wire::put_len_field(&mut out, RESOURCES, resource_len);
+            self.resources[ri].head.iter().for_each(|f| out.extend_from_slice(f));
+            let mut next = run.iter();
+            for (si, n, len) in scope_runs {
+                wire::put_len_field(&mut out, SCOPES, len);
+                self.scopes[si].head.iter().for_each(|f| out.extend_from_slice(f));
+                for &i in next.by_ref().take(n) {
+                    let payload = self.items[i].payload;
+                    wire::put_len_field(&mut out, ITEMS, payload.len());
+                    out.extend_from_slice(payload);
+                }
+            }
+            at = end;
         }
+        // The tracked size is exact: packing depends on it, so every test build checks it.
+        debug_assert_eq!(out.len(), total);
+        out
     }
 }
 
@@ -243,30 +302,6 @@ struct SizeState {
 }
 
 impl SizeState {
-    /// The state after appending an item of `item_len` encoded bytes in scope `si`.
-    fn with_item(self, sizes: &Sizes, scopes: &[(usize, ScopeHead)], si: usize, item_len: usize) -> SizeState {
-        let ri = scopes[si].0;
-        let item = field_len(item_len);
-        match (self.open_resource, self.open_scope) {
-            (Some((r, rlen)), Some((s, slen))) if r == ri && s == si => {
-                SizeState { open_resource: Some((r, rlen)), open_scope: Some((s, slen + item)), ..self }
-            }
-            // Same resource, new scope: the open scope closes into the resource.
-            (Some((r, rlen)), Some((_, slen))) if r == ri => SizeState {
-                open_resource: Some((r, rlen + field_len(slen))),
-                open_scope: Some((si, sizes.scope[si] + item)),
-                ..self
-            },
-            // New resource: the open one closes.
-            (res, scope) => SizeState {
-                closed: self.closed
-                    + res.zip(scope).map_or(0, |((_, rlen), (_, slen))| field_len(rlen + field_len(slen))),
-                open_resource: Some((ri, sizes.resource[ri])),
-                open_scope: Some((si, sizes.scope[si] + item)),
-            },
-        }
-    }
-
     fn total(&self) -> usize {
         self.closed
             + self
@@ -276,99 +311,91 @@ impl SizeState {
     }
 }
 
-/// A record being filled.
-struct Builder<I> {
-    /// (scope index, item) in order.
-    items: Vec<(usize, I)>,
-    size: SizeState,
+/// Splits the protobuf encoding of an `R` into records of at most `max_bytes` bytes each,
+/// grouped as asked, without decoding it: resource and scope fields are copied as they
+/// came, items are grouped by their trace id (or service). Records come in the order of
+/// their keys' first appearance, items in request order. Bytes prost would refuse are
+/// refused here too.
+pub fn split_encoded<R: OtlpRequest>(
+    bytes: &[u8],
+    grouping: Grouping,
+    max_bytes: usize,
+) -> Result<Split<Vec<u8>>, WireError> {
+    let mut splits = split_encoded_by::<R>(bytes, &[grouping], max_bytes)?;
+    Ok(splits.pop().unwrap_or_default())
 }
 
-impl<I: Message> Builder<I> {
-    fn new() -> Self {
-        Builder { items: Vec::new(), size: SizeState::default() }
-    }
+/// [`split_encoded`] once per grouping, checking the bytes once.
+pub fn split_encoded_by<R: OtlpRequest>(
+    bytes: &[u8],
+    groupings: &[Grouping],
+    max_bytes: usize,
+) -> Result<Vec<Split<Vec<u8>>>, WireError> {
+    wire::check(bytes, R::MESSAGE)?;
+    let parts = Parts::of(bytes);
+    Ok(groupings.iter().map(|g| parts.split(*g, R::TRACE_ID_TAG, max_bytes)).collect())
+}
 
-    fn push(&mut self, size: SizeState, si: usize, item: I) {
-        self.size = size;
-        self.items.push((si, item));
-    }
-
-    fn build<R: OtlpRequest<Item = I>>(self, parts: &Parts<I>) -> R {
-        let size = self.size;
-        let mut resources: Vec<ResourceGroup<I>> = Vec::new();
-        let mut last: Option<(usize, usize)> = None; // (resource index, scope index)
-        for (si, item) in self.items {
-            let ri = parts.scopes[si].0;
-            match last {
-                Some((r, s)) if r == ri && s == si => {}
-                Some((r, _)) if r == ri => {
-                    resources.last_mut().unwrap().1.push((parts.scopes[si].1.clone(), Vec::new()))
+impl Parts<'_> {
+    fn split(&self, grouping: Grouping, trace_id_tag: u32, max_bytes: usize) -> Split<Vec<u8>> {
+        let parts = self;
+        let mut out = Split { records: Vec::new(), rejected: Vec::new() };
+        for (key, items) in parts.groups(grouping, trace_id_tag) {
+            let mut record: Vec<usize> = Vec::new();
+            let mut size = SizeState::default();
+            for i in items {
+                let si = parts.items[i].scope;
+                let item_len = parts.items[i].payload.len();
+                let alone = parts.with_item(SizeState::default(), si, item_len);
+                if alone.total() > max_bytes {
+                    out.rejected.push(Rejected { key: key.clone(), encoded_bytes: alone.total(), limit: max_bytes });
+                    continue;
                 }
-                _ => resources.push((parts.resources[ri].clone(), vec![(parts.scopes[si].1.clone(), Vec::new())])),
+                let mut grown = parts.with_item(size, si, item_len);
+                if grown.total() > max_bytes {
+                    let full = std::mem::take(&mut record);
+                    out.records.push(Record {
+                        key: key.clone(),
+                        items: full.len(),
+                        request: parts.build(&full, size.total()),
+                    });
+                    grown = alone;
+                }
+                size = grown;
+                record.push(i);
             }
-            last = Some((ri, si));
-            resources.last_mut().unwrap().1.last_mut().unwrap().1.push(item);
+            if !record.is_empty() {
+                out.records.push(Record { key, items: record.len(), request: parts.build(&record, size.total()) });
+            }
         }
-        let request = R::compose(resources);
-        // The tracked size is exact: packing depends on it, so every test build checks it.
-        debug_assert_eq!(request.encoded_len(), size.total());
-        request
+        out
     }
 }
 
-/// Splits `request` into records of at most `max_bytes` encoded bytes each, grouped as asked.
-/// Records come in the order of their keys' first appearance.
+/// [`split_encoded`] for a decoded request: the records decoded again.
 pub fn split<R: OtlpRequest>(request: R, grouping: Grouping, max_bytes: usize) -> Split<R> {
-    let mut parts = request.decompose();
-    let sizes = Sizes::of(&parts);
-    let items = std::mem::take(&mut parts.items);
-
-    let mut order: Vec<RecordKey> = Vec::new();
-    let mut groups: HashMap<RecordKey, Vec<(usize, R::Item)>> = HashMap::new();
-    for (si, item) in items {
-        let trace_id = R::trace_id(&item);
-        let key = match grouping {
-            Grouping::ByTrace if valid_trace_id(trace_id) => RecordKey::Trace(hex_id(trace_id)),
-            _ => RecordKey::Service(service_name(parts.resources[parts.scopes[si].0].resource.as_ref()).to_string()),
-        };
-        groups
-            .entry(key.clone())
-            .or_insert_with(|| {
-                order.push(key);
-                Vec::new()
+    let bytes = request.encode_to_vec();
+    let encoded = split_encoded::<R>(&bytes, grouping, max_bytes).expect("prost's own encoding passes the check");
+    Split {
+        records: encoded
+            .records
+            .into_iter()
+            .map(|r| Record {
+                key: r.key,
+                items: r.items,
+                request: R::decode(r.request.as_slice()).expect("a record is made of checked fields"),
             })
-            .push((si, item));
+            .collect(),
+        rejected: encoded.rejected,
     }
-
-    let mut out = Split { records: Vec::new(), rejected: Vec::new() };
-    for key in order {
-        let mut builder = Builder::new();
-        for (si, item) in groups.remove(&key).unwrap_or_default() {
-            let item_len = item.encoded_len();
-            let alone = SizeState::default().with_item(&sizes, &parts.scopes, si, item_len);
-            if alone.total() > max_bytes {
-                out.rejected.push(Rejected { key: key.clone(), encoded_bytes: alone.total(), limit: max_bytes });
-                continue;
-            }
-            let mut grown = builder.size.with_item(&sizes, &parts.scopes, si, item_len);
-            if grown.total() > max_bytes {
-                let full = std::mem::replace(&mut builder, Builder::new());
-                out.records.push(Record { key: key.clone(), items: full.items.len(), request: full.build(&parts) });
-                grown = alone;
-            }
-            builder.push(grown, si, item);
-        }
-        if !builder.items.is_empty() {
-            out.records.push(Record { key, items: builder.items.len(), request: builder.build(&parts) });
-        }
-    }
-    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue};
+    use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, InstrumentationScope};
+    use opentelemetry_proto::tonic::logs::v1::{LogRecord, ResourceLogs, ScopeLogs};
+    use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
     use proptest::prelude::*;
 
     fn resource(service: &str) -> Option<Resource> {
@@ -526,6 +553,139 @@ mod tests {
                 prop_assert!(got.contains(item));
             }
         }
+    }
+
+    /// Arbitrary trace requests with resources that carry more than the service name, scopes
+    /// with schema urls, spans with and without valid trace ids, over 1..4 services.
+    fn arb_rich_request() -> impl Strategy<Value = ExportTraceServiceRequest> {
+        let span = (0u8..5, any::<u8>(), 0usize..2000, any::<u64>()).prop_map(|(t, id, len, start)| Span {
+            trace_id: match t {
+                0 => Vec::new(),
+                4 => vec![0; 16],
+                t => vec![t; 16],
+            },
+            span_id: vec![id; 8],
+            name: "s".repeat(len),
+            start_time_unix_nano: start,
+            attributes: vec![crate::otlp::string_attr("k", &id.to_string())],
+            ..Default::default()
+        });
+        let scope = (prop::collection::vec(span, 0..10), "[a-z]{0,3}").prop_map(|(spans, url)| ScopeSpans {
+            scope: Some(InstrumentationScope { name: format!("lib{url}"), ..Default::default() }),
+            spans,
+            schema_url: url,
+        });
+        let resource =
+            (prop::sample::select(vec!["a", "b", "", "d"]), prop::collection::vec(scope, 0..3), any::<bool>())
+                .prop_map(|(svc, scope_spans, extra)| {
+                    let mut resource = crate::otlp::service_resource(svc);
+                    if extra {
+                        resource.attributes.push(crate::otlp::string_attr("host.name", "h1"));
+                    }
+                    ResourceSpans { resource: Some(resource), scope_spans, schema_url: "r".into() }
+                });
+        prop::collection::vec(resource, 0..4).prop_map(|resource_spans| ExportTraceServiceRequest { resource_spans })
+    }
+
+    proptest! {
+        /// The wire-level split on its own: every record decodes, fits, holds only its key's
+        /// spans with their own resource and scope, and the records hold exactly the input.
+        #[test]
+        fn encoded_records_decode_to_exactly_the_input_spans_by_trace(
+            req in arb_rich_request(), limit in 600usize..30_000
+        ) {
+            let bytes = req.encode_to_vec();
+            let want = flat(&req);
+            let split = split_encoded::<ExportTraceServiceRequest>(&bytes, Grouping::ByTrace, limit).unwrap();
+            let mut got = Vec::new();
+            for record in &split.records {
+                prop_assert!(record.request.len() <= limit, "record of {} bytes over {}", record.request.len(), limit);
+                let decoded = ExportTraceServiceRequest::decode(record.request.as_slice()).unwrap();
+                // The exact size: prost encodes the decoded record to as many bytes.
+                prop_assert_eq!(decoded.encoded_len(), record.request.len());
+                let spans = flat(&decoded);
+                prop_assert_eq!(spans.len(), record.items);
+                for rs in &decoded.resource_spans {
+                    let original = req.resource_spans.iter().find(|o| o.resource == rs.resource).unwrap();
+                    prop_assert_eq!(&rs.schema_url, &original.schema_url);
+                }
+                for (svc, _, s) in &spans {
+                    let key = if valid_trace_id(&s.trace_id) { RecordKey::Trace(hex_id(&s.trace_id)) } else { RecordKey::Service(svc.clone()) };
+                    prop_assert_eq!(&record.key, &key);
+                }
+                got.extend(spans);
+            }
+            for r in &split.rejected {
+                prop_assert!(r.encoded_bytes > limit);
+            }
+            prop_assert_eq!(got.len() + split.rejected.len(), want.len());
+            if split.rejected.is_empty() {
+                // Grouped by key in order of first appearance, each key's spans in request order.
+                let mut keyed: Vec<(RecordKey, (String, String, Span))> = want.iter().cloned().map(|item| {
+                    let key = if valid_trace_id(&item.2.trace_id) { RecordKey::Trace(hex_id(&item.2.trace_id)) } else { RecordKey::Service(item.0.clone()) };
+                    (key, item)
+                }).collect();
+                let order: Vec<RecordKey> = keyed.iter().map(|(k, _)| k.clone()).fold(Vec::new(), |mut o, k| { if !o.contains(&k) { o.push(k) } o });
+                keyed.sort_by_key(|(k, _)| order.iter().position(|o| o == k).unwrap());
+                let expected: Vec<(String, String, Span)> = keyed.into_iter().map(|(_, item)| item).collect();
+                prop_assert_eq!(got, expected);
+            }
+        }
+
+        #[test]
+        fn without_a_limit_one_encoded_record_per_key(req in arb_rich_request()) {
+            let bytes = req.encode_to_vec();
+            let split = split_encoded::<ExportTraceServiceRequest>(&bytes, Grouping::ByTrace, usize::MAX).unwrap();
+            let mut keys: Vec<&RecordKey> = split.records.iter().map(|r| &r.key).collect();
+            let n = keys.len();
+            keys.sort();
+            keys.dedup();
+            prop_assert_eq!(keys.len(), n);
+            prop_assert!(split.rejected.is_empty());
+        }
+    }
+
+    #[test]
+    fn bytes_prost_refuses_are_refused() {
+        let bytes = traces(vec![("a", vec![vec![span(1, 1, 10)]])]).encode_to_vec();
+        assert!(
+            split_encoded::<ExportTraceServiceRequest>(&bytes[..bytes.len() - 1], Grouping::ByTrace, 900_000).is_err()
+        );
+        assert!(split_encoded::<ExportTraceServiceRequest>(b"\x0a\x02\xff\xff", Grouping::ByTrace, 900_000).is_err());
+    }
+
+    #[test]
+    fn unknown_fields_and_repeated_resources_travel_with_their_records() {
+        // A resource sent in two pieces (protobuf merges them) and an unknown field 9 in the
+        // resource spans: each record keeps both, so it decodes to the same resource.
+        let mut resource_spans = Vec::new();
+        let first = crate::otlp::service_resource("svc").encode_to_vec();
+        let second = Resource { attributes: vec![crate::otlp::string_attr("host.name", "h")], ..Default::default() }
+            .encode_to_vec();
+        for part in [&first, &second] {
+            wire::put_len_field(&mut resource_spans, 1, part.len());
+            resource_spans.extend_from_slice(part);
+        }
+        resource_spans.extend_from_slice(&[0x48, 0x07]); // field 9, varint 7
+        for trace in [1u8, 2] {
+            let scope = ScopeSpans { spans: vec![span(trace, trace, 3)], ..Default::default() }.encode_to_vec();
+            wire::put_len_field(&mut resource_spans, 2, scope.len());
+            resource_spans.extend_from_slice(&scope);
+        }
+        let mut request = Vec::new();
+        wire::put_len_field(&mut request, 1, resource_spans.len());
+        request.extend_from_slice(&resource_spans);
+        let whole = ExportTraceServiceRequest::decode(request.as_slice()).unwrap();
+        let split = split_encoded::<ExportTraceServiceRequest>(&request, Grouping::ByTrace, 900_000).unwrap();
+        assert_eq!(split.records.len(), 2);
+        for record in &split.records {
+            let decoded = ExportTraceServiceRequest::decode(record.request.as_slice()).unwrap();
+            assert_eq!(decoded.resource_spans[0].resource, whole.resource_spans[0].resource);
+            assert!(record.request.windows(2).any(|w| w == [0x48, 0x07]), "the unknown field is kept");
+        }
+        let by_service = split_encoded::<ExportTraceServiceRequest>(&request, Grouping::ByService, 900_000).unwrap();
+        assert_eq!(by_service.records.len(), 1);
+        assert_eq!(by_service.records[0].key, RecordKey::Service("svc".into()));
     }
 
     #[test]

@@ -140,7 +140,7 @@ pub async fn drop_drained_days(store: &Store) -> Result<Vec<u32>, StoreError> {
         .map_err(|e| store.query_error("listing the ingest backlog's drained days", e))?;
     for day in &days {
         let what = format!("dropping the drained day {day} of {TABLE}");
-        store.execute(&what, &drop_partition_sql(TABLE, &day.to_string())).await?;
+        store.execute(&what, &drop_partition_sql(TABLE, &day.to_string(), store.cluster())).await?;
     }
     Ok(days)
 }
@@ -153,7 +153,7 @@ pub fn statements() -> Vec<Statement> {
         Statement::select::<BacklogRow>("backlog.records", RECORDS_REST).binds(["0", "1764460800000000000"]),
         Statement::new("backlog.stats", STATS_SQL),
         Statement::new("backlog.drained_days", DRAINED_DAYS_SQL),
-        Statement::new("backlog.drop_day", drop_partition_sql(TABLE, "19700101")),
+        Statement::new("backlog.drop_day", drop_partition_sql(TABLE, "19700101", None)),
     ]
 }
 

@@ -185,7 +185,7 @@ pub async fn write_state(store: &Store, entries: &[(String, String)], now_ns: u6
 pub async fn delete_heartbeats_before(store: &Store, cutoff_ns: u64) -> Result<(), StoreError> {
     store
         .client()
-        .query(DELETE_HEARTBEATS_SQL)
+        .query(&super::schema::mutation_sql(DELETE_HEARTBEATS_SQL, store.cluster()))
         .bind(cutoff_ns)
         .execute()
         .await

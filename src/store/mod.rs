@@ -55,6 +55,7 @@ pub struct Store {
     client: Client,
     url: String,
     database: String,
+    cluster: Option<schema::Cluster>,
 }
 
 impl Store {
@@ -65,11 +66,29 @@ impl Store {
             .with_password(&config.password)
             // 18.16 has no RowBinaryWithNamesAndTypes; rows are checked by our own tests.
             .with_validation(false);
+        let cluster = schema::Cluster::from_config(config);
+        // On a cluster an INSERT is acknowledged only once every shard stored its rows (not
+        // once queued on the receiving server), so offsets are committed after real storage.
+        // A subquery over a Distributed table inside a query over another (`IN (SELECT …)`)
+        // runs once, on the receiving server, and its result goes to every shard (`GLOBAL IN`):
+        // right whatever the two tables' sharding keys.
+        let client = match cluster {
+            Some(_) => {
+                client.with_setting("insert_distributed_sync", "1").with_setting("distributed_product_mode", "global")
+            }
+            None => client,
+        };
         Store {
             client: client.with_database(&config.database),
             url: config.url.clone(),
             database: config.database.clone(),
+            cluster,
         }
+    }
+
+    /// The cluster the tables are laid out on (`[clickhouse] cluster`), if any.
+    pub fn cluster(&self) -> Option<&schema::Cluster> {
+        self.cluster.as_ref()
     }
 
     /// The same store with a ClickHouse setting sent on every query (the API bounds each
@@ -143,7 +162,7 @@ impl Store {
 
     /// Drops this store's database and everything in it. Tests use it to clean up.
     pub async fn drop_database(&self) -> Result<(), StoreError> {
-        let sql = schema::drop_database_sql(&self.database);
+        let sql = schema::drop_database_sql(&self.database, self.cluster());
         self.server_client()
             .query(&sql)
             .execute()

@@ -37,6 +37,10 @@ pub const DELETE_MERGES_SQL: &str = "ALTER TABLE log_template_merges DELETE WHER
 /// Binds: database.
 pub const PENDING_TEMPLATE_MUTATIONS_SQL: &str = "SELECT count() FROM system.mutations WHERE database = ? \
 AND table IN ('log_templates', 'log_template_merges') AND is_done = 0";
+/// The same on a cluster: the local tables' mutations on every server. Binds: cluster,
+/// database.
+pub const PENDING_TEMPLATE_MUTATIONS_CLUSTER_SQL: &str = "SELECT count() FROM cluster(?, system.mutations) \
+WHERE database = ? AND table IN ('log_templates_local', 'log_template_merges_local') AND is_done = 0";
 
 /// This module's statements with sample binds, for the registry (and, in this order, for
 /// `tests/it/logminer_commands.rs`). Pages are shown with a limit of 1000.
@@ -51,6 +55,9 @@ pub fn statements() -> Vec<Statement> {
         Statement::new("remine.delete_merges", DELETE_MERGES_SQL).binds(["'v1'"]),
         Statement::new("remine.pending_template_mutations", PENDING_TEMPLATE_MUTATIONS_SQL)
             .binds(["currentDatabase()"]),
+        Statement::new("remine.pending_template_mutations_cluster", PENDING_TEMPLATE_MUTATIONS_CLUSTER_SQL)
+            .binds(["'tayga'", "currentDatabase()"])
+            .cluster_only(),
     ]
 }
 
@@ -162,13 +169,16 @@ pub async fn delete_templates(
     deadline: Duration,
 ) -> Result<(), DeleteTemplatesError> {
     for (sql, what) in [(DELETE_TEMPLATES_SQL, "deleting templates"), (DELETE_MERGES_SQL, "deleting template merges")] {
-        store.client().query(sql).bind(masking_version).execute().await.map_err(|e| store.query_error(what, e))?;
+        let sql = super::schema::mutation_sql(sql, store.cluster());
+        store.client().query(&sql).bind(masking_version).execute().await.map_err(|e| store.query_error(what, e))?;
     }
     let started = tokio::time::Instant::now();
     loop {
-        let pending: u64 = store
-            .client()
-            .query(PENDING_TEMPLATE_MUTATIONS_SQL)
+        let pending = match store.cluster() {
+            None => store.client().query(PENDING_TEMPLATE_MUTATIONS_SQL),
+            Some(c) => store.client().query(PENDING_TEMPLATE_MUTATIONS_CLUSTER_SQL).bind(&c.name),
+        };
+        let pending: u64 = pending
             .bind(store.database())
             .fetch_one()
             .await

@@ -5,7 +5,7 @@
 use clickhouse::Row;
 use serde::Deserialize;
 
-use super::schema::{drop_partition_sql, DayPartitioned, DAY_PARTITIONED};
+use super::schema::{drop_partition_sql, local_table, DayPartitioned, DAY_PARTITIONED};
 use super::statements::Statement;
 use super::{Store, StoreError};
 use crate::config::RetentionConfig;
@@ -29,6 +29,13 @@ WHERE database = ? AND table = ? AND active
 GROUP BY partition
 HAVING toUInt32(partition) < toYYYYMMDD(toDate(toDateTime(?)) - ?)
 ORDER BY partition";
+/// The same on a cluster: the local table's partitions on every server. Binds: cluster,
+/// database, local table, now (seconds), retention (days).
+pub const EXPIRED_PARTITIONS_CLUSTER_SQL: &str = "SELECT partition FROM cluster(?, system.parts)
+WHERE database = ? AND table = ? AND active
+GROUP BY partition
+HAVING toUInt32(partition) < toYYYYMMDD(toDate(toDateTime(?)) - ?)
+ORDER BY partition";
 
 /// Drops every day partition older than its table's retention, judged at `now_secs`.
 /// Returns what was dropped.
@@ -43,11 +50,16 @@ pub async fn drop_expired(
         if days == 0 {
             continue;
         }
-        let expired = store
-            .client()
-            .query(EXPIRED_PARTITIONS_SQL)
-            .bind(store.database())
-            .bind(*table)
+        let query = match store.cluster() {
+            None => store.client().query(EXPIRED_PARTITIONS_SQL).bind(store.database()).bind(*table),
+            Some(c) => store
+                .client()
+                .query(EXPIRED_PARTITIONS_CLUSTER_SQL)
+                .bind(&c.name)
+                .bind(store.database())
+                .bind(local_table(table)),
+        };
+        let expired = query
             .bind(now_secs)
             .bind(days)
             .fetch_all::<PartitionId>()
@@ -57,7 +69,10 @@ pub async fn drop_expired(
             // Partition ids are YYYYMMDD digits read back from system.parts, never user input.
             debug_assert!(partition.bytes().all(|b| b.is_ascii_digit()));
             store
-                .execute(&format!("dropping partition {partition} of {table}"), &drop_partition_sql(table, &partition))
+                .execute(
+                    &format!("dropping partition {partition} of {table}"),
+                    &drop_partition_sql(table, &partition, store.cluster()),
+                )
                 .await?;
             dropped.push(DroppedPartition { table: table.to_string(), partition });
         }
@@ -74,6 +89,15 @@ pub fn statements(database: &str) -> Vec<Statement> {
             "1764460800".into(),
             "7".into(),
         ]),
-        Statement::new("retention.drop_partition", drop_partition_sql("spans", "19700101")),
+        Statement::new("retention.expired_partitions_cluster", EXPIRED_PARTITIONS_CLUSTER_SQL)
+            .binds([
+                "'tayga'".to_string(),
+                format!("'{database}'"),
+                "'spans_local'".into(),
+                "1764460800".into(),
+                "7".into(),
+            ])
+            .cluster_only(),
+        Statement::new("retention.drop_partition", drop_partition_sql("spans", "19700101", None)),
     ]
 }

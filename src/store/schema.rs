@@ -310,20 +310,177 @@ Migration {
     ],
 }];
 
-/// Creates our database (a plain identifier, checked by `Config::validate`).
-pub fn create_database_sql(database: &str) -> String {
-    format!("CREATE DATABASE IF NOT EXISTS {database}")
+/// Creates our database (a plain identifier, checked by `Config::validate`), on every server
+/// of the cluster if there is one.
+pub fn create_database_sql(database: &str, cluster: Option<&Cluster>) -> String {
+    format!("CREATE DATABASE IF NOT EXISTS {database}{}", on_cluster(cluster))
 }
 
 /// Drops our database and everything in it (tests clean up with it).
-pub fn drop_database_sql(database: &str) -> String {
-    format!("DROP DATABASE IF EXISTS {database}")
+pub fn drop_database_sql(database: &str, cluster: Option<&Cluster>) -> String {
+    format!("DROP DATABASE IF EXISTS {database}{}", on_cluster(cluster))
 }
 
 /// Drops one day partition (`YYYYMMDD`, read back from `system.parts`) of a table: how
-/// retention expires rows on every version (`store::retention`).
-pub fn drop_partition_sql(table: &str, partition: &str) -> String {
-    format!("ALTER TABLE {table} DROP PARTITION {partition}")
+/// retention expires rows on every version (`store::retention`). On a cluster, the local
+/// table's partition on every shard.
+pub fn drop_partition_sql(table: &str, partition: &str, cluster: Option<&Cluster>) -> String {
+    mutation_sql(&format!("ALTER TABLE {table} DROP PARTITION {partition}"), cluster).into_owned()
+}
+
+/// The cluster layout (`[clickhouse] cluster`, docs/scaling.md). Every table of the
+/// single-server schema becomes two, generated from the same statement (no second copy of
+/// any table is written by hand):
+///
+/// - `<table>_local`, created `ON CLUSTER` on every server, with the `Replicated` variant of
+///   its engine (ZooKeeper path `/clickhouse/tables/{shard}/<database>/<table>`, replica
+///   `{replica}`, both macros of each server's configuration), the same columns, partitions
+///   and order;
+/// - `<table>`, a `Distributed` table in front of it, sharded by the table's
+///   [`SHARDING_KEYS`] entry, so every version of a row lands on one shard and `FINAL` and
+///   `argMax` stay right per shard. Every insert and read goes through it, unchanged.
+///
+/// Statements that change a table in place (`ALTER`: mutations, partition drops) go to the
+/// local tables `ON CLUSTER` ([`mutation_sql`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cluster {
+    /// The cluster's name in the servers' `remote_servers`.
+    pub name: String,
+    /// Our database, which names the ZooKeeper paths (18.16 has no `{database}` macro).
+    pub database: String,
+}
+
+impl Cluster {
+    /// The layout a configuration asks for: `None` for one server.
+    pub fn from_config(config: &crate::config::ClickHouseConfig) -> Option<Cluster> {
+        (!config.cluster.is_empty())
+            .then(|| Cluster { name: config.cluster.clone(), database: config.database.clone() })
+    }
+}
+
+/// How a table's rows are spread over the shards: an integer expression of the row's
+/// identity (or of a prefix of it), so all versions of a row share a shard. Trace id for
+/// spans, stories and a trace's logs; service for logs, templates, merges, hits and metrics;
+/// alert id for alerts, publications and deliveries.
+pub const SHARDING_KEYS: &[(&str, &str)] = &[
+    ("schema_migrations", "version"),
+    ("spans", "cityHash64(trace_id)"),
+    ("logs", "cityHash64(service)"),
+    ("log_templates", "cityHash64(service)"),
+    ("log_hits", "cityHash64(service)"),
+    ("stories", "cityHash64(trace_id)"),
+    ("log_alerts", "alert_id"),
+    ("log_alert_publications", "alert_id"),
+    ("logminer_state", "cityHash64(key)"),
+    ("notifier_deliveries", "alert_id"),
+    ("pipeline_metrics", "cityHash64(service)"),
+    ("trace_logs", "cityHash64(trace_id)"),
+    ("ingest_backlog", "cityHash64(created_ns, nonce)"),
+    ("log_template_merges", "cityHash64(service)"),
+];
+
+/// Tables whose replicated copy remembers [`DEDUP_WINDOW`] blocks instead of 18.16's 100:
+/// the writer's, filled one insert per record, and the copy its view fills (docs/scaling.md).
+const WIDE_DEDUP_WINDOW: &[&str] = &["spans", "logs", "trace_logs"];
+
+/// The local table behind a Distributed one.
+pub fn local_table(table: &str) -> String {
+    format!("{table}_local")
+}
+
+fn on_cluster(cluster: Option<&Cluster>) -> String {
+    cluster.map(|c| format!(" ON CLUSTER {}", c.name)).unwrap_or_default()
+}
+
+/// A statement that changes a table in place (`ALTER TABLE <table> …`: a mutation or a
+/// partition drop), as it must run: unchanged on one server; on a cluster, on the local
+/// table of every server (a Distributed table has neither parts nor mutations).
+pub fn mutation_sql<'a>(sql: &'a str, cluster: Option<&Cluster>) -> std::borrow::Cow<'a, str> {
+    let Some(c) = cluster else { return sql.into() };
+    let Some(rest) = sql.strip_prefix("ALTER TABLE ") else { return sql.into() };
+    let (table, tail) = rest.split_at(rest.find(char::is_whitespace).unwrap_or(rest.len()));
+    format!("ALTER TABLE {}.{}{}{tail}", c.database, local_table(table), on_cluster(cluster)).into()
+}
+
+/// One schema statement (a migration's, or [`MIGRATIONS_TABLE_DDL`]) as it runs: itself on
+/// one server; on a cluster, what [`Cluster`] describes, generated from it.
+///
+/// # Panics
+/// On a statement of a shape this does not know (a new kind of DDL needs a rule here; the
+/// unit tests translate every migration).
+pub fn ddl_statements(sql: &str, cluster: Option<&Cluster>) -> Vec<String> {
+    let Some(c) = cluster else { return vec![sql.to_string()] };
+    if let Some(rest) = sql.strip_prefix("CREATE TABLE IF NOT EXISTS ") {
+        let (table, body) = rest.split_once(' ').expect("CREATE TABLE <name> (…)");
+        let (columns, engine) = body.split_once(") ENGINE = ").expect("CREATE TABLE … ENGINE = …");
+        let (engine, args_rest) = engine.split_once('(').expect("an engine with arguments");
+        let (args, rest) = args_rest.split_once(')').expect("the engine's arguments end");
+        let path = format!("'/clickhouse/tables/{{shard}}/{}/{table}', '{{replica}}'", c.database);
+        let args = if args.is_empty() { path } else { format!("{path}, {args}") };
+        let settings = if WIDE_DEDUP_WINDOW.contains(&table) {
+            format!("\nSETTINGS replicated_deduplication_window = {DEDUP_WINDOW}")
+        } else {
+            String::new()
+        };
+        let (db, on, local) = (&c.database, on_cluster(cluster), local_table(table));
+        return vec![
+            format!("CREATE TABLE IF NOT EXISTS {db}.{local}{on} {columns}) ENGINE = Replicated{engine}({args}){rest}{settings}"),
+            distributed_ddl(table, c),
+        ];
+    }
+    if let Some(rest) = sql.strip_prefix("CREATE MATERIALIZED VIEW IF NOT EXISTS ") {
+        // On every server, over the Distributed tables: the view fires where the INSERT into
+        // the Distributed source arrives (once per insert), and its Distributed target shards
+        // the copy by its own key.
+        let (view, body) = rest.split_once(' ').expect("CREATE MATERIALIZED VIEW <name> …");
+        let mut words: Vec<String> = body.split(' ').map(String::from).collect();
+        for i in 1..words.len() {
+            if matches!(words[i - 1].trim(), "TO" | "FROM") {
+                words[i] = format!("{}.{}", c.database, words[i]);
+            }
+        }
+        return vec![format!(
+            "CREATE MATERIALIZED VIEW IF NOT EXISTS {}.{view}{} {}",
+            c.database,
+            on_cluster(cluster),
+            words.join(" ")
+        )];
+    }
+    if let Some(rest) = sql.strip_prefix("ALTER TABLE ") {
+        // A column change: the local tables, then the Distributed ones, which keep their own
+        // copy of the columns. 18.16 refuses an `ALTER … ON CLUSTER` of a Distributed table
+        // over replicated shards, so it is created again from the changed local table (both
+        // statements idempotent, so a retried migration passes them again).
+        let (table, tail) = rest.split_at(rest.find(char::is_whitespace).expect("ALTER TABLE <name> …"));
+        let on = on_cluster(cluster);
+        return vec![
+            format!("ALTER TABLE {}.{}{on}{tail}", c.database, local_table(table)),
+            format!("DROP TABLE IF EXISTS {}.{table}{on}", c.database),
+            distributed_ddl(table, c),
+        ];
+    }
+    // Data statements (INSERT … SELECT) go through the Distributed tables, once.
+    assert!(sql.starts_with("INSERT INTO "), "no cluster rule for: {sql}");
+    vec![sql.to_string()]
+}
+
+/// The Distributed table in front of a local one, with the local table's columns.
+fn distributed_ddl(table: &str, c: &Cluster) -> String {
+    let (db, name) = (&c.database, &c.name);
+    format!(
+        "CREATE TABLE IF NOT EXISTS {db}.{table} ON CLUSTER {name} AS {db}.{local}\nENGINE = Distributed({name}, {db}, {local}, {key})",
+        local = local_table(table),
+        key = sharding_key(table)
+    )
+}
+
+/// The sharding key of a table; every table has one (a unit test checks).
+fn sharding_key(table: &str) -> &'static str {
+    SHARDING_KEYS
+        .iter()
+        .find(|(t, _)| *t == table)
+        .map(|(_, key)| *key)
+        .unwrap_or_else(|| panic!("{table} has no sharding key in SHARDING_KEYS"))
 }
 
 /// Seed 001: blocks remembered per table for `insert_deduplication_token`.
@@ -334,7 +491,13 @@ pub const DEDUP_WINDOW: u32 = 1000;
 /// A table setting applied by the writer at start (`store::insert::enable_token_window`),
 /// not a migration: migrations run on every server, 18.16 has no such setting, and the
 /// ALTER is idempotent and cheap. Current servers only.
-pub fn token_window_statements() -> Vec<String> {
+///
+/// On a cluster the tables are replicated, whose window is `replicated_deduplication_window`,
+/// set at creation ([`ddl_statements`]): nothing to change.
+pub fn token_window_statements(cluster: Option<&Cluster>) -> Vec<String> {
+    if cluster.is_some() {
+        return Vec::new();
+    }
     ["spans", "logs"]
         .iter()
         .map(|t| format!("ALTER TABLE {t} MODIFY SETTING non_replicated_deduplication_window = {DEDUP_WINDOW}"))
@@ -468,12 +631,96 @@ mod tests {
     #[test]
     fn the_token_window_covers_both_tables_the_writer_fills() {
         assert_eq!(
-            token_window_statements(),
+            token_window_statements(None),
             vec![
                 "ALTER TABLE spans MODIFY SETTING non_replicated_deduplication_window = 1000",
                 "ALTER TABLE logs MODIFY SETTING non_replicated_deduplication_window = 1000",
             ]
         );
+        assert!(token_window_statements(Some(&cluster())).is_empty());
+    }
+
+    fn cluster() -> Cluster {
+        Cluster { name: "tayga".into(), database: "db".into() }
+    }
+
+    #[test]
+    fn one_server_runs_every_statement_as_written() {
+        for s in
+            std::iter::once(MIGRATIONS_TABLE_DDL).chain(MIGRATIONS.iter().flat_map(|m| m.statements.iter().copied()))
+        {
+            assert_eq!(ddl_statements(s, None), vec![s.to_string()]);
+        }
+        assert_eq!(mutation_sql("ALTER TABLE spans DROP PARTITION 1", None), "ALTER TABLE spans DROP PARTITION 1");
+        assert_eq!(create_database_sql("db", None), "CREATE DATABASE IF NOT EXISTS db");
+    }
+
+    #[test]
+    fn every_table_has_a_sharding_key_and_every_key_a_table() {
+        let mut tables = table_names();
+        tables.push("schema_migrations".into());
+        let mut keyed: Vec<String> = SHARDING_KEYS.iter().map(|(t, _)| t.to_string()).collect();
+        tables.sort();
+        keyed.sort();
+        assert_eq!(tables, keyed);
+    }
+
+    #[test]
+    fn a_table_on_the_cluster_is_a_replicated_local_table_behind_a_distributed_one() {
+        let spans = ddl_statements(MIGRATIONS[0].statements[0], Some(&cluster()));
+        assert_eq!(spans.len(), 2);
+        assert!(
+            spans[0].starts_with("CREATE TABLE IF NOT EXISTS db.spans_local ON CLUSTER tayga (\n    trace_id String,"),
+            "{}",
+            spans[0]
+        );
+        assert!(spans[0].contains(") ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/db/spans', '{replica}', ingest_ns)\nPARTITION BY toYYYYMMDD(toDateTime(intDiv(start_ns, 1000000000)))\nORDER BY (trace_id, span_id)\nSETTINGS replicated_deduplication_window = 1000"), "{}", spans[0]);
+        assert_eq!(spans[1], "CREATE TABLE IF NOT EXISTS db.spans ON CLUSTER tayga AS db.spans_local\nENGINE = Distributed(tayga, db, spans_local, cityHash64(trace_id))");
+        let hits = ddl_statements(MIGRATIONS[0].statements[3], Some(&cluster()));
+        assert!(
+            hits[0].contains(
+                "ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/db/log_hits', '{replica}')\n"
+            ),
+            "{}",
+            hits[0]
+        );
+        assert!(!hits[0].contains("SETTINGS"));
+        let migrations = ddl_statements(MIGRATIONS_TABLE_DDL, Some(&cluster()));
+        assert!(migrations[0].contains("ENGINE = ReplicatedMergeTree('/clickhouse/tables/{shard}/db/schema_migrations', '{replica}') ORDER BY version"), "{}", migrations[0]);
+    }
+
+    #[test]
+    fn the_view_the_alter_and_the_mutations_name_the_right_tables_on_the_cluster() {
+        let c = cluster();
+        assert_eq!(
+            ddl_statements(MIGRATIONS[1].statements[1], Some(&c)),
+            vec!["CREATE MATERIALIZED VIEW IF NOT EXISTS db.trace_logs_mv ON CLUSTER tayga TO db.trace_logs AS\nSELECT * FROM db.logs WHERE trace_id != ''"]
+        );
+        let alter = ddl_statements(MIGRATIONS[4].statements[0], Some(&c));
+        assert!(
+            alter[0].starts_with(
+                "ALTER TABLE db.notifier_deliveries_local ON CLUSTER tayga\n    ADD COLUMN manual_retries"
+            ),
+            "{}",
+            alter[0]
+        );
+        assert_eq!(alter[1], "DROP TABLE IF EXISTS db.notifier_deliveries ON CLUSTER tayga");
+        assert!(
+            alter[2].starts_with(
+                "CREATE TABLE IF NOT EXISTS db.notifier_deliveries ON CLUSTER tayga AS db.notifier_deliveries_local"
+            ),
+            "{}",
+            alter[2]
+        );
+        assert_eq!(
+            drop_partition_sql("spans", "20261201", Some(&c)),
+            "ALTER TABLE db.spans_local ON CLUSTER tayga DROP PARTITION 20261201"
+        );
+        assert_eq!(
+            mutation_sql("ALTER TABLE logminer_state DELETE WHERE key = ?", Some(&c)),
+            "ALTER TABLE db.logminer_state_local ON CLUSTER tayga DELETE WHERE key = ?"
+        );
+        assert_eq!(drop_database_sql("db", Some(&c)), "DROP DATABASE IF EXISTS db ON CLUSTER tayga");
     }
 
     #[test]

@@ -32,6 +32,8 @@ pub struct Statement {
     /// Sent with the server's default database, as the statements that create, find or
     /// drop ours are.
     pub server_level: bool,
+    /// Only a cluster runs it (it names the cluster: `cluster(…, system.parts)`).
+    pub cluster_only: bool,
 }
 
 impl Statement {
@@ -43,6 +45,7 @@ impl Statement {
             binds: Vec::new(),
             current_only: false,
             server_level: false,
+            cluster_only: false,
         }
     }
 
@@ -85,6 +88,11 @@ impl Statement {
         self
     }
 
+    pub fn cluster_only(mut self) -> Statement {
+        self.cluster_only = true;
+        self
+    }
+
     pub fn server_level(mut self) -> Statement {
         self.server_level = true;
         self
@@ -116,30 +124,76 @@ impl Statement {
     }
 }
 
-/// Every statement, in running order, for a database named `database`.
+/// Every statement, in running order, for a database named `database` on one server.
 pub fn all(database: &str) -> Vec<Statement> {
+    all_on(database, None)
+}
+
+/// Every statement, in running order, as it is sent for `database` on one server or on
+/// `cluster`: the schema in its cluster form, mutations and partition drops on the local
+/// tables ([`schema::mutation_sql`]), the rest unchanged (they name the Distributed tables).
+/// The statements only a cluster runs are left out on one server.
+pub fn all_on(database: &str, cluster: Option<&schema::Cluster>) -> Vec<Statement> {
+    let mut all = single_server(database);
+    match cluster {
+        None => all.retain(|s| !s.cluster_only),
+        Some(c) => {
+            let ddl: Vec<Statement> = migrate::all_statements(cluster)
+                .into_iter()
+                .enumerate()
+                .map(|(i, sql)| Statement::new(format!("schema.ddl_{i}"), sql))
+                .collect();
+            let mut ddl = Some(ddl);
+            let mut out = Vec::with_capacity(all.len() + 16);
+            for mut s in all.drain(..) {
+                if s.name.starts_with("schema.ddl_") {
+                    // Replaced as a whole by the cluster's DDL, where the first one stood.
+                    out.extend(ddl.take().into_iter().flatten());
+                    continue;
+                }
+                if s.name.starts_with("schema.token_window_") {
+                    // Replicated tables have their window from creation (`token_window_statements`).
+                    continue;
+                }
+                s.sql = match s.name.as_str() {
+                    "schema.create_database" => schema::create_database_sql(database, cluster),
+                    "store.drop_database" => schema::drop_database_sql(database, cluster),
+                    _ => schema::mutation_sql(&s.sql, cluster).into_owned(),
+                };
+                if s.cluster_only {
+                    s.binds.iter_mut().filter(|b| *b == "'tayga'").for_each(|b| *b = format!("'{}'", c.name));
+                }
+                out.push(s);
+            }
+            all = out;
+        }
+    }
+    all
+}
+
+fn single_server(database: &str) -> Vec<Statement> {
     let mut all = vec![
         Statement::new("store.server_version", SERVER_VERSION_SQL).server_level(),
         Statement::new("migrate.database_exists", migrate::DATABASE_EXISTS_SQL)
             .binds([format!("'{database}'")])
             .server_level(),
-        Statement::new("schema.create_database", schema::create_database_sql(database)).server_level(),
+        Statement::new("schema.create_database", schema::create_database_sql(database, None)).server_level(),
     ];
     all.extend(
-        migrate::all_statements()
+        migrate::all_statements(None)
             .into_iter()
             .enumerate()
             .map(|(i, sql)| Statement::new(format!("schema.ddl_{i}"), sql)),
     );
     all.extend(
-        schema::token_window_statements()
+        schema::token_window_statements(None)
             .into_iter()
             .enumerate()
             .map(|(i, sql)| Statement::new(format!("schema.token_window_{i}"), sql).current_only()),
     );
     all.push(Statement::new("insert.token_support", insert::TOKEN_SUPPORT_SQL));
     all.extend(sample_inserts());
-    all.extend(migrate::statements());
+    all.extend(migrate::statements(database));
     all.extend(read::statements());
     all.extend(logminer::statements());
     all.extend(remine::statements());
@@ -148,7 +202,7 @@ pub fn all(database: &str) -> Vec<Statement> {
     all.extend(backlog::statements());
     all.extend(query::statements());
     all.extend(retention::statements(database));
-    all.push(Statement::new("store.drop_database", schema::drop_database_sql(database)).server_level());
+    all.push(Statement::new("store.drop_database", schema::drop_database_sql(database, None)).server_level());
     all
 }
 

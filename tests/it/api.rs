@@ -411,7 +411,7 @@ async fn replay_logged_queries_in_chdb(store: &Store, since_secs: u64) {
         .await
         .unwrap();
     assert!(queries.len() >= 15, "only {} API queries were logged", queries.len());
-    let mut items: Vec<Value> = tayga::store::migrate::all_statements().into_iter().map(|s| json!(s)).collect();
+    let mut items: Vec<Value> = tayga::store::migrate::all_statements(None).into_iter().map(|s| json!(s)).collect();
     items.extend(queries.iter().map(|q| json!(q.trim_end().trim_end_matches("FORMAT RowBinary").trim_end())));
     common::run_in_chdb("the API's statements", &items);
 }

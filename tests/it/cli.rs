@@ -173,6 +173,8 @@ fn topics_create_twice_then_list() {
         ]
     );
     assert!(list.iter().all(|t| t["records"] == 0 && t["groups"].as_array().unwrap().iter().all(|g| g["lag"] == 0)));
+    // Created with the `[kafka]` retention and compression, as the broker describes them.
+    assert!(list.iter().all(|t| t["retention_ms"] == 604_800_000_i64 && t["compression"] == "lz4"), "{stdout}");
 }
 
 #[test]
@@ -488,36 +490,176 @@ fn json_is_refused_by_commands_that_print_no_data() {
     }
 }
 
-/// README: "every command that prints data takes --json": each one's stdout parses as JSON.
-#[tokio::test]
+/// Every command below `tayga`, as the words that name it (`["alerts", "list"]`), read from
+/// the clap definition: leaves only (a command with subcommands runs none of its own).
+fn leaf_commands() -> Vec<Vec<String>> {
+    fn walk(cmd: &clap::Command, path: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
+        let subs: Vec<&clap::Command> = cmd.get_subcommands().filter(|c| c.get_name() != "help").collect();
+        if subs.is_empty() && !path.is_empty() {
+            out.push(path.clone());
+        }
+        for sub in subs {
+            path.push(sub.get_name().to_string());
+            walk(sub, path, out);
+            path.pop();
+        }
+    }
+    let mut out = Vec::new();
+    walk(&tayga::cli::command(), &mut Vec::new(), &mut out);
+    out
+}
+
+/// A runnable command line for every leaf command: the arguments it needs after its name. A
+/// new command fails the README tests below until it has a line here, so none escapes them.
+fn sample_args(path: &[String], log: &Path) -> Vec<String> {
+    let rest: &[&str] = match path.join(" ").as_str() {
+        "config show" | "config check" | "migrate" | "topics create" | "topics list" | "alerts list" => &[],
+        "serve" => &["writer"],
+        "deliveries show" => &["--alert-id", "ab"],
+        "deliveries retry" => &["--alert-id", "ab", "--dry-run"],
+        "remine" => &["--dry-run"],
+        "alerts republish" => &["--since", "1h"],
+        "scale logminer" => &["1", "--dry-run"],
+        "loadgen" => &["--duration", "1s", "--rate", "5", "--endpoint", "http://127.0.0.1:1"],
+        "mine" => &["--templates"],
+        "completions" => &["bash"],
+        "man" | "generate" => &[],
+        other => panic!("`tayga {other}` has no sample arguments in tests/it/cli.rs: add one"),
+    };
+    let mut args: Vec<String> =
+        path.iter().chain(rest.iter().map(|s| s.to_string()).collect::<Vec<_>>().iter()).cloned().collect();
+    if path[0] == "mine" {
+        args.push(log.display().to_string());
+    }
+    args
+}
+
+fn prints_data(args: &[String]) -> bool {
+    let cli = Cli::try_parse_from(std::iter::once("tayga".to_string()).chain(args.iter().cloned()))
+        .unwrap_or_else(|e| panic!("the sample `tayga {}` does not parse: {e}", args.join(" ")));
+    tayga::cmd::prints_data(&cli.command)
+}
+
+/// README: "every command that prints data takes --json": every leaf command of the clap
+/// definition that prints data prints JSON with --json (stdout parses); every other one
+/// refuses --json as a usage error (exit 2).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_data_command_prints_json() {
     let env = TestEnv::new("json_all");
-    env.migrated_store().await;
+    let store = env.migrated_store().await;
     tayga::bus::topics::ensure_topics(&env.config.kafka, &env.config.names()).await.unwrap();
+    // Alert ab with a failed delivery, so the retry's dry run has something to print.
+    tayga::store::logminer::store_alerts(
+        &store,
+        &[snapshot_alert(0xab, tayga::wire::alert::AlertKind::Spike, "web", T0)],
+    )
+    .await
+    .unwrap();
+    let failed = tayga::store::DeliveryRow {
+        alert_id: 0xab,
+        target: "ops".into(),
+        status: "failed".into(),
+        attempts: 1,
+        created_ns: T0,
+        updated_ns: T0,
+        ..Default::default()
+    };
+    store.insert(&[failed]).await.unwrap();
     let project = tempfile::tempdir().unwrap();
     let lines = project.path().join("app.log");
     std::fs::write(&lines, "user 1 logged in\nuser 2 logged in\n").unwrap();
-    let cases: Vec<Vec<String>> = vec![
-        vec!["config".into(), "show".into()],
-        vec!["config".into(), "check".into()],
-        vec!["migrate".into()],
-        vec!["migrate".into(), "--print".into()],
-        vec!["topics".into(), "list".into()],
-        vec!["topics".into(), "create".into()],
-        vec!["alerts".into(), "list".into()],
-        vec!["deliveries".into(), "show".into(), "--alert-id".into(), "ab".into()],
-        vec!["remine".into(), "--dry-run".into()],
-        vec!["scale".into(), "logminer".into(), "1".into(), "--dry-run".into()],
-        vec!["mine".into(), "--templates".into(), lines.display().to_string()],
-    ];
+    let mut cases: Vec<Vec<String>> = leaf_commands().iter().map(|p| sample_args(p, &lines)).collect();
+    cases.push(vec!["migrate".into(), "--print".into()]);
+    let mut checked = 0;
     for args in &cases {
         let (out, stdout, stderr) =
             run(env.tayga().current_dir(project.path()).env("PATH", project.path()).arg("--json").args(args));
-        assert!(out.status.success(), "{args:?}: {stderr}");
+        if !prints_data(args) {
+            assert_eq!(out.status.code(), Some(2), "{args:?} takes --json but prints no data: {stderr}");
+            continue;
+        }
+        // loadgen against a dead endpoint fails (exit 1) and still reports, in JSON.
+        let ok = out.status.success() || (args[0] == "loadgen" && out.status.code() == Some(1));
+        assert!(ok, "{args:?}: {stderr}");
         // `mine` writes JSON lines; the others one document.
         for doc in if args[0] == "mine" { stdout.lines().map(str::to_string).collect() } else { vec![stdout.clone()] } {
             assert!(serde_json::from_str::<serde_json::Value>(&doc).is_ok(), "{args:?} printed no JSON:\n{stdout}");
         }
+        checked += 1;
+    }
+    assert!(checked >= 12, "only {checked} data commands were checked");
+}
+
+/// README: "exit codes 0/1/2", for every command of the clap definition: a flag it does not
+/// know is a usage error (2) with a line naming it, never a panic or a 1.
+#[test]
+fn every_command_answers_a_usage_error_with_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("app.log");
+    for path in leaf_commands() {
+        let mut args = sample_args(&path, &log);
+        args.push("--no-such-flag".into());
+        let (out, _, stderr) = run(std::process::Command::new(env!("CARGO_BIN_EXE_tayga"))
+            .env_clear()
+            .current_dir(dir.path())
+            .args(&args));
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains("--no-such-flag") && !stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+}
+
+/// README: "one line per problem", for every command of the clap definition that ends by
+/// itself: with the broker and ClickHouse refusing, each says what failed in at most one line
+/// on stderr (or succeeds, needing neither), exit 0 or 1.
+#[test]
+fn every_command_tells_a_failure_in_one_line() {
+    let env = TestEnv::new("one_line");
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("app.log");
+    std::fs::write(&log, "user 1 logged in\n").unwrap();
+    let dead = refusing_addr();
+    for path in leaf_commands() {
+        if path[0] == "serve" {
+            continue; // a daemon: it waits for its servers (serve_all_without_a_broker_… covers it)
+        }
+        let args = sample_args(&path, &log);
+        let (out, _, stderr) = run(env
+            .tayga()
+            .current_dir(dir.path())
+            .env("PATH", dir.path())
+            .env("TAYGA_KAFKA_BROKERS", &dead)
+            .env("TAYGA_CLICKHOUSE_URL", format!("http://{dead}"))
+            .args(["--timeout", "5s"])
+            .args(&args));
+        assert!(matches!(out.status.code(), Some(0 | 1)), "{args:?}: {stderr}");
+        assert!(stderr.trim_end().lines().count() <= 1, "{args:?} said more than one line:\n{stderr}");
+        if out.status.code() == Some(1) {
+            assert!(stderr.starts_with("error: "), "{args:?}: {stderr}");
+        }
+    }
+}
+
+/// Every command and subcommand has an Examples section in its long help, and so in its man
+/// page (`cargo run -- generate`).
+#[test]
+fn every_command_has_examples_in_its_long_help_and_man_page() {
+    fn walk(cmd: &clap::Command, path: &mut Vec<String>, missing: &mut Vec<String>) {
+        let help = cmd.get_after_long_help().map(|h| h.to_string()).unwrap_or_default();
+        if !path.is_empty() && !help.starts_with("Examples:\n") {
+            missing.push(path.join(" "));
+        }
+        for sub in cmd.get_subcommands().filter(|c| c.get_name() != "help") {
+            path.push(sub.get_name().to_string());
+            walk(sub, path, missing);
+            path.pop();
+        }
+    }
+    let mut missing = Vec::new();
+    walk(&tayga::cli::command(), &mut Vec::new(), &mut missing);
+    assert!(missing.is_empty(), "commands without an Examples section in after_long_help: {missing:?}");
+    let fresh = tayga::cmd::generate::generated_files().unwrap();
+    for (path, text) in fresh.iter().filter(|(p, _)| p.starts_with("man")) {
+        assert!(String::from_utf8_lossy(text).contains("Examples"), "{} has no Examples", path.display());
     }
 }
 
@@ -658,7 +800,7 @@ async fn a_failing_delivery_never_shows_the_target_secret() {
 }
 
 /// `serve all` with no broker: ingest and the API say they are ready, the writer's /health
-/// says why it is not (starting, broker down), librdkafka's repeats are not each logged, and
+/// says why it is not (starting, broker down), ingest's and the API's say degraded and why, librdkafka's repeats are not each logged, and
 /// SIGTERM stops everything within the Compose grace period with exit 0.
 #[tokio::test]
 async fn serve_all_without_a_broker_is_honest_quiet_and_stops_cleanly() {
@@ -703,6 +845,27 @@ async fn serve_all_without_a_broker_is_honest_quiet_and_stops_cleanly() {
     assert_eq!(health["status"], "starting", "{health}");
     let reasons = health["reasons"].to_string();
     assert!(reasons.contains(&format!("the broker at {dead} does not accept connections")), "{health}");
+    // Ingest and the API, which do not consume, follow the same rule: ready, but degraded
+    // with the broker's reason (ingest writes ClickHouse directly meanwhile).
+    for (what, addr) in [("ingest", &addrs[0].1), ("api", &addrs[6].1)] {
+        let url = format!("http://{addr}/health");
+        let doc = common::wait_for(
+            &format!("{what}'s /health naming the broker"),
+            std::time::Duration::from_secs(60),
+            || {
+                let url = url.clone();
+                async move {
+                    let doc: serde_json::Value = reqwest::get(&url).await.ok()?.json().await.ok()?;
+                    (doc["broker"] == "down" && doc["status"] != "starting").then_some(doc)
+                }
+            },
+        )
+        .await;
+        assert_eq!(doc["status"], "degraded", "{what}: {doc}");
+        assert_eq!(doc["clickhouse"], "up", "{what}: {doc}");
+        let reasons = doc["reasons"].to_string();
+        assert!(reasons.contains(&format!("the broker at {dead} does not accept connections")), "{what}: {doc}");
+    }
 
     let status = std::process::Command::new("kill").args(["-TERM", &serve.id().to_string()]).status().unwrap();
     assert!(status.success());
@@ -753,4 +916,282 @@ fn compose_yaml_validates_with_a_real_compose_cli_when_installed() {
         .env_remove("TAYGA_API_TOKEN")
         .args(["-f", "compose.yaml", "config", "-q"]));
     assert!(!out.status.success() && stderr.contains("TAYGA_API_TOKEN"), "{stderr}");
+}
+
+// ---- Every command's output as an operator sees it (80 columns) and as a pipe gets it.
+
+const SEC: u64 = 1_000_000_000;
+const MIN: u64 = 60 * SEC;
+const HOUR: u64 = 60 * MIN;
+/// The commands' clock in these snapshots (TAYGA_NOW_NS): 2025-11-29T10:00:00Z.
+const T0: u64 = 1_764_410_400_000_000_000;
+
+fn snapshot_alert(id: u64, kind: tayga::wire::alert::AlertKind, service: &str, last_at: u64) -> tayga::store::AlertRow {
+    tayga::store::AlertRow {
+        alert_id: id,
+        kind: kind.as_str().into(),
+        service: service.into(),
+        template_id: id << 8,
+        template: format!("payment <*> for order <*> declined by the card issuer after {id} retries"),
+        first_at: last_at - 10 * MIN,
+        last_at,
+        count: id * 1234,
+        baseline: 1.5,
+        threshold: 7.5,
+        stored_ns: last_at,
+        updated_ns: last_at,
+    }
+}
+
+/// Runs `args` twice, at 80 columns and to a pipe, and gives both as one text with the
+/// test's database and prefix replaced; every terminal line fits 80 columns.
+fn both_ways(env: &TestEnv, dir: &Path, args: &[&str], wide: &mut Vec<String>) -> String {
+    let go = |tty: bool| {
+        let mut cmd = env.tayga();
+        cmd.current_dir(dir).env("PATH", dir).env("TAYGA_NOW_NS", T0.to_string()).env("USER", "alice").args(args);
+        if tty {
+            cmd.env("TAYGA_FORCE_TTY", "80");
+        }
+        let (out, stdout, stderr) = run(&mut cmd);
+        assert!(out.status.success(), "{args:?}: {stderr}");
+        (stdout, stderr)
+    };
+    let (terminal, terminal_err) = go(true);
+    for line in terminal.lines().chain(terminal_err.lines()) {
+        if unicode_width(line) > 80 {
+            wide.push(format!("{args:?}: {line:?}"));
+        }
+    }
+    let (pipe, pipe_err) = go(false);
+    let mut text = format!("$ tayga {}\n--- 80 columns\n{terminal}", args.join(" "));
+    if !terminal_err.is_empty() {
+        text.push_str(&format!("--- 80 columns, stderr\n{terminal_err}"));
+    }
+    text.push_str(&format!("--- pipe\n{pipe}"));
+    if !pipe_err.is_empty() {
+        text.push_str(&format!("--- pipe, stderr\n{pipe_err}"));
+    }
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    text.replace(&env.config.kafka.topic_prefix, "PREFIX")
+        .replace(&dir.display().to_string(), "DIR")
+        .replace(&format!("@{}", host.trim()), "@HOST")
+}
+
+/// Every command that prints something, against real data in the shared ClickHouse and
+/// broker, at 80 columns and to a pipe: the snapshots are what an operator reads.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_command_at_80_columns_and_to_a_pipe() {
+    use tayga::wire::alert::AlertKind;
+    let mut env = TestEnv::new("snap_all");
+    // One width whatever the pid, so what the tables cut to fit is the same every run.
+    let fixed = format!("ts{:07}", std::process::id());
+    env.config.kafka.topic_prefix = fixed.clone();
+    env.config.clickhouse.database = fixed;
+    let store = env.migrated_store().await;
+    tayga::bus::topics::ensure_topics(&env.config.kafka, &env.config.names()).await.unwrap();
+    let rows = vec![
+        snapshot_alert(0xa1, AlertKind::Spike, "checkout", T0 - MIN),
+        snapshot_alert(0xa2, AlertKind::NewTemplate, "payments-gateway", T0 - 3 * MIN),
+        snapshot_alert(0xa3, AlertKind::Silence, "web", T0 - 2 * HOUR),
+        snapshot_alert(0xa4, AlertKind::NewTemplate, "web", T0 - 30 * HOUR),
+    ];
+    tayga::store::logminer::store_alerts(&store, &rows).await.unwrap();
+    let delivery = |target: &str, status: &str, error: &str| tayga::store::DeliveryRow {
+        alert_id: 0xa1,
+        target: target.into(),
+        status: status.into(),
+        attempts: 3,
+        last_error: error.into(),
+        created_ns: T0 - MIN,
+        updated_ns: T0 - 30 * SEC,
+        ..Default::default()
+    };
+    store
+        .insert(&[
+            delivery(
+                "ops",
+                "failed",
+                "HTTP 503 Service Unavailable from https://hooks.example/<redacted> after 3 attempts",
+            ),
+            delivery("pager", "delivered", ""),
+        ])
+        .await
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("app.log"),
+        "user 17 logged in from 10.0.0.1\nuser 42 logged in from 10.0.0.7\npayment 9 declined\nuser 5 logged in from 10.0.0.9\n",
+    )
+    .unwrap();
+    let cases: &[(&str, &[&str])] = &[
+        ("snap_config_check", &["config", "check"]),
+        ("snap_migrate", &["migrate"]),
+        ("snap_topics_list", &["topics", "list"]),
+        ("snap_alerts_list", &["alerts", "list", "--limit", "3"]),
+        ("snap_alerts_list_active", &["alerts", "list", "--active"]),
+        ("snap_alerts_list_none", &["alerts", "list", "--service", "nobody"]),
+        ("snap_deliveries_show", &["deliveries", "show", "--alert-id", "a1"]),
+        ("snap_deliveries_show_none", &["deliveries", "show", "--alert-id", "a2"]),
+        ("snap_deliveries_retry_dry_run", &["deliveries", "retry", "--alert-id", "a1", "--dry-run"]),
+        ("snap_remine_dry_run", &["remine", "--dry-run"]),
+        ("snap_scale_dry_run", &["scale", "logminer", "2", "--dry-run"]),
+        ("snap_mine", &["mine", "app.log"]),
+        ("snap_mine_templates_table", &["mine", "app.log", "--templates", "--format", "table"]),
+        ("snap_alerts_republish_one", &["alerts", "republish", "--alert-id", "a1"]),
+        ("snap_topics_create_again", &["topics", "create"]),
+    ];
+    let mut wide = Vec::new();
+    for (name, args) in cases {
+        let text = both_ways(&env, dir.path(), args, &mut wide);
+        insta::assert_snapshot!(*name, text);
+    }
+    assert!(wide.is_empty(), "lines wider than 80 columns:\n{}", wide.join("\n"));
+}
+
+/// Runs `args` and says how it ended, how long it took.
+fn timed(cmd: &mut std::process::Command) -> (std::process::Output, String, std::time::Duration) {
+    let started = std::time::Instant::now();
+    let (out, _, stderr) = run(cmd);
+    (out, stderr, started.elapsed())
+}
+
+/// A ClickHouse that accepts connections and never answers (frozen with SIGSTOP, as a hung
+/// server is): every command that talks to ClickHouse gives up at `--timeout`, not at a
+/// client library's own bound, in one line that names the timeout and says what to do.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clickhouse_that_never_answers_is_bounded_by_the_timeout() {
+    let env = TestEnv::new("frozen_ch");
+    tayga::bus::topics::ensure_topics(&env.config.kafka, &env.config.names()).await.unwrap();
+    let ch = common::PrivateClickHouse::start();
+    ch.signal("STOP");
+    let timeout = std::time::Duration::from_secs(2);
+    let cases: &[&[&str]] = &[
+        &["migrate"],
+        &["alerts", "list"],
+        &["alerts", "republish", "--alert-id", "ab"],
+        &["alerts", "republish", "--since", "1h"],
+        &["deliveries", "show", "--alert-id", "ab"],
+        &["deliveries", "retry", "--alert-id", "ab"],
+        &["remine", "--dry-run"],
+        &["scale", "logminer", "1", "--dry-run"],
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    for args in cases {
+        let (out, stderr, took) = timed(
+            env.tayga()
+                .current_dir(dir.path())
+                .env("TAYGA_CLICKHOUSE_URL", ch.url())
+                .args(["--timeout", "2s"])
+                .args(*args),
+        );
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.contains("no answer within 2s (--timeout)"), "{args:?}: {stderr}");
+        assert!(stderr.trim_end().ends_with(tayga::cmd::fail::CLICKHOUSE_HINT), "{args:?}: {stderr}");
+        // The configured bound, not a library's (the ClickHouse client has none by default):
+        // one probe of at most `timeout` after a connect of at most `timeout`.
+        assert!(took < 3 * timeout, "{args:?} took {took:?} with --timeout 2s");
+    }
+    ch.signal("CONT");
+}
+
+/// A broker that accepts connections and never answers (the test's own, frozen): the broker
+/// commands give up at `--timeout` (librdkafka's metadata timeout is set to it), in one line
+/// with the hint; `deliveries retry` does so before it resets any row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broker_that_never_answers_is_bounded_by_the_timeout() {
+    let env = TestEnv::new("frozen_broker");
+    let store = env.migrated_store().await;
+    let broker = common::OwnBroker::start(common::free_port());
+    let mut config = env.config.clone();
+    config.kafka.brokers = broker.address();
+    tayga::bus::topics::ensure_topics(&config.kafka, &config.names()).await.unwrap();
+    let failed = tayga::store::DeliveryRow {
+        alert_id: 0xab,
+        target: "ops".into(),
+        status: "failed".into(),
+        attempts: 1,
+        last_error: "HTTP 500".into(),
+        created_ns: T0,
+        updated_ns: T0,
+        ..Default::default()
+    };
+    store.insert(&[failed]).await.unwrap();
+    tayga::store::logminer::store_alerts(
+        &store,
+        &[snapshot_alert(0xab, tayga::wire::alert::AlertKind::Spike, "web", T0)],
+    )
+    .await
+    .unwrap();
+    broker.signal("STOP");
+    let timeout = std::time::Duration::from_secs(2);
+    let cases: &[&[&str]] = &[
+        &["topics", "list"],
+        &["topics", "create"],
+        &["alerts", "republish", "--alert-id", "ab"],
+        &["deliveries", "retry", "--alert-id", "ab"],
+        &["scale", "logminer", "1", "--dry-run"],
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    for args in cases {
+        let (out, stderr, took) = timed(
+            env.tayga()
+                .current_dir(dir.path())
+                .env("TAYGA_KAFKA_BROKERS", broker.address())
+                .args(["--timeout", "2s"])
+                .args(*args),
+        );
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{args:?}: {stderr}");
+        assert!(stderr.trim_end().ends_with(tayga::cmd::fail::BROKER_HINT), "{args:?}: {stderr}");
+        assert!(took < 3 * timeout, "{args:?} took {took:?} with --timeout 2s");
+    }
+    let rows = tayga::store::deliveries::latest_for_alert(&store, 0xab).await.unwrap();
+    assert_eq!(rows[0].status, "failed", "the retry reset nothing while the broker was frozen");
+    broker.signal("CONT");
+}
+
+/// `deliveries retry` checks the broker before it writes: against a refusing broker it fails
+/// at once with the broker's hint and the failed row stays as it was; a refusal (no rows)
+/// needs no broker and is said first.
+#[tokio::test]
+async fn deliveries_retry_reaches_the_broker_before_it_writes() {
+    let env = TestEnv::new("retry_reach");
+    let store = env.migrated_store().await;
+    let failed = tayga::store::DeliveryRow {
+        alert_id: 0xcd,
+        target: "ops".into(),
+        status: "failed".into(),
+        attempts: 1,
+        last_error: "HTTP 500".into(),
+        created_ns: T0,
+        updated_ns: T0,
+        ..Default::default()
+    };
+    store.insert(&[failed]).await.unwrap();
+    let alert = snapshot_alert(0xcd, tayga::wire::alert::AlertKind::Spike, "web", T0);
+    tayga::store::logminer::store_alerts(&store, &[alert]).await.unwrap();
+    let dead = refusing_addr();
+    let (out, stderr, _) =
+        timed(env.tayga().env("TAYGA_KAFKA_BROKERS", &dead).args(["deliveries", "retry", "--alert-id", "cd"]));
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(stderr.contains(&format!("cannot reach the broker at {dead}: connection refused")), "{stderr}");
+    assert!(stderr.trim_end().ends_with(tayga::cmd::fail::BROKER_HINT), "{stderr}");
+    let rows = tayga::store::deliveries::latest_for_alert(&store, 0xcd).await.unwrap();
+    assert_eq!((rows.len(), rows[0].status.as_str(), rows[0].manual_retries), (1, "failed", 0), "nothing was reset");
+    // The dry run needs no broker.
+    let (out, stderr, _) = timed(env.tayga().env("TAYGA_KAFKA_BROKERS", &dead).args([
+        "deliveries",
+        "retry",
+        "--alert-id",
+        "cd",
+        "--dry-run",
+    ]));
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    // No rows: refused without asking the broker.
+    let (out, stderr, _) =
+        timed(env.tayga().env("TAYGA_KAFKA_BROKERS", &dead).args(["deliveries", "retry", "--alert-id", "ce"]));
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(!stderr.contains("cannot reach the broker"), "{stderr}");
 }

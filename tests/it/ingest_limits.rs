@@ -195,6 +195,9 @@ async fn concurrent_large_requests_are_backpressure_not_an_outage_under_a_memory
         .env("TAYGA_INGEST_GRPC_ADDR", free_addr())
         .env("TAYGA_INGEST_MAX_BODY_BYTES", (8u64 << 20).to_string())
         .env("TAYGA_INGEST_MAX_INFLIGHT_BYTES", (12u64 << 20).to_string())
+        // The body timeout has its own test; on a starved machine six 40,000-span bodies
+        // sent at once took over 30 s to arrive (408), which is not what this test is about.
+        .env("TAYGA_INGEST_BODY_TIMEOUT_SECS", "600")
         .stdout(std::process::Stdio::null());
     let child = ChildGuard::spawn(&mut cmd, "tayga serve ingest");
     let pid = child.id();

@@ -11,6 +11,8 @@ mod api;
 mod assembler;
 mod bad_input;
 mod cli;
+mod cluster;
+mod demo;
 mod ingest;
 mod ingest_backlog;
 mod ingest_limits;

@@ -274,7 +274,7 @@ fn rows_over_many_days_are_cut_into_inserts_current_clickhouse_accepts() {
     let groups = insert::partition_groups(&days, insert::MAX_UTC_DAYS_PER_INSERT);
     assert!(groups.len() > 1);
     let mut items: Vec<serde_json::Value> =
-        migrate::all_statements().into_iter().map(serde_json::Value::from).collect();
+        migrate::all_statements(None).into_iter().map(serde_json::Value::from).collect();
     for (g, group) in groups.iter().enumerate() {
         let group_rows: Vec<SpanRow> = group.iter().map(|&i| rows[i].clone()).collect();
         items
@@ -340,7 +340,7 @@ async fn the_deliveries_and_stories_reads_answer_alike_on_18_16_and_in_chdb() {
     assert_eq!(stories::spans_of_traces(&store, &["t1", "t2"]).await.unwrap(), spans.to_vec());
 
     let mut items: Vec<serde_json::Value> =
-        migrate::all_statements().into_iter().map(serde_json::Value::from).collect();
+        migrate::all_statements(None).into_iter().map(serde_json::Value::from).collect();
     items.push(statements::Statement::insert("d", &deliveries_rows, None).bound().into());
     items.push(statements::Statement::insert("s", &story_rows, None).bound().into());
     let latest = statements::Statement::new("l", deliveries::LATEST_BY_ALERT_SQL).binds(["11"]);

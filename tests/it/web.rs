@@ -7,12 +7,11 @@
 
 use std::collections::{BTreeSet, HashMap};
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use fantoccini::{Client, ClientBuilder, Locator};
+use fantoccini::Locator;
 use prometheus_client::registry::Registry;
 use serde_json::{json, Value};
 use tayga::daemon::api::handlers::AppState;
@@ -22,139 +21,9 @@ use tayga::daemon::api::router;
 use tayga::daemon::Shutdown;
 use tayga::store::now_ns;
 
-use crate::common::{free_port, get_json, wait_for, ChildGuard, ServeAll, TestEnv};
+use crate::common::{free_port, get_json, wait_for, Browser, ServeAll, TestEnv};
 
 const MIN_NS: u64 = 60_000_000_000;
-const CHROMIUM: &str = "/usr/bin/chromium";
-const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
-
-/// Chromium under chromedriver, on a free port, with a fresh profile.
-struct Browser {
-    client: Client,
-    driver: String,
-    http: reqwest::Client,
-    _chromedriver: ChildGuard,
-    _profile: tempfile::TempDir,
-}
-
-impl Browser {
-    async fn start() -> Browser {
-        for bin in [CHROMIUM, CHROMEDRIVER] {
-            assert!(
-                std::path::Path::new(bin).exists(),
-                "{bin} is missing: install it with `apt-get install -y chromium chromium-driver` (scripts/services.sh install does)"
-            );
-        }
-        let port = free_port();
-        let mut cmd = std::process::Command::new(CHROMEDRIVER);
-        cmd.arg(format!("--port={port}")).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());
-        let chromedriver = ChildGuard::spawn(&mut cmd, "chromedriver");
-        let driver = format!("http://127.0.0.1:{port}");
-        let http = reqwest::Client::builder().timeout(Duration::from_secs(30)).build().unwrap();
-        wait_for("chromedriver to answer", Duration::from_secs(20), || async {
-            let r = http.get(format!("{driver}/status")).send().await.ok()?;
-            let v: Value = r.json().await.ok()?;
-            (v["value"]["ready"] == true).then_some(())
-        })
-        .await;
-        let profile = tempfile::tempdir().unwrap();
-        let caps = json!({
-            "browserName": "chrome",
-            "goog:chromeOptions": {
-                "binary": CHROMIUM,
-                "args": [
-                    "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                    "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage",
-                    "--window-size=1400,1000",
-                    format!("--user-data-dir={}", profile.path().display()),
-                ],
-            },
-            "goog:loggingPrefs": {"browser": "ALL"},
-        });
-        let caps = caps.as_object().unwrap().clone().into_iter().collect();
-        let connector = hyper_util::client::legacy::connect::HttpConnector::new();
-        let client = ClientBuilder::new(connector)
-            .capabilities(caps)
-            .connect(&driver)
-            .await
-            .unwrap_or_else(|e| panic!("no WebDriver session from chromedriver: {e}"));
-        Browser { client, driver, http, _chromedriver: chromedriver, _profile: profile }
-    }
-
-    /// Opens `url` and returns the page's visible text.
-    async fn open(&self, url: &str) -> String {
-        self.client.goto(url).await.unwrap_or_else(|e| panic!("opening {url}: {e}"));
-        self.text("body").await
-    }
-
-    async fn text(&self, css: &str) -> String {
-        let el = self.client.find(Locator::Css(css)).await.unwrap_or_else(|e| panic!("no `{css}`: {e}"));
-        el.text().await.unwrap()
-    }
-
-    async fn count(&self, css: &str) -> usize {
-        self.client.find_all(Locator::Css(css)).await.unwrap().len()
-    }
-
-    /// The browser log since the last call: console messages and failed requests.
-    async fn log(&self) -> Vec<Value> {
-        let session = self.client.session_id().await.unwrap().expect("a session");
-        let url = format!("{}/session/{session}/se/log", self.driver);
-        let answer: Value =
-            self.http.post(url).json(&json!({"type": "browser"})).send().await.unwrap().json().await.unwrap();
-        answer["value"].as_array().cloned().unwrap_or_else(|| panic!("the browser log: {answer}"))
-    }
-
-    /// Fails on any error the page logged (a script error, a request that failed).
-    async fn assert_clean(&self, page: &str) {
-        let problems: Vec<Value> =
-            self.log().await.into_iter().filter(|e| e["level"] == "SEVERE" || e["level"] == "WARNING").collect();
-        assert!(problems.is_empty(), "{page}: the browser logged {problems:#?}");
-    }
-
-    /// A PNG of the page (the window grown to the page's height, at most 1,800 px).
-    async fn screenshot(&self, name: &str) {
-        let height = self
-            .client
-            .execute("return document.documentElement.scrollHeight", vec![])
-            .await
-            .unwrap()
-            .as_u64()
-            .unwrap_or(1000)
-            .clamp(700, 1800) as u32;
-        self.client.set_window_size(1400, height + 90).await.unwrap();
-        let png = self.client.screenshot().await.unwrap();
-        self.client.set_window_size(1400, 1000).await.unwrap();
-        let dir = screenshot_dir();
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join(format!("{name}.png")), png).unwrap();
-    }
-
-    /// Emulates the system's dark (or light) colour scheme, as `prefers-color-scheme` sees it.
-    async fn color_scheme(&self, scheme: &str) {
-        let session = self.client.session_id().await.unwrap().expect("a session");
-        let url = format!("{}/session/{session}/goog/cdp/execute", self.driver);
-        let body = json!({"cmd": "Emulation.setEmulatedMedia",
-            "params": {"features": [{"name": "prefers-color-scheme", "value": scheme}]}});
-        let answer = self.http.post(url).json(&body).send().await.unwrap();
-        assert_eq!(answer.status(), 200, "{}", answer.text().await.unwrap());
-    }
-
-    async fn close(self) {
-        let _ = self.client.close().await;
-    }
-}
-
-/// Where screenshots go: `TAYGA_WEB_SCREENSHOTS` (relative to the repository), by default
-/// `target/web-screenshots`, so a test run never dirties the tree unless asked to.
-fn screenshot_dir() -> PathBuf {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    match std::env::var("TAYGA_WEB_SCREENSHOTS") {
-        Ok(dir) if !dir.is_empty() => root.join(dir),
-        _ => root.join("target/web-screenshots"),
-    }
-}
-
 /// A webhook receiver: `/ok` answers 200, `/pager` answers `pager_status`; each keeps the
 /// `alert_id` of every payload it was sent.
 struct Hooks {

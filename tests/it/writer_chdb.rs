@@ -38,9 +38,9 @@ fn bound(sql: &str, columns: &[&str]) -> String {
 
 #[test]
 fn the_writer_sql_runs_on_current_clickhouse_and_tokens_deduplicate() {
-    let mut items: Vec<Value> = migrate::all_statements().into_iter().map(|s| json!(s)).collect();
+    let mut items: Vec<Value> = migrate::all_statements(None).into_iter().map(|s| json!(s)).collect();
     items.push(json!({"sql": TOKEN_SUPPORT_SQL, "expect": "1"}));
-    items.extend(token_window_statements().into_iter().map(|s| json!(s)));
+    items.extend(token_window_statements(None).into_iter().map(|s| json!(s)));
     items.push(json!({
         "sql": "SELECT count() FROM system.tables WHERE database = currentDatabase() AND name IN ('spans', 'logs') \
                 AND engine_full LIKE '%non_replicated_deduplication_window = 1000%'",

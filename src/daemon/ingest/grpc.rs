@@ -1,13 +1,15 @@
-//! OTLP/gRPC: the trace and logs Export services on one tonic server, gzip accepted.
+//! OTLP/gRPC: the trace and logs Export services on one tonic server, gzip accepted. The
+//! services are written here rather than generated: the generated ones decode every request
+//! into owned structs, where ingest only needs its bytes (it splits them in place).
 
+use std::marker::PhantomData;
 use std::sync::Arc;
 
-use opentelemetry_proto::tonic::collector::logs::v1::logs_service_server::{LogsService, LogsServiceServer};
-use opentelemetry_proto::tonic::collector::logs::v1::{ExportLogsServiceRequest, ExportLogsServiceResponse};
-use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{TraceService, TraceServiceServer};
-use opentelemetry_proto::tonic::collector::trace::v1::{ExportTraceServiceRequest, ExportTraceServiceResponse};
-use tonic::codec::CompressionEncoding;
-use tonic::codegen::http;
+use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use prost::bytes::{Buf, Bytes};
+use tonic::codec::{Codec, CompressionEncoding, DecodeBuf, Decoder, EnabledCompressionEncodings, EncodeBuf, Encoder};
+use tonic::codegen::{http, BoxFuture};
 use tonic::{Request, Response, Status};
 
 use super::pipeline::{ExportRequest, Unavailable};
@@ -17,13 +19,13 @@ use super::{Ingest, BUSY_RETRY_AFTER_SECS};
 pub struct Grpc(pub Arc<Ingest>);
 
 impl Grpc {
-    async fn export<R: ExportRequest>(&self, request: Request<R>) -> Result<Response<R::Response>, Status> {
+    async fn export<R: ExportRequest>(&self, request: Request<Bytes>) -> Result<Response<R::Response>, Status> {
         let request = request.into_inner();
         let ingest = &self.0;
-        let size = request.encoded_len();
+        let size = request.len();
         ingest.metrics.received(R::SIGNAL, size);
-        // Tonic has decoded the message already (bounded by the size limit); past the caps
-        // it is dropped at once instead of being split and held.
+        // Tonic has read the message already (bounded by the size limit); past the caps it
+        // is dropped at once instead of being split and held.
         let held = match ingest.inflight.admit(size as u64) {
             Ok(held) => held,
             Err(busy) => {
@@ -33,7 +35,15 @@ impl Grpc {
                 return Err(retry_later(message, BUSY_RETRY_AFTER_SECS));
             }
         };
-        let result = R::export(&ingest.pipeline, request).await;
+        let prepared = match ingest.pipeline.prepare::<R>(&request) {
+            Ok(prepared) => prepared,
+            Err(e) => {
+                ingest.metrics.answered(R::SIGNAL, "grpc", "bad_request");
+                return Err(Status::invalid_argument(e.to_string()));
+            }
+        };
+        drop(request);
+        let result = ingest.pipeline.export(prepared).await;
         ingest.release(held);
         let outcome = match &result {
             Ok(a) if a.rejected > 0 => "partial",
@@ -97,38 +107,130 @@ pub fn retry_later(message: String, seconds: u64) -> Status {
     Status::with_details(tonic::Code::ResourceExhausted, message, details.encode_to_vec().into())
 }
 
-#[tonic::async_trait]
-impl TraceService for Grpc {
-    async fn export(
-        &self,
-        request: Request<ExportTraceServiceRequest>,
-    ) -> Result<Response<ExportTraceServiceResponse>, Status> {
-        Grpc::export(self, request).await
+/// The gRPC method of an export request.
+pub trait GrpcExport: ExportRequest {
+    const SERVICE: &'static str;
+    const PATH: &'static str;
+}
+
+impl GrpcExport for ExportTraceServiceRequest {
+    const SERVICE: &'static str = "opentelemetry.proto.collector.trace.v1.TraceService";
+    const PATH: &'static str = "/opentelemetry.proto.collector.trace.v1.TraceService/Export";
+}
+
+impl GrpcExport for ExportLogsServiceRequest {
+    const SERVICE: &'static str = "opentelemetry.proto.collector.logs.v1.LogsService";
+    const PATH: &'static str = "/opentelemetry.proto.collector.logs.v1.LogsService/Export";
+}
+
+/// The Export service of one signal: tonic reads the message (gzip, size limit), ingest
+/// gets its bytes.
+pub struct ExportService<R> {
+    grpc: Grpc,
+    limit: usize,
+    request: PhantomData<fn() -> R>,
+}
+
+impl<R> Clone for ExportService<R> {
+    fn clone(&self) -> Self {
+        ExportService { grpc: self.grpc.clone(), limit: self.limit, request: PhantomData }
     }
 }
 
-#[tonic::async_trait]
-impl LogsService for Grpc {
-    async fn export(
-        &self,
-        request: Request<ExportLogsServiceRequest>,
-    ) -> Result<Response<ExportLogsServiceResponse>, Status> {
-        Grpc::export(self, request).await
+impl<R: GrpcExport> tonic::codegen::Service<http::Request<tonic::body::Body>> for ExportService<R> {
+    type Response = http::Response<tonic::body::Body>;
+    type Error = std::convert::Infallible;
+    type Future = BoxFuture<Self::Response, Self::Error>;
+
+    fn poll_ready(&mut self, _cx: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Self::Error>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, request: http::Request<tonic::body::Body>) -> Self::Future {
+        if request.uri().path() != R::PATH {
+            return Box::pin(async {
+                let mut response = http::Response::new(tonic::body::Body::default());
+                response.headers_mut().insert(Status::GRPC_STATUS, (tonic::Code::Unimplemented as i32).into());
+                response.headers_mut().insert(http::header::CONTENT_TYPE, tonic::metadata::GRPC_CONTENT_TYPE);
+                Ok(response)
+            });
+        }
+        let method = ExportMethod::<R> { grpc: self.grpc.clone(), request: PhantomData };
+        let limit = self.limit;
+        Box::pin(async move {
+            let mut accept = EnabledCompressionEncodings::default();
+            accept.enable(CompressionEncoding::Gzip);
+            let mut server = tonic::server::Grpc::new(RawCodec::<R::Response>(PhantomData))
+                .apply_compression_config(accept, EnabledCompressionEncodings::default())
+                .apply_max_message_size_config(Some(limit), None);
+            Ok(server.unary(method, request).await)
+        })
     }
 }
 
-pub fn services(ingest: Arc<Ingest>) -> (InputCodes<TraceServiceServer<Grpc>>, InputCodes<LogsServiceServer<Grpc>>) {
+impl<R: GrpcExport> tonic::server::NamedService for ExportService<R> {
+    const NAME: &'static str = R::SERVICE;
+}
+
+struct ExportMethod<R> {
+    grpc: Grpc,
+    request: PhantomData<fn() -> R>,
+}
+
+impl<R: GrpcExport> tonic::server::UnaryService<Bytes> for ExportMethod<R> {
+    type Response = R::Response;
+    type Future = BoxFuture<Response<R::Response>, Status>;
+
+    fn call(&mut self, request: Request<Bytes>) -> Self::Future {
+        let grpc = self.grpc.clone();
+        Box::pin(async move { grpc.export::<R>(request).await })
+    }
+}
+
+/// Reads a message as its bytes; writes a response with prost.
+struct RawCodec<T>(PhantomData<fn(T)>);
+
+impl<T: prost::Message + Send + 'static> Codec for RawCodec<T> {
+    type Encode = T;
+    type Decode = Bytes;
+    type Encoder = RawCodec<T>;
+    type Decoder = RawCodec<T>;
+
+    fn encoder(&mut self) -> Self::Encoder {
+        RawCodec(PhantomData)
+    }
+
+    fn decoder(&mut self) -> Self::Decoder {
+        RawCodec(PhantomData)
+    }
+}
+
+impl<T: prost::Message> Encoder for RawCodec<T> {
+    type Item = T;
+    type Error = Status;
+
+    fn encode(&mut self, item: T, buf: &mut EncodeBuf<'_>) -> Result<(), Status> {
+        item.encode(buf).map_err(|e| Status::internal(e.to_string()))
+    }
+}
+
+impl<T: Send + 'static> Decoder for RawCodec<T> {
+    type Item = Bytes;
+    type Error = Status;
+
+    fn decode(&mut self, buf: &mut DecodeBuf<'_>) -> Result<Option<Bytes>, Status> {
+        Ok(Some(buf.copy_to_bytes(buf.remaining())))
+    }
+}
+
+pub fn services(
+    ingest: Arc<Ingest>,
+) -> (InputCodes<ExportService<ExportTraceServiceRequest>>, InputCodes<ExportService<ExportLogsServiceRequest>>) {
     let limit = ingest.max_body_bytes;
     let grpc = Grpc(ingest);
     (
-        InputCodes(
-            TraceServiceServer::new(grpc.clone())
-                .accept_compressed(CompressionEncoding::Gzip)
-                .max_decoding_message_size(limit),
-        ),
-        InputCodes(
-            LogsServiceServer::new(grpc).accept_compressed(CompressionEncoding::Gzip).max_decoding_message_size(limit),
-        ),
+        InputCodes(ExportService { grpc: grpc.clone(), limit, request: PhantomData }),
+        InputCodes(ExportService { grpc, limit, request: PhantomData }),
     )
 }
 

@@ -62,7 +62,7 @@ async fn export<R: ExportRequest>(State(ingest): State<Arc<Ingest>>, headers: He
         }
     };
     ingest.metrics.received(R::SIGNAL, body.len());
-    let request: R = {
+    let prepared = {
         let bytes = match decompress(&body, header_str(&headers, header::CONTENT_ENCODING), limit) {
             Ok(bytes) => bytes,
             Err(e) => return ingest.refuse(R::SIGNAL, encoding, &e),
@@ -75,13 +75,20 @@ async fn export<R: ExportRequest>(State(ingest): State<Arc<Ingest>>, headers: He
         if let Err(busy) = ingest.inflight.grow(&mut held, held_bytes as u64) {
             return ingest.busy(R::SIGNAL, encoding, busy.reason());
         }
-        match parse(&bytes, encoding) {
-            Ok(request) => request,
+        // Protobuf is split where it lies, never decoded; JSON is decoded, then encoded once.
+        let prepared = match encoding {
+            Encoding::Protobuf => ingest.pipeline.prepare::<R>(&bytes),
+            Encoding::Json => {
+                parse::<R>(&bytes, encoding).and_then(|r| ingest.pipeline.prepare::<R>(&r.encode_to_vec()))
+            }
+        };
+        match prepared {
+            Ok(prepared) => prepared,
             Err(e) => return ingest.refuse(R::SIGNAL, encoding, &e),
         }
     };
     drop(body);
-    let result = R::export(&ingest.pipeline, request).await;
+    let result = ingest.pipeline.export(prepared).await;
     let response = ingest.answer(
         R::SIGNAL,
         encoding,

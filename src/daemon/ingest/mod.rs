@@ -30,6 +30,7 @@ use self::failover::{Failover, Path};
 use self::listen::{Held, Inflight};
 use self::metrics::IngestMetrics;
 use self::pipeline::Pipeline;
+use super::runtime::{honest_health, probe_broker, Known};
 use super::{admin_router, HealthFn, Shutdown};
 use crate::bus::producer::{broker_answers, Publisher};
 use crate::bus::topics::ensure_topics;
@@ -160,8 +161,20 @@ pub async fn start(config: &Config, shutdown: Shutdown) -> anyhow::Result<Runnin
     });
     ingest.pipeline.update_path_gauges();
 
+    // `/health` through the runtime's one rule (daemon::runtime): `starting` until the
+    // start-up probe answered, `degraded` with the reason while the broker refuses (requests
+    // then go to ClickHouse directly) or the direct path is down.
+    let known = Arc::new(Known::default());
     let health_of = ingest.clone();
-    let health: HealthFn = Arc::new(move || serde_json::json!({ "ingest": health_of.pipeline.health() }));
+    let inner: HealthFn = Arc::new(move || {
+        let direct_up = health_of.pipeline.failover.lock().unwrap().is_up(Path::Direct);
+        serde_json::json!({
+            "status": "ok",
+            "clickhouse": if direct_up { "up" } else { "down" },
+            "ingest": health_of.pipeline.health(),
+        })
+    });
+    let health = honest_health(inner, known.clone(), config.kafka.brokers.clone());
     let app = http::router(ingest.clone()).merge(admin_router(registry, health));
     let http_listener = tokio::net::TcpListener::bind(&config.ingest.http_addr)
         .await
@@ -195,6 +208,19 @@ pub async fn start(config: &Config, shutdown: Shutdown) -> anyhow::Result<Runnin
             .serve_with_incoming_shutdown(incoming, stop.triggered())
             .await
             .context("the OTLP/gRPC server failed")
+    }));
+    let mut started = ready_tx.subscribe();
+    let ready_known = known.clone();
+    tasks.push(tokio::spawn(async move {
+        if started.wait_for(|r| *r).await.is_ok() {
+            ready_known.set_ready();
+        }
+        Ok(())
+    }));
+    let (kafka, stop) = (config.kafka.clone(), shutdown.clone());
+    tasks.push(tokio::spawn(async move {
+        probe_broker(kafka, known, stop).await;
+        Ok(())
     }));
     tasks.push(tokio::spawn(probe_loop(ingest.clone(), config.clone(), store, ready_tx, shutdown.clone())));
     tasks.push(tokio::spawn(backlog::replay_loop(ingest.clone(), shutdown.clone())));

@@ -9,6 +9,9 @@
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use anyhow::Context;
+use prost::Message;
+
 use opentelemetry_proto::tonic::collector::logs::v1::{ExportLogsPartialSuccess, ExportLogsServiceResponse};
 use opentelemetry_proto::tonic::collector::trace::v1::{ExportTracePartialSuccess, ExportTraceServiceResponse};
 
@@ -17,8 +20,9 @@ use super::failover::{Failover, Health, Path};
 use super::metrics::IngestMetrics;
 use crate::bus::producer::{OutRecord, PublishError, Publisher};
 use crate::config::Names;
+use crate::otlp::decode::DecodeError;
 use crate::otlp::flatten::{log_rows, span_rows};
-use crate::otlp::split::{split, Grouping, OtlpRequest, Split};
+use crate::otlp::split::{split_encoded_by, Grouping, OtlpRequest, Split};
 use crate::otlp::{ExportLogsServiceRequest, ExportTraceServiceRequest};
 use crate::store::Store;
 use crate::wire::record::{header_pairs, owned_headers, SignalKind};
@@ -69,11 +73,12 @@ pub struct IngestHealth {
     pub backlog: BacklogHealth,
 }
 
-/// The records one request becomes.
-struct Prepared<R> {
-    signals: Split<R>,
+/// The records one request becomes, each the protobuf encoding of an OTLP request.
+pub struct Prepared {
+    kind: SignalKind,
+    signals: Split<Vec<u8>>,
     /// Logs only: the per-service records for the logs topic.
-    logs: Option<Split<R>>,
+    logs: Option<Split<Vec<u8>>>,
 }
 
 impl Pipeline {
@@ -117,24 +122,24 @@ impl Pipeline {
         let _ = tokio::time::timeout(STARTUP_WAIT, ready.wait_for(|r| *r)).await;
     }
 
-    pub async fn export_traces(&self, request: ExportTraceServiceRequest) -> Result<Accepted, Unavailable> {
-        let prepared = Prepared { signals: split(request, Grouping::ByTrace, self.max_record_bytes), logs: None };
-        self.export(SignalKind::Traces, prepared, |req, ingest_ns| Rows::Spans(span_rows(req, ingest_ns))).await
+    /// Splits the protobuf encoding of a request into its records, without decoding it
+    /// (`otlp::split::split_encoded`); bytes that are not a valid `R` are refused.
+    pub fn prepare<R: ExportRequest>(&self, bytes: &[u8]) -> Result<Prepared, DecodeError> {
+        let groupings: &[Grouping] = match R::KIND {
+            SignalKind::Traces => &[Grouping::ByTrace],
+            SignalKind::Logs => &[Grouping::ByTrace, Grouping::ByService],
+        };
+        let mut splits = split_encoded_by::<R>(bytes, groupings, self.max_record_bytes)
+            .map_err(|e| DecodeError::Protobuf(e.to_string()))?
+            .into_iter();
+        let signals = splits.next().unwrap_or_default();
+        Ok(Prepared { kind: R::KIND, signals, logs: splits.next() })
     }
 
-    pub async fn export_logs(&self, request: ExportLogsServiceRequest) -> Result<Accepted, Unavailable> {
-        let logs = split(request.clone(), Grouping::ByService, self.max_record_bytes);
-        let prepared = Prepared { signals: split(request, Grouping::ByTrace, self.max_record_bytes), logs: Some(logs) };
-        self.export(SignalKind::Logs, prepared, |req, ingest_ns| Rows::Logs(log_rows(req, ingest_ns))).await
-    }
-
-    async fn export<R: OtlpRequest>(
-        &self,
-        kind: SignalKind,
-        prepared: Prepared<R>,
-        to_rows: impl Fn(&R, u64) -> Rows,
-    ) -> Result<Accepted, Unavailable> {
+    /// Makes a prepared request durable on the first usable path.
+    pub async fn export(&self, prepared: Prepared) -> Result<Accepted, Unavailable> {
         self.started().await;
+        let kind = prepared.kind;
         let started = Instant::now();
         let ingest_ns = self.backlog.stamp();
         let signal = kind.as_str();
@@ -153,7 +158,7 @@ impl Pipeline {
         for path in paths {
             let result = match path {
                 Path::Redpanda => self.publish(kind, &prepared, ingest_ns).await,
-                Path::Direct => self.insert(kind, &prepared, ingest_ns, &to_rows).await.map_err(PathError::Failed),
+                Path::Direct => self.insert(kind, &prepared, ingest_ns).await.map_err(PathError::Failed),
             };
             let path_name = path_name(path);
             match result {
@@ -178,7 +183,7 @@ impl Pipeline {
     }
 
     /// The records a request becomes, as they are published (and kept on the direct path).
-    fn outgoing<'a, R: OtlpRequest>(&'a self, prepared: &'a Prepared<R>) -> Vec<Outgoing<'a>> {
+    fn outgoing<'a>(&'a self, prepared: &'a Prepared) -> Vec<Outgoing<'a>> {
         let logs = prepared.logs.iter().flat_map(|l| l.records.iter().map(|r| ("logs", &self.names.logs, r)));
         let signals = prepared.signals.records.iter().map(|r| ("signals", &self.names.signals, r));
         signals
@@ -187,17 +192,12 @@ impl Pipeline {
                 label,
                 topic,
                 key: record.key.as_str(),
-                value: record.request.encode_to_vec(),
+                value: record.request.clone(),
             })
             .collect()
     }
 
-    async fn publish<R: OtlpRequest>(
-        &self,
-        kind: SignalKind,
-        prepared: &Prepared<R>,
-        ingest_ns: u64,
-    ) -> Result<(), PathError> {
+    async fn publish(&self, kind: SignalKind, prepared: &Prepared, ingest_ns: u64) -> Result<(), PathError> {
         let headers = owned_headers(&header_pairs(kind, ingest_ns));
         let outgoing = self.outgoing(prepared);
         let labels: Vec<&'static str> = outgoing.iter().map(|o| o.label).collect();
@@ -219,19 +219,22 @@ impl Pipeline {
     }
 
     /// The direct path: the rows, and the records kept in the backlog, in one step.
-    async fn insert<R: OtlpRequest>(
-        &self,
-        kind: SignalKind,
-        prepared: &Prepared<R>,
-        ingest_ns: u64,
-        to_rows: &impl Fn(&R, u64) -> Rows,
-    ) -> anyhow::Result<()> {
+    async fn insert(&self, kind: SignalKind, prepared: &Prepared, ingest_ns: u64) -> anyhow::Result<()> {
         let mut spans = Vec::new();
         let mut logs = Vec::new();
+        // The records are checked encodings, so they decode; the direct path is the rare
+        // one, and the broker path never pays for a decode.
         for record in &prepared.signals.records {
-            match to_rows(&record.request, ingest_ns) {
-                Rows::Spans(rows) => spans.extend(rows),
-                Rows::Logs(rows) => logs.extend(rows),
+            let bytes = record.request.as_slice();
+            match kind {
+                SignalKind::Traces => spans.extend(span_rows(
+                    &ExportTraceServiceRequest::decode(bytes).context("decoding a checked trace record")?,
+                    ingest_ns,
+                )),
+                SignalKind::Logs => logs.extend(log_rows(
+                    &ExportLogsServiceRequest::decode(bytes).context("decoding a checked log record")?,
+                    ingest_ns,
+                )),
             }
         }
         let outgoing = self.outgoing(prepared);
@@ -270,11 +273,6 @@ impl Pipeline {
     }
 }
 
-enum Rows {
-    Spans(Vec<crate::store::SpanRow>),
-    Logs(Vec<crate::store::LogRow>),
-}
-
 /// Why a path did not take a request.
 enum PathError {
     /// The path is broken: mark it down and try the next.
@@ -283,7 +281,7 @@ enum PathError {
     Busy(PublishError),
 }
 
-impl<R> Prepared<R> {
+impl Prepared {
     fn records(&self) -> u64 {
         (self.signals.records.len() + self.logs.as_ref().map_or(0, |l| l.records.len())) as u64
     }
@@ -294,25 +292,16 @@ pub trait ExportRequest:
     OtlpRequest + crate::otlp::decode::AnyValues + serde::de::DeserializeOwned + Send + 'static
 {
     const SIGNAL: &'static str;
+    const KIND: SignalKind;
     type Response: prost::Message + serde::Serialize + Default + Send + 'static;
-    fn export(
-        pipeline: &Pipeline,
-        request: Self,
-    ) -> impl std::future::Future<Output = Result<Accepted, Unavailable>> + Send;
     /// The OTLP response: a partial success when items were refused.
     fn response(accepted: Accepted) -> Self::Response;
 }
 
 impl ExportRequest for ExportTraceServiceRequest {
     const SIGNAL: &'static str = "traces";
+    const KIND: SignalKind = SignalKind::Traces;
     type Response = ExportTraceServiceResponse;
-
-    fn export(
-        pipeline: &Pipeline,
-        request: Self,
-    ) -> impl std::future::Future<Output = Result<Accepted, Unavailable>> + Send {
-        pipeline.export_traces(request)
-    }
 
     fn response(a: Accepted) -> Self::Response {
         ExportTraceServiceResponse {
@@ -324,14 +313,8 @@ impl ExportRequest for ExportTraceServiceRequest {
 
 impl ExportRequest for ExportLogsServiceRequest {
     const SIGNAL: &'static str = "logs";
+    const KIND: SignalKind = SignalKind::Logs;
     type Response = ExportLogsServiceResponse;
-
-    fn export(
-        pipeline: &Pipeline,
-        request: Self,
-    ) -> impl std::future::Future<Output = Result<Accepted, Unavailable>> + Send {
-        pipeline.export_logs(request)
-    }
 
     fn response(a: Accepted) -> Self::Response {
         ExportLogsServiceResponse {

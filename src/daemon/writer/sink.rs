@@ -11,6 +11,11 @@
 //!   discarded by the server, so even raw counts stay exact. Seed 001: the token must name a
 //!   record, never a fetched batch (fetch boundaries differ on replay), and without the
 //!   window the token is accepted and silently ignored. The identities still apply.
+//! - [`InsertMode::PerRecord`] (a cluster, `[clickhouse] cluster`, of servers without tokens:
+//!   18.16): one INSERT per record, without a token. Replicated tables discard a block
+//!   identical to one of the last `replicated_deduplication_window` they stored, and a
+//!   record's rows are the same block every time it is read (docs/scaling.md; proven in
+//!   `tests/it/cluster.rs`), so raw counts stay exact there too.
 //!
 //! The window is a table setting (`store::schema::token_window_statements`), applied at
 //! writer start; every insert goes through `store::insert`, which also splits rows that
@@ -31,6 +36,7 @@ const TOKEN_INSERT_CONCURRENCY: usize = 8;
 pub enum InsertMode {
     Batched,
     Tokens,
+    PerRecord,
 }
 
 impl InsertMode {
@@ -38,15 +44,17 @@ impl InsertMode {
         match self {
             InsertMode::Batched => "batched",
             InsertMode::Tokens => "per-record-token",
+            InsertMode::PerRecord => "per-record-block",
         }
     }
 }
 
 /// Chooses the mode for this server: tokens where supported and the window could be set,
-/// otherwise batched (which the identities alone make safe).
+/// otherwise per-record blocks on a cluster and batched on one server (which the identities
+/// alone make safe).
 pub async fn choose_mode(store: &Store) -> Result<InsertMode, StoreError> {
     if !insert::supports_tokens(store).await? {
-        return Ok(InsertMode::Batched);
+        return Ok(if store.cluster().is_some() { InsertMode::PerRecord } else { InsertMode::Batched });
     }
     match insert::enable_token_window(store).await {
         Ok(()) => Ok(InsertMode::Tokens),
@@ -78,7 +86,7 @@ impl Sink {
         let started = Instant::now();
         match self.mode {
             InsertMode::Batched => self.write_batched(batch).await?,
-            InsertMode::Tokens => self.write_tokens(batch).await?,
+            InsertMode::Tokens | InsertMode::PerRecord => self.write_tokens(batch).await?,
         }
         self.metrics.insert_seconds.observe(started.elapsed().as_secs_f64());
         Ok(())
@@ -142,11 +150,13 @@ impl Sink {
                 let Some(i) = todo.next() else { break };
                 let record: RecordRows = batch.records[i].clone();
                 let store = self.store.clone();
-                let token = token(&self.topic, record.partition, record.offset);
+                let token =
+                    (self.mode == InsertMode::Tokens).then(|| token(&self.topic, record.partition, record.offset));
                 tasks.spawn(async move {
+                    let token = token.as_deref();
                     let result = match &record.rows {
-                        Rows::Spans(rows) => insert::insert_rows(&store, rows.iter(), Some(&token)).await,
-                        Rows::Logs(rows) => insert::insert_rows(&store, rows.iter(), Some(&token)).await,
+                        Rows::Spans(rows) => insert::insert_rows(&store, rows.iter(), token).await,
+                        Rows::Logs(rows) => insert::insert_rows(&store, rows.iter(), token).await,
                     };
                     (i, result)
                 });
