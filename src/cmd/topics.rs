@@ -6,8 +6,8 @@ use std::time::Duration;
 use anyhow::Context;
 
 use super::reach;
-use super::table::{thousands, Layout, Table};
-use crate::bus::topics::{describe_topics_within, ensure_topics_within, TopicOutcome};
+use super::table::{count, Layout, Table};
+use crate::bus::topics::{describe_topics_within, ensure_topics_within, TopicOutcome, TopicStatus};
 use crate::cli::TopicsCommand;
 use crate::config::Config;
 
@@ -57,43 +57,58 @@ pub async fn run(
                 writeln!(out, "{}", serde_json::to_string_pretty(&status)?)?;
                 return Ok(());
             }
-            let mut table =
-                Table::new(["topic", "partitions", "retention", "compression", "records", "group", "committed", "lag"])
-                    .numeric(&["partitions", "records", "committed", "lag"]);
-            for topic in &status {
-                let partitions = topic.partitions.map_or("missing".to_string(), |p| p.to_string());
-                // `-`: the broker did not say (Tansu describes no topic configs).
-                let retention = topic.retention_ms.map_or("-".to_string(), retention);
-                let compression = topic.compression.clone().unwrap_or_else(|| "-".into());
-                if topic.groups.is_empty() {
-                    table.row([
-                        topic.topic.clone(),
-                        partitions.clone(),
-                        retention.clone(),
-                        compression.clone(),
-                        thousands(topic.records),
-                        "-".into(),
-                        "-".into(),
-                        "-".into(),
-                    ]);
-                }
-                for group in &topic.groups {
-                    table.row([
-                        topic.topic.clone(),
-                        partitions.clone(),
-                        retention.clone(),
-                        compression.clone(),
-                        thousands(topic.records),
-                        group.group.clone(),
-                        group.committed.map_or("none".to_string(), thousands),
-                        thousands(group.lag),
-                    ]);
-                }
-            }
-            write!(out, "{}", table.render(Layout::current()))?;
-            Ok(())
+            write_list(&status, Layout::current(), out)
         }
     }
+}
+
+/// The topics and their groups. A terminal that cuts to fit shows what an operator scans
+/// (topic, group, how far behind) and, when every topic has the same retention and
+/// compression (the usual case: they are set at creation), says them once below; `--wide`
+/// and pipes give every column on every row.
+fn write_list(status: &[TopicStatus], layout: Layout, out: &mut dyn Write) -> anyhow::Result<()> {
+    let settings = |t: &TopicStatus| {
+        // `-`: the broker did not say.
+        (t.retention_ms.map_or("-".to_string(), retention), t.compression.clone().unwrap_or_else(|| "-".into()))
+    };
+    let shared = status.first().map(settings).filter(|first| status.iter().all(|t| settings(t) == *first));
+    let narrow = matches!(layout, Layout::Terminal(Some(_))) && shared.is_some();
+    let mut headers = vec!["topic", "partitions"];
+    if !narrow {
+        headers.extend(["retention", "compression"]);
+    }
+    headers.extend(["records", "group", "committed", "lag"]);
+    let mut table =
+        Table::new(headers).numeric(&["partitions", "records", "committed", "lag"]).keep(&["topic", "group"]);
+    for topic in status {
+        let partitions = topic.partitions.map_or("missing".to_string(), |p| p.to_string());
+        let (retention, compression) = settings(topic);
+        let groups: Vec<[String; 3]> = if topic.groups.is_empty() {
+            vec![["-".into(), "-".into(), "-".into()]]
+        } else {
+            topic
+                .groups
+                .iter()
+                .map(|g| {
+                    let committed = g.committed.map_or("none".to_string(), |c| count(c, layout));
+                    [g.group.clone(), committed, count(g.lag, layout)]
+                })
+                .collect()
+        };
+        for [group, committed, lag] in groups {
+            let mut row = vec![topic.topic.clone(), partitions.clone()];
+            if !narrow {
+                row.extend([retention.clone(), compression.clone()]);
+            }
+            row.extend([count(topic.records, layout), group, committed, lag]);
+            table.row(row);
+        }
+    }
+    write!(out, "{}", table.render(layout))?;
+    if let (true, Some((retention, compression))) = (narrow, shared) {
+        writeln!(out, "every topic: retention {retention}, compression {compression} (--wide shows them per topic)")?;
+    }
+    Ok(())
 }
 
 /// A `retention.ms` as an operator reads it: whole days or hours, else milliseconds;
