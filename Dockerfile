@@ -3,6 +3,8 @@ FROM rust:1.89-bookworm AS build
 WORKDIR /src
 COPY Cargo.toml Cargo.lock build.rs ./
 COPY src ./src
+# The local ClickHouse config `tayga up` embeds (one copy with scripts/services.sh).
+COPY scripts/clickhouse ./scripts/clickhouse
 COPY benches ./benches
 RUN cargo build --release --locked --bin tayga
 

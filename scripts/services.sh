@@ -18,6 +18,8 @@ set -euo pipefail
 TAYGA_HOME=${TAYGA_HOME:-$(pwd)/.tayga}
 TAYGA_HOME=$(mkdir -p "$TAYGA_HOME" && cd "$TAYGA_HOME" && pwd)
 CH_DIR=$TAYGA_HOME/clickhouse
+# The server's config and users, shared with `tayga up` (src/cmd/up/local.rs embeds them).
+CH_TEMPLATES=$(cd "$(dirname "${BASH_SOURCE[0]}")/clickhouse" && pwd)
 BROKER_DIR=$TAYGA_HOME/broker
 CH_HTTP_PORT=${TAYGA_CH_HTTP_PORT:-8123}
 CH_TCP_PORT=${TAYGA_CH_TCP_PORT:-9000}
@@ -99,49 +101,9 @@ write_clickhouse_config() {
   # A cluster node's own settings (remote_servers, zookeeper, macros) go to config.d/, which
   # the server merges into config.xml; a single server has none.
   rm -rf "$CH_DIR/config.d"
-  cat >"$CH_DIR/config.xml" <<XML
-<?xml version="1.0"?>
-<yandex>
-  <logger><level>warning</level><log>$CH_DIR/log/server.log</log><errorlog>$CH_DIR/log/error.log</errorlog><size>100M</size><count>2</count></logger>
-  <listen_host>127.0.0.1</listen_host>
-  <http_port>$CH_HTTP_PORT</http_port>
-  <tcp_port>$CH_TCP_PORT</tcp_port>
-  <interserver_http_port>$((CH_TCP_PORT + 9))</interserver_http_port>
-  <interserver_http_host>127.0.0.1</interserver_http_host>
-  <path>$CH_DIR/data/</path>
-  <tmp_path>$CH_DIR/tmp/</tmp_path>
-  <user_files_path>$CH_DIR/user_files/</user_files_path>
-  <format_schema_path>$CH_DIR/format_schemas/</format_schema_path>
-  <users_config>$CH_DIR/users.xml</users_config>
-  <default_profile>default</default_profile>
-  <default_database>default</default_database>
-  <timezone>UTC</timezone>
-  <mlock_executable>false</mlock_executable>
-  <max_connections>1024</max_connections>
-  <keep_alive_timeout>3</keep_alive_timeout>
-  <mark_cache_size>536870912</mark_cache_size>
-</yandex>
-XML
-  cat >"$CH_DIR/users.xml" <<XML
-<?xml version="1.0"?>
-<yandex>
-  <profiles>
-    <default>
-      <max_memory_usage>4000000000</max_memory_usage>
-      <allow_experimental_low_cardinality_type>1</allow_experimental_low_cardinality_type>
-    </default>
-  </profiles>
-  <users>
-    <default>
-      <password></password>
-      <networks><ip>127.0.0.1</ip><ip>::1</ip></networks>
-      <profile>default</profile>
-      <quota>default</quota>
-    </default>
-  </users>
-  <quotas><default><interval><duration>3600</duration><queries>0</queries><errors>0</errors><result_rows>0</result_rows><read_rows>0</read_rows><execution_time>0</execution_time></interval></default></quotas>
-</yandex>
-XML
+  sed -e "s|@DIR@|$CH_DIR|g" -e "s|@HTTP_PORT@|$CH_HTTP_PORT|g" -e "s|@TCP_PORT@|$CH_TCP_PORT|g" \
+    -e "s|@INTERSERVER_PORT@|$((CH_TCP_PORT + 9))|g" "$CH_TEMPLATES/config.xml" >"$CH_DIR/config.xml"
+  cp "$CH_TEMPLATES/users.xml" "$CH_DIR/users.xml"
 }
 
 start_clickhouse() {

@@ -283,58 +283,24 @@ fn free_port() -> anyhow::Result<u16> {
     Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
 }
 
+/// The server's config and users: the one copy `scripts/services.sh` also fills in.
+const CLICKHOUSE_CONFIG: &str = include_str!("../../../scripts/clickhouse/config.xml");
+const CLICKHOUSE_USERS: &str = include_str!("../../../scripts/clickhouse/users.xml");
+
 /// The server's files, as `scripts/services.sh` writes them; the native and interserver
 /// ports, which Tayga never uses, are free ports of the moment.
 fn write_clickhouse_config(dir: &Path, http_port: u16) -> anyhow::Result<()> {
     for sub in ["data", "tmp", "user_files", "format_schemas", "log"] {
         std::fs::create_dir_all(dir.join(sub)).with_context(|| format!("creating {}", dir.join(sub).display()))?;
     }
-    let d = dir.display();
     let (tcp_port, interserver_port) = (free_port()?, free_port()?);
-    let config = format!(
-        r#"<?xml version="1.0"?>
-<yandex>
-  <logger><level>warning</level><log>{d}/log/server.log</log><errorlog>{d}/log/error.log</errorlog><size>100M</size><count>2</count></logger>
-  <listen_host>127.0.0.1</listen_host>
-  <http_port>{http_port}</http_port>
-  <tcp_port>{tcp_port}</tcp_port>
-  <interserver_http_port>{interserver_port}</interserver_http_port>
-  <path>{d}/data/</path>
-  <tmp_path>{d}/tmp/</tmp_path>
-  <user_files_path>{d}/user_files/</user_files_path>
-  <format_schema_path>{d}/format_schemas/</format_schema_path>
-  <users_config>{d}/users.xml</users_config>
-  <default_profile>default</default_profile>
-  <default_database>default</default_database>
-  <timezone>UTC</timezone>
-  <mlock_executable>false</mlock_executable>
-  <max_connections>1024</max_connections>
-  <keep_alive_timeout>3</keep_alive_timeout>
-  <mark_cache_size>536870912</mark_cache_size>
-</yandex>
-"#
-    );
-    let users = r#"<?xml version="1.0"?>
-<yandex>
-  <profiles>
-    <default>
-      <max_memory_usage>4000000000</max_memory_usage>
-      <allow_experimental_low_cardinality_type>1</allow_experimental_low_cardinality_type>
-    </default>
-  </profiles>
-  <users>
-    <default>
-      <password></password>
-      <networks><ip>127.0.0.1</ip><ip>::1</ip></networks>
-      <profile>default</profile>
-      <quota>default</quota>
-    </default>
-  </users>
-  <quotas><default><interval><duration>3600</duration><queries>0</queries><errors>0</errors><result_rows>0</result_rows><read_rows>0</read_rows><execution_time>0</execution_time></interval></default></quotas>
-</yandex>
-"#;
+    let config = CLICKHOUSE_CONFIG
+        .replace("@DIR@", &dir.display().to_string())
+        .replace("@HTTP_PORT@", &http_port.to_string())
+        .replace("@TCP_PORT@", &tcp_port.to_string())
+        .replace("@INTERSERVER_PORT@", &interserver_port.to_string());
     std::fs::write(dir.join("config.xml"), config).context("writing the ClickHouse config")?;
-    std::fs::write(dir.join("users.xml"), users).context("writing the ClickHouse users")?;
+    std::fs::write(dir.join("users.xml"), CLICKHOUSE_USERS).context("writing the ClickHouse users")?;
     Ok(())
 }
 
