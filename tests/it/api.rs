@@ -11,7 +11,7 @@ use std::time::Duration;
 use prometheus_client::registry::Registry;
 use serde_json::{json, Value};
 use tayga::daemon::api::handlers::AppState;
-use tayga::daemon::api::recorder::resolve::{FixedResolver, SystemResolver};
+use tayga::daemon::api::recorder::resolve::SystemResolver;
 use tayga::daemon::api::recorder::{Recorder, RecorderMetrics, Target};
 use tayga::daemon::api::router;
 use tayga::daemon::Shutdown;
@@ -592,14 +592,7 @@ async fn a_browser_signs_in_with_the_token_and_its_cookie_opens_the_app() {
 async fn two_logminer_replicas_behind_one_name_are_scraped_and_combined_by_the_seed_rules() {
     let env = TestEnv::new("api_replicas");
     let store = env.migrated_store().await;
-    let port = free_port();
-    let a: SocketAddr = format!("127.0.0.2:{port}").parse().unwrap();
-    let b: SocketAddr = format!("127.0.0.3:{port}").parse().unwrap();
-    let dead: SocketAddr = format!("127.0.0.4:{port}").parse().unwrap();
-    let name = format!("logminer.test:{port}");
-    let resolver = FixedResolver { names: HashMap::from([(name.clone(), vec![a, b, dead])]) };
-    let targets = vec![Target::Resolved { service: "logminer".into(), host_port: name }];
-    let recorder = Recorder::new(store.clone(), targets, Arc::new(resolver), RecorderMetrics::default());
+    let (recorder, crate::common::ReplicaAddrs { a, b, dead }) = crate::common::two_replica_recorder(&store);
 
     let now = now_ns();
     let t0 = now - 5 * MIN_NS;

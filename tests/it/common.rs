@@ -531,6 +531,29 @@ pub async fn fake_metrics(addr: std::net::SocketAddr, text: String) -> tayga::da
     shutdown
 }
 
+/// Where seed 000's replicas answer: two logminer replicas and a third that never does,
+/// all behind one name (the same port on 127.0.0.2, .3 and .4).
+pub struct ReplicaAddrs {
+    pub a: std::net::SocketAddr,
+    pub b: std::net::SocketAddr,
+    pub dead: std::net::SocketAddr,
+}
+
+/// The real recorder over `store`, whose fixed resolver answers the one logminer name with
+/// [`ReplicaAddrs`]; feed it with [`record_two_replicas`].
+pub fn two_replica_recorder(store: &Store) -> (tayga::daemon::api::recorder::Recorder, ReplicaAddrs) {
+    use tayga::daemon::api::recorder::resolve::FixedResolver;
+    use tayga::daemon::api::recorder::{Recorder, RecorderMetrics, Target};
+    let port = free_port();
+    let at = |host: &str| format!("{host}:{port}").parse::<std::net::SocketAddr>().unwrap();
+    let addrs = ReplicaAddrs { a: at("127.0.0.2"), b: at("127.0.0.3"), dead: at("127.0.0.4") };
+    let name = format!("logminer.test:{port}");
+    let resolver =
+        FixedResolver { names: std::collections::HashMap::from([(name.clone(), vec![addrs.a, addrs.b, addrs.dead])]) };
+    let targets = vec![Target::Resolved { service: "logminer".into(), host_port: name }];
+    (Recorder::new(store.clone(), targets, std::sync::Arc::new(resolver), RecorderMetrics::default()), addrs)
+}
+
 /// Seed 000's replicas for the recorder: two fake logminer replicas at `a` (5 templates) and
 /// `b` (9 templates), scraped and stored by `recorder` at each tick `(time ns, (a's mined
 /// lines, b's mined lines))`. Returns the instances scraped at each tick.

@@ -5,7 +5,7 @@
 //! `TAYGA_WEB_SCREENSHOTS`, e.g. docs/screenshots). Also: bad URLs get a page with the reason
 //! and status, and the Pipeline page combines two logminer replicas as seed 000 says.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::sync::{Arc, Mutex};
@@ -15,13 +15,11 @@ use fantoccini::Locator;
 use prometheus_client::registry::Registry;
 use serde_json::{json, Value};
 use tayga::daemon::api::handlers::AppState;
-use tayga::daemon::api::recorder::resolve::FixedResolver;
-use tayga::daemon::api::recorder::{Recorder, RecorderMetrics, Target};
 use tayga::daemon::api::router;
 use tayga::daemon::Shutdown;
 use tayga::store::now_ns;
 
-use crate::common::{free_port, get_json, wait_for, Browser, ServeAll, TestEnv};
+use crate::common::{get_json, wait_for, Browser, ServeAll, TestEnv};
 
 const MIN_NS: u64 = 60_000_000_000;
 /// A webhook receiver: `/ok` answers 200, `/pager` answers `pager_status`; each keeps the
@@ -373,14 +371,7 @@ async fn pages(env: &TestEnv, browser: &Browser, http: &reqwest::Client, app: &s
 async fn the_pipeline_page_shows_the_larger_replicas_templates_and_the_summed_rates() {
     let env = TestEnv::new("web_replicas");
     let store = env.migrated_store().await;
-    let port = free_port();
-    let a: SocketAddr = format!("127.0.0.2:{port}").parse().unwrap();
-    let b: SocketAddr = format!("127.0.0.3:{port}").parse().unwrap();
-    let dead: SocketAddr = format!("127.0.0.4:{port}").parse().unwrap();
-    let name = format!("logminer.test:{port}");
-    let resolver = FixedResolver { names: HashMap::from([(name.clone(), vec![a, b, dead])]) };
-    let targets = vec![Target::Resolved { service: "logminer".into(), host_port: name }];
-    let recorder = Recorder::new(store.clone(), targets, Arc::new(resolver), RecorderMetrics::default());
+    let (recorder, crate::common::ReplicaAddrs { a, b, dead }) = crate::common::two_replica_recorder(&store);
     // The page's 15-minute window has 8-second steps, and rates are taken between step
     // starts: ticks on step starts, 64 s apart; the replicas mine 64 and 128 lines between.
     const STEP: u64 = 8_000_000_000;
