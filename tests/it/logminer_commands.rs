@@ -244,8 +244,7 @@ async fn stored_logs_are_read_in_time_order_a_page_at_a_time_each_once() {
 #[test]
 fn the_remine_sql_runs_on_current_clickhouse() {
     use clickhouse::Row;
-    let mut items: Vec<Value> =
-        tayga::store::migrate::all_statements(None).into_iter().map(|s| Value::String(s.into())).collect();
+    let mut items: Vec<Value> = tayga::store::migrate::all_statements(None).into_iter().map(Value::String).collect();
     for ingest in [1, 2] {
         items.push(Value::String(format!(
             "INSERT INTO logs VALUES (42, 'checkout', {T0}, 0, 9, 'INFO', 'cart loaded', '', '', [], [], [], [], '', {ingest})"

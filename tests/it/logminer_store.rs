@@ -155,8 +155,7 @@ async fn the_logminer_queries_run_on_the_real_server() {
 fn the_logminer_queries_run_on_current_clickhouse() {
     use serde_json::{json, Value};
     let fill = common::fill_placeholders;
-    let mut items: Vec<Value> =
-        tayga::store::migrate::all_statements(None).into_iter().map(|s| Value::String(s.into())).collect();
+    let mut items: Vec<Value> = tayga::store::migrate::all_statements(None).into_iter().map(Value::String).collect();
     items
         .push(Value::String("INSERT INTO log_hits VALUES ('a', 1, 7, 600000000000), ('a', 1, 7, 600000000000)".into()));
     items.push(Value::String(

@@ -711,7 +711,9 @@ async fn run_soak(traffic: Duration) {
         serde_json::from_slice(&std::fs::read(&loadgen_out).unwrap_or_default()).unwrap_or_default();
     timeline.events.push((elapsed_secs(started), "traffic ended".into()));
 
-    // Settle: wait (bounded) until the reconciliation is clean or stops changing.
+    // Settle: wait (bounded) until the reconciliation is clean or stops changing. The own
+    // client has ended, so what it was acknowledged is final: taken out of its lock once.
+    let acked = std::mem::take(&mut *acked.lock().unwrap());
     let sdk_acked = read_sdk(&sdk_out);
     let settle_deadline = Instant::now() + Duration::from_secs(if traffic.as_secs() > 600 { 300 } else { 90 });
     let mut report;
@@ -721,8 +723,7 @@ async fn run_soak(traffic: Duration) {
             p.kill9(&name);
             p.start(&name);
         }
-        report =
-            reconcile(&store, &acked.lock().unwrap(), &sdk_acked, &loadgen_report, &healthy, &flaky, &timeline).await;
+        report = reconcile(&store, &acked, &sdk_acked, &loadgen_report, &healthy, &flaky, &timeline).await;
         if report.failures().is_empty() || Instant::now() > settle_deadline {
             break;
         }
@@ -764,7 +765,7 @@ async fn run_soak(traffic: Duration) {
             !grew,
         );
     }
-    let mut a = acked.lock().unwrap();
+    let a = &acked;
     let clients = format!(
         "own {} requests ({} retries, {} abandoned); loadgen {} of {} requests ok ({}); sdk exit {}",
         a.requests, a.retries, a.abandoned, loadgen_report.ok, loadgen_report.requests, loadgen_status, sdk_status
@@ -778,7 +779,6 @@ async fn run_soak(traffic: Duration) {
         a.bad_accepted
     );
     report.row("bad input mixed in", bad, a.bad_accepted.is_empty() && a.bad_refused > 0);
-    a.bad_accepted.clear();
     report.row("daemons that exited by themselves", format!("{:?}", unexpected_exits), unexpected_exits.is_empty());
 
     let mut table = String::new();
