@@ -784,7 +784,58 @@ impl Tree {
             return super::Change::Unchanged;
         }
         let previous = self.retemplate(slot, merged);
-        super::Change::Generalised { previous }
+        let covered = self.covered(slot);
+        if covered.is_empty() {
+            return super::Change::Generalised { previous };
+        }
+        let mut absorbed = Vec::with_capacity(covered.len());
+        let mut count = 0;
+        for other in covered {
+            let c = self.cluster(other);
+            absorbed.push(c.id);
+            count += c.count;
+            self.remove(other);
+        }
+        self.cluster_mut(slot).count += count;
+        absorbed.sort_unstable();
+        super::Change::Merged { previous, absorbed }
+    }
+
+    /// The other templates a template now covers: same length, and every token of
+    /// theirs is one the template's item at that position matches. A template that
+    /// generalised (`job jo77h finished` → `job <*> finished`) is then the same event as
+    /// the ones it covers (`job h80pu finished`, born earlier with a value that came
+    /// first), and would otherwise leave them catching their own value for good, since
+    /// an exact template scores above a general one. Like the sibling merge, this reads
+    /// only template texts, so a restored miner and a replay decide the same; it is part
+    /// of the merge and off with it.
+    fn covered(&self, slot: u32) -> Vec<u32> {
+        let general = self.cluster(slot);
+        if self.merge_siblings < 2 || general.gap {
+            return Vec::new();
+        }
+        let mut out = self.slots_of_length(general.tokens.len());
+        out.retain(|&other| {
+            let c = self.cluster(other);
+            other != slot && !c.gap && general.tokens.iter().zip(&c.tokens).all(|(g, t)| covers(g, t))
+        });
+        out
+    }
+
+    /// Every template of `len` tokens, gapped ones included: the whole subtree of that
+    /// length, for the merges, which are rare enough to walk it.
+    fn slots_of_length(&self, len: usize) -> Vec<u32> {
+        let mut out = Vec::new();
+        let mut stack: Vec<u32> = self.roots.get(&len).copied().into_iter().collect();
+        while let Some(n) = stack.pop() {
+            let node = self.node(n);
+            stack.extend(node.children.values().copied());
+            if node.wild != NONE {
+                stack.push(node.wild);
+            }
+            out.extend_from_slice(&node.clusters);
+        }
+        out
     }
 
     /// Gives a cluster new tokens (and the leaf they route to); returns its old text.
@@ -818,36 +869,30 @@ impl Tree {
         if self.merge_siblings < 2 {
             return None;
         }
-        let &root = self.roots.get(&tokens.len())?;
         let mut found: Vec<(u32, Diff)> = Vec::new();
-        let mut stack = vec![root];
-        while let Some(n) = stack.pop() {
-            let node = self.node(n);
-            stack.extend(node.children.values().copied());
-            if node.wild != NONE {
-                stack.push(node.wild);
+        'cluster: for slot in self.slots_of_length(tokens.len()) {
+            let c = self.cluster(slot);
+            if c.gap {
+                continue;
             }
-            'cluster: for &slot in &node.clusters {
-                let c = self.cluster(slot);
-                if c.gap {
-                    continue;
-                }
-                let mut diff = Diff { n: 0, at: [0; MAX_MERGE_POSITIONS] };
-                for (q, (t, l)) in c.tokens.iter().zip(tokens).enumerate() {
-                    if !compatible(t, l) {
-                        // Drain's own premise: a message's first token is its subject
-                        // (`cupsd startup succeeded`, `DMA zone: …`), not a value.
-                        if q == 0 || diff.n == self.merge_positions {
-                            continue 'cluster;
-                        }
-                        diff.at[diff.n] = q;
-                        diff.n += 1;
+            let mut diff = Diff { n: 0, at: [0; MAX_MERGE_POSITIONS] };
+            for (q, (t, l)) in c.tokens.iter().zip(tokens).enumerate() {
+                if !compatible(t, l) {
+                    // Drain's own premise: a message's first token is its subject
+                    // (`cupsd startup succeeded`, `DMA zone: …`), not a value.
+                    if q == 0 || diff.n == self.merge_positions {
+                        continue 'cluster;
                     }
-                }
-                if diff.n > 0 {
-                    found.push((slot, diff));
+                    diff.at[diff.n] = q;
+                    diff.n += 1;
                 }
             }
+            if diff.n > 0 {
+                found.push((slot, diff));
+            }
+        }
+        if found.is_empty() {
+            return None;
         }
         let words = tokens.iter().filter(|t| matches!(t, Tok::Lit(_, true))).count();
         let mut diffs: Vec<Diff> = found.iter().map(|&(_, d)| d).collect();
@@ -1073,6 +1118,18 @@ fn compatible(t: &Tok, l: &Tok) -> bool {
         (Tok::Part(p, s), Tok::Lit(l, _)) => part_matches(p, s, l) || !is_word(l),
         (Tok::Lit(a, wa), Tok::Lit(b, wb)) => a == b || !wa && !wb || *wa && same_shape(a, b),
         (Tok::Part(..), Tok::Part(..)) | (Tok::Lit(..), Tok::Part(..)) => false,
+    }
+}
+
+/// Does template item `general` match every token item `specific` matches?
+fn covers(general: &Tok, specific: &Tok) -> bool {
+    match (general, specific) {
+        (_, Tok::Gap) | (Tok::Gap, _) => false,
+        (Tok::Wild, _) => true,
+        (Tok::Part(p, s), Tok::Lit(l, _)) => part_matches(p, s, l),
+        (Tok::Part(p, s), Tok::Part(q, t)) => q.starts_with(&**p) && t.ends_with(&**s),
+        (Tok::Lit(a, _), Tok::Lit(b, _)) => a == b,
+        (Tok::Part(..), Tok::Wild) | (Tok::Lit(..), _) => false,
     }
 }
 

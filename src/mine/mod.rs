@@ -74,6 +74,11 @@
 //! lines (remine) gives the same merges and ids. The caller retires the absorbed ids
 //! (docs/mining.md, *Merging and identity*, says what the logminer stores).
 //!
+//! A template whose text generalises the ordinary way also absorbs the templates of its
+//! length it now covers (every token of theirs matches its item), reported the same way
+//! with it as the survivor: otherwise templates born earlier with the values that came
+//! first would keep catching those values for good (docs/mining.md, *Covered templates*).
+//!
 //! An online method cannot make this independent of the order of lines: which value a
 //! template is born with, and when the evidence for a merge is complete, depend on what
 //! came first. Five states of a life cycle that first appear one after another, each

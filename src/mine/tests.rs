@@ -302,6 +302,33 @@ fn final_ids(m: &mut Miner, lines: &[String]) -> (Vec<u64>, usize) {
 }
 
 #[test]
+fn a_template_that_generalised_absorbs_the_templates_it_now_covers() {
+    // Values that came first were born as templates of their own; one that generalised
+    // later (`jo77h` and `jo65h` differ only in digits) covers them.
+    let lines = ["job di59lo finished", "job di59lo finished", "job ca25bu finished", "job jo77h finished"];
+    let mut m = merging_miner();
+    let ids: Vec<u64> = lines.iter().map(|l| m.add("svc", l).template_id).collect();
+    let r = m.add("svc", "job jo65h finished");
+    assert_eq!(r.template, "job <*> finished");
+    assert_eq!(r.template_id, ids[3], "the template that generalised survives");
+    let mut absorbed = vec![ids[0], ids[2]];
+    absorbed.sort_unstable();
+    assert_eq!(r.absorbed(), absorbed.as_slice());
+    assert_eq!(r.count, 5, "no line is lost");
+    assert_eq!(m.add("svc", "job di59lo finished").template_id, ids[3]);
+    assert_eq!(m.templates("svc").count(), 1);
+
+    // Off with the merge: plain Drain leaves them where they are.
+    let mut plain = with_drain(|d| d.merge_siblings = 0);
+    for l in lines {
+        plain.add("svc", l);
+    }
+    let r = plain.add("svc", "job jo65h finished");
+    assert!(matches!(r.change, Change::Generalised { .. }), "{:?}", r.change);
+    assert_eq!(plain.templates("svc").count(), 3);
+}
+
+#[test]
 fn siblings_that_differ_in_one_value_merge_without_an_announcement() {
     let mut m = merging_miner();
     let mut ids = Vec::new();
