@@ -26,6 +26,7 @@ mod mine_loghub;
 mod mine_props;
 mod notifier;
 mod notifier_process;
+mod replicas;
 mod retry;
 mod soak;
 mod store;

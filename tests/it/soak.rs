@@ -25,7 +25,7 @@ use opentelemetry_proto::tonic::logs::v1::{LogRecord, ResourceLogs, ScopeLogs};
 use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
 use prost::Message as _;
 use tayga::otlp::{hex_id, ExportLogsServiceRequest, ExportTraceServiceRequest};
-use tayga::store::{read, AlertRow, DeliveryRow, HitRow, LogRow, SpanRow, Store};
+use tayga::store::{read, AlertRow, DeliveryRow, HitRow, LogRow, SpanRow, Store, StoryRow};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::common::{free_addr, resource, stories, ChildGuard, OwnBroker, PrivateClickHouse, TestEnv};
@@ -51,15 +51,15 @@ const SDK_SERVICE: &str = "soak-sdk";
 const BAD_SERVICE: &str = "soak-bad";
 const DAEMONS: [&str; 6] = ["ingest", "writer", "assembler", "logminer", "notifier", "api"];
 
-fn elapsed_secs(since: Instant) -> f64 {
+pub(crate) fn elapsed_secs(since: Instant) -> f64 {
     since.elapsed().as_secs_f64()
 }
 
 /// What happened when, for the table and for explaining a duplicate delivery.
 #[derive(Default)]
-struct Timeline {
-    events: Vec<(f64, String)>,
-    notifier_kills: Vec<f64>,
+pub(crate) struct Timeline {
+    pub(crate) events: Vec<(f64, String)>,
+    pub(crate) notifier_kills: Vec<f64>,
 }
 
 // ---------------------------------------------------------------------------------------
@@ -71,19 +71,21 @@ struct Daemon {
 
 /// Field order is drop order: the daemons are killed before the environment's database and
 /// topics are removed.
-struct Pipeline {
+pub(crate) struct Pipeline {
     daemons: BTreeMap<String, Daemon>,
-    env: TestEnv,
+    pub(crate) env: TestEnv,
     dir: PathBuf,
-    vars: Vec<(String, String)>,
+    pub(crate) vars: Vec<(String, String)>,
+    /// The metrics address of each further replica (`writer-b`), kept across its restarts.
+    replica_metrics: BTreeMap<String, String>,
     /// Pids and start times of the running daemons, for the RSS sampler.
     pids: Arc<Mutex<BTreeMap<String, (u32, Instant)>>>,
-    ingest_http: String,
+    pub(crate) ingest_http: String,
     ingest_grpc: String,
 }
 
 impl Pipeline {
-    fn new(env: TestEnv, dir: &Path, targets: &str) -> Pipeline {
+    pub(crate) fn new(env: TestEnv, dir: &Path, targets: &str) -> Pipeline {
         let ingest_http = free_addr();
         let ingest_grpc = free_addr();
         let logminer_metrics = free_addr();
@@ -116,20 +118,32 @@ impl Pipeline {
             dir: dir.to_path_buf(),
             vars,
             daemons: BTreeMap::new(),
+            replica_metrics: BTreeMap::new(),
             pids: Arc::default(),
             ingest_http,
             ingest_grpc,
         }
     }
 
-    fn var(&self, key: &str) -> &str {
+    pub(crate) fn var(&self, key: &str) -> &str {
         &self.vars.iter().find(|(k, _)| k == key).expect("a known variable").1
     }
 
-    /// Starts daemon `name` (`logminer-b` is a second logminer replica). Spawned from the
-    /// test's own thread, so the kernel kills it with the test (`ChildGuard`).
-    fn start(&mut self, name: &str) {
-        let service = name.strip_suffix("-b").unwrap_or(name);
+    /// Where daemon `name` (a consuming service, or a further replica of one) serves
+    /// `/metrics`.
+    pub(crate) fn metrics_addr(&mut self, name: &str) -> String {
+        match name.split_once('-') {
+            None => self.var(&format!("TAYGA_{}_METRICS_ADDR", name.to_uppercase())).to_string(),
+            Some(_) => self.replica_metrics.entry(name.to_string()).or_insert_with(free_addr).clone(),
+        }
+    }
+
+    /// Starts daemon `name`: a service (`writer`), or a further replica of one (`writer-b`:
+    /// the same consumer group, a metrics address of its own, and for the logminer a replica
+    /// id of its own). Spawned from the test's own thread, so the kernel kills it with the
+    /// test (`ChildGuard`).
+    pub(crate) fn start(&mut self, name: &str) {
+        let (service, replica) = name.split_once('-').map_or((name, None), |(s, r)| (s, Some(r)));
         let log =
             std::fs::OpenOptions::new().create(true).append(true).open(self.dir.join(format!("{name}.log"))).unwrap();
         let mut cmd = self.env.tayga();
@@ -138,15 +152,19 @@ impl Pipeline {
             .stdin(Stdio::null())
             .stdout(log.try_clone().unwrap())
             .stderr(log);
-        if name == "logminer-b" {
-            cmd.env("TAYGA_LOGMINER_REPLICA_ID", "soak-b").env("TAYGA_LOGMINER_METRICS_ADDR", free_addr());
+        if let Some(replica) = replica {
+            let addr = self.metrics_addr(name);
+            cmd.env(format!("TAYGA_{}_METRICS_ADDR", service.to_uppercase()), addr);
+            if service == "logminer" {
+                cmd.env("TAYGA_LOGMINER_REPLICA_ID", format!("soak-{replica}"));
+            }
         }
         let child = ChildGuard::spawn(&mut cmd, &format!("tayga serve {name}"));
         self.pids.lock().unwrap().insert(name.to_string(), (child.id(), Instant::now()));
         self.daemons.insert(name.to_string(), Daemon { child });
     }
 
-    fn kill9(&mut self, name: &str) {
+    pub(crate) fn kill9(&mut self, name: &str) {
         self.pids.lock().unwrap().remove(name);
         if let Some(mut d) = self.daemons.remove(name) {
             d.child.kill();
@@ -169,12 +187,12 @@ impl Pipeline {
         false
     }
 
-    fn exited(&mut self) -> Vec<String> {
+    pub(crate) fn exited(&mut self) -> Vec<String> {
         self.daemons.iter_mut().filter_map(|(n, d)| d.child.try_wait().map(|_| n.clone())).collect()
     }
 }
 
-async fn wait_http_ok(url: &str, limit: Duration) -> bool {
+pub(crate) async fn wait_http_ok(url: &str, limit: Duration) -> bool {
     let http = reqwest::Client::builder().timeout(Duration::from_secs(2)).build().unwrap();
     let deadline = Instant::now() + limit;
     while Instant::now() < deadline {
@@ -190,7 +208,7 @@ async fn wait_http_ok(url: &str, limit: Duration) -> bool {
 // Webhook targets: a raw HTTP/1.1 server whose answers follow a script of phases.
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-enum Phase {
+pub(crate) enum Phase {
     Healthy,
     Dead,
     Unavailable,
@@ -212,19 +230,27 @@ impl Phase {
 
 /// A receipt: which alert, when (seconds into the run), and whether it was answered 2xx.
 #[derive(Clone, Debug)]
-struct Receipt {
-    alert_id: u64,
-    at: f64,
-    ok: bool,
+pub(crate) struct Receipt {
+    pub(crate) alert_id: u64,
+    /// Seconds since the `started` given to [`hook`].
+    pub(crate) at: f64,
+    pub(crate) ok: bool,
 }
 
-struct Hook {
-    url: String,
+pub(crate) struct Hook {
+    pub(crate) url: String,
     receipts: Arc<Mutex<Vec<Receipt>>>,
 }
 
+impl Hook {
+    /// What the target answered with a 2xx so far, in order.
+    pub(crate) fn receipts(&self) -> Vec<Receipt> {
+        self.receipts.lock().unwrap().iter().filter(|r| r.ok).cloned().collect()
+    }
+}
+
 /// Serves webhook POSTs; `phase` says how to answer at each moment.
-async fn hook(started: Instant, phase: Arc<dyn Fn(f64) -> Phase + Send + Sync>) -> Hook {
+pub(crate) async fn hook(started: Instant, phase: Arc<dyn Fn(f64) -> Phase + Send + Sync>) -> Hook {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/hook", listener.local_addr().unwrap());
     let receipts: Arc<Mutex<Vec<Receipt>>> = Arc::default();
@@ -290,11 +316,11 @@ async fn read_request(socket: &mut tokio::net::TcpStream) -> Option<Vec<u8>> {
 // The harness's own client: unique ids, retries until acknowledged, bad input mixed in.
 
 #[derive(Default)]
-struct Acked {
+pub(crate) struct Acked {
     /// trace id → spans in it (each trace is sent whole, in one request).
-    traces: BTreeMap<String, u32>,
-    spans: BTreeSet<(String, String)>,
-    logs: BTreeSet<String>,
+    pub(crate) traces: BTreeMap<String, u32>,
+    pub(crate) spans: BTreeSet<(String, String)>,
+    pub(crate) logs: BTreeSet<String>,
     requests: u64,
     retries: u64,
     /// Batches given up on (never acknowledged): not reconciled, counted.
@@ -448,7 +474,7 @@ async fn send_until_acked(
     }
 }
 
-async fn own_client(base: String, until: Instant, new_every: u64, limit: usize, acked: Arc<Mutex<Acked>>) {
+pub(crate) async fn own_client(base: String, until: Instant, new_every: u64, limit: usize, acked: Arc<Mutex<Acked>>) {
     let http = reqwest::Client::builder().timeout(Duration::from_secs(15)).build().unwrap();
     let bad = bad_requests(limit);
     let give_up = until + Duration::from_secs(60);
@@ -856,20 +882,20 @@ fn read_sdk(path: &Path) -> (BTreeMap<String, Vec<(String, bool)>>, BTreeMap<Str
 // Reconciliation.
 
 #[derive(Default)]
-struct Report {
+pub(crate) struct Report {
     rows: Vec<(String, String, bool)>,
 }
 
 impl Report {
-    fn row(&mut self, check: &str, value: String, ok: bool) {
+    pub(crate) fn row(&mut self, check: &str, value: String, ok: bool) {
         self.rows.push((check.to_string(), value, ok));
     }
 
-    fn failures(&self) -> Vec<String> {
+    pub(crate) fn failures(&self) -> Vec<String> {
         self.rows.iter().filter(|(_, _, ok)| !ok).map(|(c, v, _)| format!("{c}: {v}")).collect()
     }
 
-    fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         let width = self.rows.iter().map(|(c, _, _)| c.len()).max().unwrap_or(0);
         let mut out = String::new();
         writeln!(out, "  {:width$}  {:4}  value", "check", "ok").unwrap();
@@ -887,6 +913,7 @@ macro_rules! fetch {
         $store.select_for_tests::<$row>(&$rest).fetch_all::<$row>().await.unwrap_or_default()
     };
 }
+pub(crate) use fetch;
 
 type SdkAcked = (BTreeMap<String, Vec<(String, bool)>>, BTreeMap<String, bool>);
 
@@ -906,10 +933,6 @@ async fn reconcile(
     let raw_spans: Vec<SpanRow> = fetch!(store, SpanRow, format!("WHERE service IN ({traced})"));
 
     // Spans: every acknowledged one stored once.
-    let stored: BTreeMap<(String, String), usize> = final_spans.iter().fold(BTreeMap::new(), |mut m, s| {
-        *m.entry((s.trace_id.clone(), s.span_id.clone())).or_default() += 1;
-        m
-    });
     let mut want: BTreeSet<(String, String)> = own.spans.clone();
     let mut sdk_span_total = 0;
     for (trace, spans) in sdk_spans {
@@ -920,8 +943,7 @@ async fn reconcile(
             }
         }
     }
-    let lost = want.iter().filter(|k| !stored.contains_key(*k)).count();
-    let doubled = stored.values().filter(|n| **n > 1).count();
+    let SpanTally { lost, doubled, .. } = tally_spans(&final_spans, &want);
     let raw_extra = raw_spans.len().saturating_sub(final_spans.len());
     r.row(
         "spans acknowledged (own + sdk)",
@@ -995,25 +1017,7 @@ async fn reconcile(
             want_traces.insert(trace.as_str(), spans.len() as u32);
         }
     }
-    let missing: Vec<&str> = want_traces.keys().filter(|t| !stories.contains_key(**t)).copied().collect();
-    let incomplete: Vec<String> = want_traces
-        .iter()
-        .filter_map(|(t, n)| {
-            stories.get(*t).filter(|s| s.span_count != *n).map(|s| format!("{t}: {} of {n}", s.span_count))
-        })
-        .collect();
-    r.row(
-        "acknowledged traces with one complete story",
-        format!(
-            "{} traces: {} without a story{}, {} incomplete{}",
-            want_traces.len(),
-            missing.len(),
-            first_few(&missing),
-            incomplete.len(),
-            first_few(&incomplete)
-        ),
-        missing.is_empty() && incomplete.is_empty(),
-    );
+    stories_row(&mut r, &stories, &want_traces);
 
     // Alerts and deliveries (seed 003).
     let alerts: Vec<AlertRow> = fetch!(store, AlertRow, "FINAL");
@@ -1031,41 +1035,8 @@ async fn reconcile(
         format!("{} {:?}; own milestones {new_templates}", alerts.len(), by_kind),
         !alerts.is_empty(),
     );
-    let received = healthy.receipts.lock().unwrap().clone();
-    let mut times: BTreeMap<u64, Vec<f64>> = BTreeMap::new();
-    for receipt in received.iter().filter(|r| r.ok) {
-        times.entry(receipt.alert_id).or_default().push(receipt.at);
-    }
-    let max_age_ns = 3600 * 1_000_000_000u64;
+    delivered_once_row(&mut r, "alerts delivered to the healthy target", &alerts, healthy, timeline);
     let now = tayga::store::now_ns();
-    let (mut once, mut stale, mut undelivered, mut explained, mut doubled_alerts) = (0, 0, Vec::new(), 0, Vec::new());
-    for alert in &alerts {
-        match times.get(&alert.alert_id).map(Vec::as_slice) {
-            Some([_]) => once += 1,
-            None | Some([]) if now.saturating_sub(alert.last_at) > max_age_ns => stale += 1,
-            None | Some([]) => undelivered.push(format!("{:016x}", alert.alert_id)),
-            Some(many) => {
-                // Seed 003: a hard kill between the 2xx and the row write sends it again.
-                let (first, last) = (many[0], many[many.len() - 1]);
-                if many.len() == 2 && timeline.notifier_kills.iter().any(|k| *k >= first && *k <= last) {
-                    explained += 1;
-                } else {
-                    doubled_alerts.push(format!("{:016x} ×{}", alert.alert_id, many.len()));
-                }
-            }
-        }
-    }
-    r.row(
-        "alerts delivered to the healthy target",
-        format!(
-            "once {once}, twice across a notifier kill -9 (seed 003) {explained}, stale {stale}, undelivered {}{}, doubled {}{}",
-            undelivered.len(),
-            first_few(&undelivered),
-            doubled_alerts.len(),
-            first_few(&doubled_alerts)
-        ),
-        undelivered.is_empty() && doubled_alerts.is_empty(),
-    );
     // The flaky target: every row final, and its status agrees with what the target answered.
     let flaky_ok: BTreeSet<u64> = flaky.receipts.lock().unwrap().iter().filter(|r| r.ok).map(|r| r.alert_id).collect();
     let flaky_rows: Vec<&DeliveryRow> = deliveries.iter().filter(|d| d.target == "flaky").collect();
@@ -1079,7 +1050,7 @@ async fn reconcile(
         .collect();
     let missing_rows = alerts
         .iter()
-        .filter(|a| now.saturating_sub(a.last_at) <= max_age_ns && !flaky_rows.iter().any(|d| d.alert_id == a.alert_id))
+        .filter(|a| now.saturating_sub(a.last_at) <= MAX_AGE_NS && !flaky_rows.iter().any(|d| d.alert_id == a.alert_id))
         .count();
     r.row(
         "flaky target's rows",
@@ -1105,10 +1076,96 @@ async fn reconcile(
     r
 }
 
-fn first_few<T: std::fmt::Display>(items: &[T]) -> String {
+pub(crate) fn first_few<T: std::fmt::Display>(items: &[T]) -> String {
     if items.is_empty() {
         return String::new();
     }
     let shown: Vec<String> = items.iter().take(3).map(|i| i.to_string()).collect();
     format!(" ({}{})", shown.join(", "), if items.len() > 3 { ", …" } else { "" })
+}
+
+/// Alerts older than this when reconciled are the notifier's to skip as stale (seed 003's
+/// default `max_age`), not to deliver.
+const MAX_AGE_NS: u64 = 3600 * 1_000_000_000;
+
+/// How the acknowledged spans were stored (deduplicated reads).
+pub(crate) struct SpanTally {
+    /// Acknowledged, and not stored.
+    pub(crate) lost: usize,
+    /// Stored more than once in a `FINAL` read.
+    pub(crate) doubled: usize,
+}
+
+pub(crate) fn tally_spans(final_spans: &[SpanRow], want: &BTreeSet<(String, String)>) -> SpanTally {
+    let mut stored: BTreeMap<(&str, &str), usize> = BTreeMap::new();
+    for s in final_spans {
+        *stored.entry((s.trace_id.as_str(), s.span_id.as_str())).or_default() += 1;
+    }
+    SpanTally {
+        lost: want.iter().filter(|(t, s)| !stored.contains_key(&(t.as_str(), s.as_str()))).count(),
+        doubled: stored.values().filter(|n| **n > 1).count(),
+    }
+}
+
+/// The row "each acknowledged trace (id → its span count) has one complete story".
+pub(crate) fn stories_row(r: &mut Report, stories: &BTreeMap<String, StoryRow>, want_traces: &BTreeMap<&str, u32>) {
+    let missing: Vec<&str> = want_traces.keys().filter(|t| !stories.contains_key(**t)).copied().collect();
+    let incomplete: Vec<String> = want_traces
+        .iter()
+        .filter_map(|(t, n)| {
+            stories.get(*t).filter(|s| s.span_count != *n).map(|s| format!("{t}: {} of {n}", s.span_count))
+        })
+        .collect();
+    r.row(
+        "acknowledged traces with one complete story",
+        format!(
+            "{} traces: {} without a story{}, {} incomplete{}",
+            want_traces.len(),
+            missing.len(),
+            first_few(&missing),
+            incomplete.len(),
+            first_few(&incomplete)
+        ),
+        missing.is_empty() && incomplete.is_empty(),
+    );
+}
+
+/// The row "every alert was delivered exactly once to `hook`": an alert received twice, in
+/// two receipts on either side of a notifier kill -9, is seed 003's one allowed case (a kill
+/// between the 2xx and the row's write), counted apart.
+pub(crate) fn delivered_once_row(r: &mut Report, check: &str, alerts: &[AlertRow], hook: &Hook, timeline: &Timeline) {
+    let received = hook.receipts.lock().unwrap().clone();
+    let mut times: BTreeMap<u64, Vec<f64>> = BTreeMap::new();
+    for receipt in received.iter().filter(|r| r.ok) {
+        times.entry(receipt.alert_id).or_default().push(receipt.at);
+    }
+    let now = tayga::store::now_ns();
+    let (mut once, mut stale, mut undelivered, mut explained, mut doubled_alerts) = (0, 0, Vec::new(), 0, Vec::new());
+    for alert in alerts {
+        match times.get(&alert.alert_id).map(Vec::as_slice) {
+            Some([_]) => once += 1,
+            None | Some([]) if now.saturating_sub(alert.last_at) > MAX_AGE_NS => stale += 1,
+            None | Some([]) => undelivered.push(format!("{:016x}", alert.alert_id)),
+            Some(many) => {
+                // Seed 003: a hard kill between the 2xx and the row write sends it again.
+                let (first, last) = (many[0], many[many.len() - 1]);
+                if many.len() == 2 && timeline.notifier_kills.iter().any(|k| *k >= first && *k <= last) {
+                    explained += 1;
+                } else {
+                    doubled_alerts.push(format!("{:016x} ×{}", alert.alert_id, many.len()));
+                }
+            }
+        }
+    }
+    r.row(
+        check,
+        format!(
+            "once {once}, twice across a notifier kill -9 (seed 003) {explained}, stale {stale}, undelivered {}{}, doubled {}{}",
+            undelivered.len(),
+            first_few(&undelivered),
+            doubled_alerts.len(),
+            first_few(&doubled_alerts)
+        ),
+        undelivered.is_empty() && doubled_alerts.is_empty(),
+    );
 }
