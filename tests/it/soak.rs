@@ -377,7 +377,7 @@ fn own_logs(n: u64, new_every: u64) -> (ExportLogsServiceRequest, Vec<String>) {
         format!("worker {} finished job {n} with status ok", n % 5),
         format!("request {n} served from 10.0.{}.{}", n % 3, n % 200),
     ];
-    if n % new_every == 0 {
+    if n.is_multiple_of(new_every) {
         bodies.push(format!(
             "soak milestone {}{} (request {n})",
             "reached ".repeat((n / new_every + 1) as usize),
@@ -506,7 +506,7 @@ pub(crate) async fn own_client(base: String, until: Instant, new_every: u64, lim
                 a.abandoned += 1;
             }
         }
-        if n % 8 == 0 {
+        if n.is_multiple_of(8) {
             let (what, content_type, encoding, body) = &bad[(n / 8) as usize % bad.len()];
             let answer = post(&http, &format!("{base}/v1/traces"), content_type, *encoding, body.clone()).await;
             let mut a = acked.lock().unwrap();
@@ -855,7 +855,7 @@ async fn clickhouse_back(ch: &PrivateClickHouse) -> f64 {
     elapsed_secs(began)
 }
 
-fn read_sdk(path: &Path) -> (BTreeMap<String, Vec<(String, bool)>>, BTreeMap<String, bool>) {
+fn read_sdk(path: &Path) -> SdkAcked {
     let mut spans: BTreeMap<String, Vec<(String, bool)>> = BTreeMap::new();
     let mut logs = BTreeMap::new();
     for line in std::fs::read_to_string(path).unwrap_or_default().lines() {
