@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# Runs the cargo-fuzz targets in fuzz/ (docs/reliability.md): `scripts/fuzz.sh [--seconds N]
-# [TARGET...]`, N seconds per target (default 30: the four targets in two minutes), every
-# target when none is named. Needs the nightly toolchain; installs cargo-fuzz when it is
-# missing (about 5 minutes). Each run starts from the committed seeds (fuzz/seeds/<target>,
-# made from the tests by fuzz/make_seeds.py) and the corpus grown by earlier runs
-# (target/fuzz-corpus/<target>, not committed). A crash stops the run with a non-zero exit;
-# its input is in fuzz/artifacts/<target>/: add it as a regression test beside the code.
-# Not part of scripts/test.sh or .ci/run: the nightly build of the crate alone takes longer
-# on a fresh 2-core machine than the suite can spare.
+# Runs the cargo-fuzz targets in fuzz/ (docs/reliability.md, *Fuzzing*): `scripts/fuzz.sh
+# [--seconds N] [TARGET...]`, N seconds per target (default 30: the four targets in two
+# minutes), every target when none is named. Needs the nightly toolchain; installs
+# cargo-fuzz when it is missing (about 5 minutes). Each run starts from the committed seeds
+# (fuzz/seeds/<target>, made from the tests by fuzz/make_seeds.py), the kept crashes
+# (fuzz/regressions/<target>) and the corpus grown by earlier runs (target/fuzz-corpus/<target>,
+# not committed). A crash stops the run with a non-zero exit; its input is in
+# fuzz/artifacts/<target>/: copy it into fuzz/regressions/<target>/, where the suite's
+# stable replay (tests/it/fuzz_replay.rs, the same checks from tayga::fuzz_checks) keeps it.
+# Not part of scripts/test.sh or .ci/run: a new machine has no nightly toolchain.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -17,7 +18,7 @@ targets=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --seconds) seconds="$2"; shift 2 ;;
-    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
     *) targets+=("$1"); shift ;;
   esac
 done
@@ -31,6 +32,8 @@ for t in "${targets[@]}"; do
   corpus="$root/target/fuzz-corpus/$t"
   mkdir -p "$corpus"
   echo "fuzz.sh: $t for ${seconds}s"
-  cargo +nightly fuzz run --sanitizer none "$t" "$corpus" "$root/fuzz/seeds/$t" -- \
+  kept="$root/fuzz/regressions/$t"
+  mkdir -p "$kept"
+  cargo +nightly fuzz run --sanitizer none "$t" "$corpus" "$root/fuzz/seeds/$t" "$kept" -- \
     -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1
 done

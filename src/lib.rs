@@ -7,6 +7,8 @@ pub mod cmd;
 pub mod config;
 pub mod daemon;
 pub mod demo;
+#[doc(hidden)]
+pub mod fuzz_checks;
 pub mod identity;
 pub mod mine;
 pub mod otlp;
