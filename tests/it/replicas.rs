@@ -2,7 +2,7 @@
 //! hand-overs"): ingest, two writers, two assemblers, the logminer and two notifiers as
 //! separate `tayga serve` processes (the soak's [`Pipeline`]), fed by the soak's own client
 //! (new log shapes raise `new_template` alerts throughout) and delivering to two webhook
-//! targets. While the load runs, one writer, then one assembler, then one notifier is killed
+//! targets (b answers a second late, so a delivery is often in flight at the kill). While the load runs, one writer, then one assembler, then one notifier is killed
 //! with SIGKILL and never restarted: the survivor of each pair must take over all of the
 //! topic's partitions. Then it reconciles from what the client was acknowledged: every span
 //! stored once (FINAL; raw copies only of records the dead writer had stored and not yet
@@ -49,8 +49,8 @@ async fn two_of_each_consumer_lose_one_to_kill9_and_nothing_is_lost_or_doubled()
     let store = env.store();
     let config = env.config.clone();
     let limit = 4 << 20;
-    let targets =
-        [hook(started, Arc::new(|_| Phase::Healthy)).await, hook(started, Arc::new(|_| Phase::Healthy)).await];
+    // Target b answers a second late, so the notifier's kill often lands mid-delivery.
+    let targets = [hook(started, Arc::new(|_| Phase::Healthy)).await, hook(started, Arc::new(|_| Phase::Slow)).await];
     let target_list = format!(r#"[{{name="a", url="{}"}}, {{name="b", url="{}"}}]"#, targets[0].url, targets[1].url);
     let mut p = Pipeline::new(env, dir.path(), &target_list);
     p.vars.push(("TAYGA_INGEST_MAX_BODY_BYTES".into(), limit.to_string()));

@@ -214,6 +214,8 @@ pub(crate) enum Phase {
     Unavailable,
     TooMany,
     Recovered,
+    /// 200, a second after the request: a kill -9 of the notifier often lands mid-delivery.
+    Slow,
 }
 
 impl Phase {
@@ -224,6 +226,7 @@ impl Phase {
             Phase::Unavailable => "503",
             Phase::TooMany => "429 + Retry-After: 1",
             Phase::Recovered => "recovered",
+            Phase::Slow => "200 after 1 s",
         }
     }
 }
@@ -276,6 +279,9 @@ pub(crate) async fn hook(started: Instant, phase: Arc<dyn Fn(f64) -> Phase + Sen
                     _ => ("200 OK", ""),
                 };
                 receipts.lock().unwrap().push(Receipt { alert_id, at: now, ok: status.starts_with("200") });
+                if current == Phase::Slow {
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
                 let answer = format!("HTTP/1.1 {status}\r\n{extra}Content-Length: 0\r\nConnection: close\r\n\r\n");
                 let _ = socket.write_all(answer.as_bytes()).await;
                 let _ = socket.shutdown().await;
