@@ -485,3 +485,41 @@ async fn a_restart_never_replaces_a_stored_story_with_a_partial_rebuild() {
         store.query_for_tests("SELECT count(), uniqExact(trace_id) FROM stories FINAL").fetch_one().await.unwrap();
     assert_eq!((rows, traces), (2, 2));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stored_story_whose_publication_was_lost_is_published_by_the_next_owner() {
+    // A process killed between storing a story and the broker acknowledging its publication
+    // leaves the story stored but not on the topic, and its records uncommitted. Made here
+    // with two topic prefixes over one database: the first assembler stores A's story and
+    // publishes it on its own topic; the second re-reads the same records from its topic,
+    // finds the story stored with as many spans, and must still publish it.
+    let env = TestEnv::new("asm_republish");
+    let store = prepare(&env).await;
+    let a = trace_id(1);
+    let ida = hex_id(&a);
+    let mut first = env.config.clone();
+    produce(&first, &[(a, checkout(0))]).await;
+    let (stop, task, _) = start_in_process(&mut first, 1);
+    let stored = wait_stories(&store, "A's story", Duration::from_secs(60), |s| s.contains_key(&ida)).await;
+    assert_eq!(stored[&ida].span_count, 4);
+    stop.trigger();
+    common::stopped_cleanly(task, Duration::from_secs(30), "the first assembler").await;
+
+    let mut second = env.config.clone();
+    second.kafka.topic_prefix = format!("{}_b", env.config.kafka.topic_prefix);
+    tayga::bus::topics::ensure_topics(&second.kafka, &second.names()).await.unwrap();
+    produce(&second, &[(a, checkout(0))]).await;
+    let (stop, task, _) = start_in_process(&mut second, 1);
+    let published = wait_for("A's story on the second topic", Duration::from_secs(60), || async {
+        let published = read_stories_topic(&second, 1);
+        (!published.is_empty()).then_some(published)
+    })
+    .await;
+    stop.trigger();
+    common::stopped_cleanly(task, Duration::from_secs(30), "the second assembler").await;
+    assert_eq!(published.len(), 1, "{published:?}");
+    assert_eq!((published[0].1.trace_id.as_str(), published[0].1.span_count), (ida.as_str(), 4));
+    let (rows, traces): (u64, u64) =
+        store.query_for_tests("SELECT count(), uniqExact(trace_id) FROM stories FINAL").fetch_one().await.unwrap();
+    assert_eq!((rows, traces), (1, 1), "stored again under the same trace id, not doubled");
+}

@@ -291,9 +291,12 @@ impl Daemon {
                 if let Some(story) = self.buffer.merge_spans(p.partition, &p.story.trace_id, extra, version_ns) {
                     p.story = story;
                 }
-                if p.story.span_count <= *stored_count {
+                // As many spans: stored and published again, since nothing tells whether the
+                // process that stored it was killed before the broker acknowledged the
+                // publication (the topic is at least once; the table keeps one row).
+                if p.story.span_count < *stored_count {
                     tracing::info!(trace_id = %p.story.trace_id, rebuilt = p.story.span_count, stored = stored_count,
-                        "a rebuilt trace has no more spans than its stored story; keeping the stored one");
+                        "a rebuilt trace has fewer spans than its stored story; keeping the stored one");
                     self.buffer.forget(p.partition, &p.story.trace_id);
                     continue;
                 }
