@@ -25,7 +25,7 @@ const WAIT: Duration = Duration::from_secs(90);
 const CLUSTER: &str = "tayga";
 
 /// ZooKeeper and two ClickHouse servers of this test's own, stopped when dropped.
-struct PrivateCluster {
+pub(crate) struct PrivateCluster {
     home: tempfile::TempDir,
     base: u16,
 }
@@ -34,7 +34,7 @@ impl PrivateCluster {
     /// Ports from `base`: node N answers HTTP on base+N and native TCP on base+10+N (its
     /// interserver port is that + 9); ZooKeeper is base+30. Below the ephemeral range, as
     /// `common::PrivateClickHouse` explains.
-    fn start() -> PrivateCluster {
+    pub(crate) fn start() -> PrivateCluster {
         let free = |port: u16| std::net::TcpListener::bind(("127.0.0.1", port)).is_ok();
         let seed = std::process::id() as u64
             ^ std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64;
@@ -65,7 +65,7 @@ impl PrivateCluster {
     }
 
     /// A test environment whose store is this cluster, reached through node 1.
-    fn env(&self, test: &str) -> TestEnv {
+    pub(crate) fn env(&self, test: &str) -> TestEnv {
         let mut env = TestEnv::new(test);
         env.config.clickhouse.url = self.url(1);
         env.config.clickhouse.cluster = CLUSTER.into();

@@ -2,13 +2,15 @@
 //! hand-overs"): ingest, two writers, two assemblers, the logminer and two notifiers as
 //! separate `tayga serve` processes (the soak's [`Pipeline`]), fed by the soak's own client
 //! (new log shapes raise `new_template` alerts throughout) and delivering to two webhook
-//! targets (b answers a second late, so a delivery is often in flight at the kill). While the load runs, one writer, then one assembler, then one notifier is killed
-//! with SIGKILL and never restarted: the survivor of each pair must take over all of the
-//! topic's partitions. Then it reconciles from what the client was acknowledged: every span
+//! targets (b answers a second late, so a delivery is often in flight at the kill). While
+//! the load runs, one writer, then one assembler, then one notifier is killed with SIGKILL
+//! and never restarted: the survivor of each pair must take over all of the topic's
+//! partitions. Then it reconciles from what the client was acknowledged: every span
 //! stored once (FINAL; raw copies only of records the dead writer had stored and not yet
 //! committed), every trace one complete story, every alert delivered once per target (seed
 //! 003's kill between the 2xx and the row write aside, named). It prints one table; with
-//! `TAYGA_REPLICAS_KEEP` set (and whenever it fails) the daemons' logs are kept.
+//! `TAYGA_REPLICAS_KEEP` set (and whenever it fails) the daemons' logs are kept. It runs
+//! twice: on one ClickHouse server, and on the two-shard cluster of `cluster.rs`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -17,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use tayga::store::{AlertRow, DeliveryRow, LogRow, SpanRow};
 
+use crate::cluster::PrivateCluster;
 use crate::common::{free_port, metric, scrape, stories, OwnBroker, PrivateClickHouse, TestEnv};
 use crate::soak::{
     delivered_once_row, elapsed_secs, fetch, first_few, hook, own_client, stories_row, tally_spans, wait_http_ok,
@@ -34,18 +37,44 @@ const LOGGED: &str = "'soak-app'";
 /// before the kill (it commits after every stored batch; batches close within a second).
 const UNCOMMITTED_WINDOW_NS: u64 = 30 * 1_000_000_000;
 
+// A ClickHouse (or cluster) and a broker of the test's own, as the soak's: the shared ones
+// may be stopped by another run's teardown, and SIGKILLed members must not linger in them.
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_of_each_consumer_lose_one_to_kill9_and_nothing_is_lost_or_doubled() {
-    let started = Instant::now();
-    let started_ns = tayga::store::now_ns();
-    let dir = tempfile::Builder::new().prefix("tayga-replicas-").tempdir().unwrap();
-    // A ClickHouse and a broker of the test's own, as the soak's: the shared ones may be
-    // stopped by another run's teardown, and SIGKILLed members must not linger in them.
     let ch = PrivateClickHouse::start();
     let broker = OwnBroker::start(free_port());
     let mut env = TestEnv::new("replicas");
     env.config.clickhouse.url = ch.url();
     env.config.kafka.brokers = broker.address();
+    let failures = two_of_each(env).await;
+    // The daemons are gone; the servers they used go next.
+    drop(broker);
+    drop(ch);
+    assert!(failures.is_empty(), "the replicas test found discrepancies: {}", failures.join("; "));
+}
+
+/// The same on the two-shard ClickHouse cluster (issue 21's acceptance is on the cluster):
+/// every insert goes through the Distributed tables to both shards, and the writers run in
+/// the per-record-block mode an 18.16 cluster needs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn on_a_clickhouse_cluster_two_of_each_consumer_lose_one_to_kill9_and_nothing_is_lost_or_doubled() {
+    let cluster = PrivateCluster::start();
+    let broker = OwnBroker::start(free_port());
+    let mut env = cluster.env("replicas_cluster");
+    env.config.kafka.brokers = broker.address();
+    let failures = two_of_each(env).await;
+    drop(broker);
+    drop(cluster);
+    assert!(failures.is_empty(), "the replicas test on the cluster found discrepancies: {}", failures.join("; "));
+}
+
+/// Runs the scenario of the module docs on `env`'s ClickHouse and broker; returns the
+/// failed checks, after the daemons are stopped.
+async fn two_of_each(env: TestEnv) -> Vec<String> {
+    let started = Instant::now();
+    let started_ns = tayga::store::now_ns();
+    let dir = tempfile::Builder::new().prefix("tayga-replicas-").tempdir().unwrap();
     let store = env.store();
     let config = env.config.clone();
     let limit = 4 << 20;
@@ -147,11 +176,8 @@ async fn two_of_each_consumer_lose_one_to_kill9_and_nothing_is_lost_or_doubled()
     if !failures.is_empty() || std::env::var("TAYGA_REPLICAS_KEEP").is_ok() {
         eprintln!("replica logs kept in {}", dir.keep().display());
     }
-    // The daemons go before the servers they use.
     drop(p);
-    drop(broker);
-    drop(ch);
-    assert!(failures.is_empty(), "the replicas test found discrepancies: {}", failures.join("; "));
+    failures
 }
 
 /// Polls `check` every 250 ms until it answers, for at most `limit`.
