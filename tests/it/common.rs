@@ -717,6 +717,22 @@ impl Browser {
         self.text("body").await
     }
 
+    /// Clicks `css` and waits, at most 30 s, until the page it leads to has loaded: a click
+    /// returns once it is dispatched, while the next page (a form's POST above all) may
+    /// still be on its way, and a lookup then reads the page being left.
+    pub async fn click_through(&self, css: &str) {
+        self.client.execute("window.taygaLeaving = true", vec![]).await.unwrap();
+        let el = self.client.find(Locator::Css(css)).await.unwrap_or_else(|e| panic!("no `{css}` to click: {e}"));
+        el.click().await.unwrap_or_else(|e| panic!("clicking `{css}`: {e}"));
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let arrived = "return window.taygaLeaving === undefined && document.readyState === 'complete'";
+        // While the page changes, a script may fail to run: that is not an answer yet.
+        while !matches!(self.client.execute(arrived, vec![]).await, Ok(Value::Bool(true))) {
+            assert!(Instant::now() < deadline, "clicking `{css}` led to no new page within 30 s");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
     pub async fn text(&self, css: &str) -> String {
         let el = self.client.find(Locator::Css(css)).await.unwrap_or_else(|e| panic!("no `{css}`: {e}"));
         el.text().await.unwrap()

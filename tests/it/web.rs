@@ -203,14 +203,7 @@ async fn pages(env: &TestEnv, browser: &Browser, http: &reqwest::Client, app: &s
     browser.screenshot("alerts").await;
 
     // The alert: its sample line, chart and a chip per target.
-    browser
-        .client
-        .find(Locator::Css(&format!("tr[data-alert-id='{alert_id}'] a.template-link")))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    browser.click_through(&format!("tr[data-alert-id='{alert_id}'] a.template-link")).await;
     let text = browser.text("body").await;
     assert!(browser.text("#samples").await.contains("payment declined for order 42"), "{text}");
     assert!(browser.count("svg.time-chart circle.pt").await > 0, "the count chart has points");
@@ -221,12 +214,12 @@ async fn pages(env: &TestEnv, browser: &Browser, http: &reqwest::Client, app: &s
     browser.screenshot("alert").await;
 
     // Alert → template → its lines → a trace.
-    browser.client.find(Locator::Css(".template-line a")).await.unwrap().click().await.unwrap();
+    browser.click_through(".template-line a").await;
     let lines = browser.text("#lines").await;
     assert!(lines.contains("payment declined for order 42"), "{lines}");
     browser.assert_clean("the template page").await;
     browser.screenshot("template").await;
-    browser.client.find(Locator::Css("#lines a[href^='/traces/']")).await.unwrap().click().await.unwrap();
+    browser.click_through("#lines a[href^='/traces/']").await;
     let logs = browser.text("#logs").await;
     assert!(logs.contains("payment declined for order 42"), "the trace shows its log: {logs}");
     browser.assert_clean("the trace of a line").await;
@@ -249,7 +242,7 @@ async fn pages(env: &TestEnv, browser: &Browser, http: &reqwest::Client, app: &s
     let text = browser.open(&format!("{app}/stories?service={service}")).await;
     assert_eq!(browser.count("tr.shape").await, 2, "{text}");
     browser.assert_clean("a service's stories").await;
-    browser.client.find(Locator::Css("tr.shape a")).await.unwrap().click().await.unwrap();
+    browser.click_through("tr.shape a").await;
     assert!(browser.count("tr.story").await >= 1);
     browser.assert_clean("a shape's page").await;
     for trace in &traces {
@@ -317,14 +310,7 @@ async fn pages(env: &TestEnv, browser: &Browser, http: &reqwest::Client, app: &s
         0,
         "only a failed row has the button"
     );
-    browser
-        .client
-        .find(Locator::Css("tr.delivery[data-status='failed'] form.retry button"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    browser.click_through("tr.delivery[data-status='failed'] form.retry button").await;
     let notice = browser.text("#retried").await;
     assert!(notice.contains("pager") && notice.contains(&alert_id), "{notice}");
     browser.assert_clean("the retry's answer").await;
