@@ -237,8 +237,9 @@ async fn main() -> anyhow::Result<()> {
             tayga::store::read::count_spans_dedup(&store).await? + tayga::store::read::count_logs_dedup(&store).await?;
         anyhow::ensure!(stored as f64 == total_rows, "stored {stored} rows, expected {total_rows}");
 
-        // For context: the same records fetched only (a plain consumer, new group), and
-        // decoded and flattened only (in memory), each alone.
+        // For context: the same records fetched only (a plain consumer, new group), made
+        // into rows the writer's way (RowBinary straight from the bytes), and the old way
+        // (decoded with prost and flattened into row structs), each alone, in memory.
         let fetch_secs = {
             let consumer: BaseConsumer = tayga::bus::client_config(&config.kafka)
                 .set("group.id", format!("{name}-fetch"))
@@ -272,10 +273,24 @@ async fn main() -> anyhow::Result<()> {
             anyhow::ensure!(n as f64 == total_rows);
             started.elapsed().as_secs_f64()
         };
+        let encode_secs = {
+            let started = Instant::now();
+            let mut n = 0;
+            for (_, kind, value) in &values {
+                let raw = tayga::wire::record::RawRecord { kind: *kind, ingest_ns: now, value };
+                n += match tayga::otlp::rowbinary::record_rows(&raw)? {
+                    tayga::otlp::rowbinary::TableRows::Spans(r) => r.len(),
+                    tayga::otlp::rowbinary::TableRows::Logs(r) => r.len(),
+                };
+            }
+            anyhow::ensure!(n as f64 == total_rows);
+            started.elapsed().as_secs_f64()
+        };
         println!(
-            "round {round}: alone: fetch {:.0} records/s = {:.0} rows/s; decode+flatten {:.0} rows/s",
+            "round {round}: alone: fetch {:.0} records/s = {:.0} rows/s; encode {:.0} rows/s (decode+flatten {:.0} rows/s)",
             records as f64 / fetch_secs,
             total_rows / fetch_secs,
+            total_rows / encode_secs,
             total_rows / decode_secs
         );
 

@@ -44,7 +44,7 @@ pub async fn publish_and_mark(publisher: &Publisher, store: &Store, topic: &str,
                 break;
             }
         };
-        let record = OutRecord { topic, key: &key, value, headers: OwnedHeaders::new() };
+        let record = OutRecord { topic, key: &key, value: value.into(), headers: OwnedHeaders::new() };
         if let Err(e) = publisher.publish_all(vec![record]).await {
             error = Some(e.into());
             break;

@@ -1,13 +1,16 @@
 //! Publishing to Tayga's topics, with every send acknowledged by the broker before the
 //! caller is told it succeeded: ingest acknowledges a client only after this.
 
-use std::sync::{Arc, RwLock};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
+use rdkafka::client::ClientContext;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::message::OwnedHeaders;
-use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
+use rdkafka::message::{Message, OwnedHeaders};
+use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
 use rdkafka::util::Timeout;
+use tokio::sync::oneshot;
 
 use super::client_config;
 use crate::config::KafkaConfig;
@@ -38,11 +41,12 @@ impl PublishError {
     }
 }
 
-/// One record to send.
+/// One record to send. The value is borrowed where the caller keeps it anyway (ingest's
+/// split records), so it is copied once, by librdkafka.
 pub struct OutRecord<'a> {
     pub topic: &'a str,
     pub key: &'a str,
-    pub value: Vec<u8>,
+    pub value: std::borrow::Cow<'a, [u8]>,
     pub headers: OwnedHeaders,
 }
 
@@ -55,10 +59,50 @@ pub struct Publisher {
     kafka: KafkaConfig,
     /// (generation, producer): the generation makes a replacement happen once even when
     /// several sends saw the same fatal error.
-    producer: Arc<RwLock<(u64, FutureProducer)>>,
+    producer: Arc<RwLock<(u64, Arc<AckedProducer>)>>,
 }
 
-fn create(kafka: &KafkaConfig) -> Result<FutureProducer, KafkaError> {
+type AckedProducer = ThreadedProducer<AckContext>;
+
+/// The acknowledgements one `publish_all` call waits for. The caller is woken once, by the
+/// last acknowledgement or the first failure, not once per record: ingest sends one record
+/// per trace id, and a wake-up per record cost more CPU than the records' own bytes.
+struct Acks {
+    remaining: AtomicUsize,
+    done: Mutex<Option<oneshot::Sender<Result<(), PublishError>>>>,
+}
+
+impl Acks {
+    fn finish(&self, result: Result<(), PublishError>) {
+        if let Some(done) = self.done.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            let _ = done.send(result);
+        }
+    }
+}
+
+/// Routes each delivery report to the [`Acks`] of the call that sent the record.
+struct AckContext;
+
+impl ClientContext for AckContext {}
+
+impl ProducerContext for AckContext {
+    type DeliveryOpaque = Arc<Acks>;
+
+    fn delivery(&self, result: &DeliveryResult<'_>, acks: Arc<Acks>) {
+        match result {
+            Ok(_) => {
+                if acks.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
+                    acks.finish(Ok(()));
+                }
+            }
+            Err((source, message)) => {
+                acks.finish(Err(PublishError { topic: message.topic().to_string(), source: source.clone() }))
+            }
+        }
+    }
+}
+
+fn create(kafka: &KafkaConfig) -> Result<AckedProducer, KafkaError> {
     client_config(kafka)
         // Every in-sync replica acknowledges; retries cannot duplicate or reorder.
         .set("acks", "all")
@@ -69,21 +113,21 @@ fn create(kafka: &KafkaConfig) -> Result<FutureProducer, KafkaError> {
         .set("message.max.bytes", "1000000")
         .set("message.timeout.ms", DELIVERY_TIMEOUT.as_millis().to_string())
         .set("queue.buffering.max.kbytes", QUEUE_MAX_KBYTES.to_string())
-        .create()
+        .create_with_context(AckContext)
 }
 
 impl Publisher {
     pub fn new(kafka: &KafkaConfig) -> Result<Publisher, KafkaError> {
-        Ok(Publisher { kafka: kafka.clone(), producer: Arc::new(RwLock::new((0, create(kafka)?))) })
+        Ok(Publisher { kafka: kafka.clone(), producer: Arc::new(RwLock::new((0, Arc::new(create(kafka)?)))) })
     }
 
-    fn current(&self) -> (u64, FutureProducer) {
+    fn current(&self) -> (u64, Arc<AckedProducer>) {
         self.producer.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// Replaces producer `generation` after a fatal error. The old one is dropped on a
     /// blocking thread: librdkafka's destructor waits for its queues.
-    fn replace(&self, generation: u64, failed: FutureProducer, error: &KafkaError) {
+    fn replace(&self, generation: u64, failed: Arc<AckedProducer>, error: &KafkaError) {
         let fenced = matches!(
             error.rdkafka_error_code(),
             Some(RDKafkaErrorCode::ProducerFenced | RDKafkaErrorCode::InvalidProducerEpoch)
@@ -99,7 +143,7 @@ impl Publisher {
             match create(&self.kafka) {
                 Ok(fresh) => {
                     tracing::warn!(code = ?code, reason = %reason, "the Kafka producer hit a fatal error; replaced it with a new one");
-                    let old = std::mem::replace(&mut *guard, (generation + 1, fresh));
+                    let old = std::mem::replace(&mut *guard, (generation + 1, Arc::new(fresh)));
                     drop(guard);
                     drop_off_runtime(old.1);
                 }
@@ -128,7 +172,7 @@ impl Publisher {
     }
 }
 
-fn drop_off_runtime(producer: FutureProducer) {
+fn drop_off_runtime(producer: Arc<AckedProducer>) {
     match tokio::runtime::Handle::try_current() {
         Ok(handle) => {
             handle.spawn_blocking(move || drop(producer));
@@ -137,38 +181,33 @@ fn drop_off_runtime(producer: FutureProducer) {
     }
 }
 
-async fn send_all(producer: &FutureProducer, records: Vec<OutRecord<'_>>) -> Result<(), PublishError> {
-    let mut pending = Vec::with_capacity(records.len());
+async fn send_all(producer: &AckedProducer, records: Vec<OutRecord<'_>>) -> Result<(), PublishError> {
+    if records.is_empty() {
+        return Ok(());
+    }
+    let (done, acknowledged) = oneshot::channel();
+    let acks = Arc::new(Acks { remaining: AtomicUsize::new(records.len()), done: Mutex::new(Some(done)) });
     for r in &records {
         let mut full_since: Option<Instant> = None;
-        loop {
-            let record = FutureRecord::to(r.topic).key(r.key).payload(&r.value).headers(r.headers.clone());
-            // send_result enqueues now, so all records travel together; awaiting the
-            // delivery futures afterwards only collects the acknowledgements.
-            match producer.send_result(record) {
-                Ok(delivery) => {
-                    pending.push((r.topic, delivery));
-                    break;
-                }
-                // Room comes back as the broker acknowledges what is queued.
-                Err((source @ KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), _)) => {
-                    if full_since.get_or_insert_with(Instant::now).elapsed() >= QUEUE_WAIT {
-                        return Err(PublishError { topic: r.topic.to_string(), source });
-                    }
-                    tokio::time::sleep(Duration::from_millis(5)).await;
-                }
-                Err((source, _)) => return Err(PublishError { topic: r.topic.to_string(), source }),
+        let mut record =
+            BaseRecord::with_opaque_to(r.topic, acks.clone()).key(r.key).payload(&*r.value).headers(r.headers.clone());
+        // Enqueued now, so all records travel together; the acknowledgements are awaited
+        // afterwards, all at once.
+        while let Err((source, returned)) = producer.send(record) {
+            // Room comes back as the broker acknowledges what is queued.
+            if !matches!(source, KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull))
+                || full_since.get_or_insert_with(Instant::now).elapsed() >= QUEUE_WAIT
+            {
+                return Err(PublishError { topic: r.topic.to_string(), source });
             }
+            record = returned;
+            tokio::time::sleep(Duration::from_millis(5)).await;
         }
     }
-    for (topic, delivery) in pending {
-        match delivery.await {
-            Ok(Ok(_)) => {}
-            Ok(Err((source, _))) => return Err(PublishError { topic: topic.to_string(), source }),
-            Err(_canceled) => return Err(PublishError { topic: topic.to_string(), source: KafkaError::Canceled }),
-        }
-    }
-    Ok(())
+    drop(acks);
+    acknowledged.await.unwrap_or_else(|_canceled| {
+        Err(PublishError { topic: records[0].topic.to_string(), source: KafkaError::Canceled })
+    })
 }
 
 /// Whether a broker answers a metadata request within `timeout` (the probe: no retries,

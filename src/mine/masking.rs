@@ -1331,11 +1331,7 @@ fn glob_match(p: &[GlobPart], s: &[u8]) -> bool {
                     next[j + 1] = reach[j] && s[j] == *c;
                 }
             }
-            GlobPart::One => {
-                for j in 0..s.len() {
-                    next[j + 1] = reach[j];
-                }
-            }
+            GlobPart::One => next[1..=s.len()].copy_from_slice(&reach[..s.len()]),
             GlobPart::Star => {
                 if let Some(first) = reach.iter().position(|&r| r) {
                     next[first..].fill(true);

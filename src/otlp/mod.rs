@@ -6,6 +6,7 @@
 
 pub mod decode;
 pub mod flatten;
+pub mod rowbinary;
 pub mod split;
 pub mod synth;
 pub mod wire;

@@ -175,6 +175,11 @@ impl<'a> Reader<'a> {
     }
 
     fn varint(&mut self) -> Result<u64, WireError> {
+        // Most varints (keys, lengths of short fields) are one byte.
+        if let Some(&b) = self.buf.get(self.at).filter(|&&b| b < 0x80) {
+            self.at += 1;
+            return Ok(u64::from(b));
+        }
         let mut value: u64 = 0;
         for i in 0..10 {
             let Some(&b) = self.buf.get(self.at) else { return Err(WireError::Varint) };

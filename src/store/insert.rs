@@ -15,6 +15,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
+use super::encoded::EncodedRows;
 use super::{schema, Store, StoreError, TableRow};
 
 /// An insert that has not answered in this long is failed (and retried by its caller).
@@ -77,6 +78,55 @@ pub async fn insert_rows<'a, T: TableRow + 'a>(
         insert_block(store, group.iter().map(|&i| rows[i]), group.len(), token.as_deref()).await?;
     }
     Ok(())
+}
+
+/// Inserts rows already encoded (`store::encoded`), the parts one after another, into
+/// `T`'s table, under the same rules as [`insert_rows`]: one INSERT per partition group, in
+/// the same groups (the grouping sees the same days), with the same tokens.
+pub async fn insert_encoded<T: TableRow>(
+    store: &Store,
+    parts: &[&EncodedRows<T>],
+    dedup_token: Option<&str>,
+) -> Result<(), StoreError> {
+    let days: Vec<u64> = parts.iter().flat_map(|p| p.partition_ns().iter().map(|ns| ns / DAY_NS)).collect();
+    let groups = partition_groups(&days, MAX_UTC_DAYS_PER_INSERT);
+    if let [_] = groups.as_slice() {
+        let mut body = Vec::with_capacity(parts.iter().map(|p| p.bytes().len()).sum());
+        for part in parts {
+            body.extend_from_slice(part.bytes());
+        }
+        return insert_encoded_block::<T>(store, body, days.len(), dedup_token).await;
+    }
+    let located: Vec<(usize, usize)> =
+        parts.iter().enumerate().flat_map(|(p, part)| (0..part.len()).map(move |r| (p, r))).collect();
+    for (g, group) in groups.iter().enumerate() {
+        let mut body = Vec::new();
+        for &i in group {
+            let (p, r) = located[i];
+            body.extend_from_slice(parts[p].row(r));
+        }
+        let token = dedup_token.map(|t| group_token(t, g, groups.len()));
+        insert_encoded_block::<T>(store, body, group.len(), token.as_deref()).await?;
+    }
+    Ok(())
+}
+
+/// One INSERT of encoded rows.
+async fn insert_encoded_block<T: TableRow>(
+    store: &Store,
+    body: Vec<u8>,
+    count: usize,
+    token: Option<&str>,
+) -> Result<(), StoreError> {
+    let what = || format!("inserting {count} rows into {}", T::TABLE);
+    let sql = format!("INSERT INTO {}({}) FORMAT RowBinary", T::TABLE, T::COLUMN_NAMES.join(","));
+    let mut insert =
+        store.client().insert_formatted_with(sql).with_timeouts(Some(INSERT_TIMEOUT), Some(INSERT_TIMEOUT));
+    if let Some(token) = token {
+        insert = insert.with_setting("insert_deduplication_token", token);
+    }
+    insert.send(body.into()).await.map_err(|e| store.query_error(&what(), e))?;
+    insert.end().await.map_err(|e| store.query_error(&what(), e))
 }
 
 /// The token of group `group` of `groups`: the record's own when it is one insert, else

@@ -10,6 +10,7 @@
 
 pub mod backlog;
 pub mod deliveries;
+pub mod encoded;
 pub mod insert;
 pub mod logminer;
 pub mod migrate;

@@ -75,27 +75,52 @@ fn header<'a>(headers: Option<&'a BorrowedHeaders>, key: &str) -> Option<&'a [u8
     headers?.iter().find(|h| h.key == key).and_then(|h| h.value)
 }
 
-/// Decodes a consumed record. A record that cannot be decoded is an error the consumer
-/// must report and skip past (it can never become valid by being read again).
-pub fn decode(headers: Option<&BorrowedHeaders>, value: Option<&[u8]>) -> Result<SignalRecord, RecordError> {
+/// A consumed record's kind, ingest time and value, before its value is decoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RawRecord<'a> {
+    pub kind: SignalKind,
+    pub ingest_ns: u64,
+    pub value: &'a [u8],
+}
+
+/// Reads a consumed record's headers. A record that fails here, or whose value then fails
+/// to decode, is an error the consumer must report and skip past (it can never become
+/// valid by being read again).
+pub fn read<'a>(headers: Option<&BorrowedHeaders>, value: Option<&'a [u8]>) -> Result<RawRecord<'a>, RecordError> {
     let kind = header(headers, KIND_HEADER).ok_or(RecordError::MissingKind)?;
     let ingest_ns = header(headers, INGEST_NS_HEADER)
         .and_then(|v| std::str::from_utf8(v).ok())
         .and_then(|v| v.parse().ok())
         .unwrap_or(0);
     let value = value.ok_or(RecordError::Empty)?;
-    let payload = match kind {
-        b"traces" => SignalPayload::Traces(
-            ExportTraceServiceRequest::decode(value)
-                .map_err(|e| RecordError::Decode { kind: "traces", reason: e.to_string() })?,
-        ),
-        b"logs" => SignalPayload::Logs(
-            ExportLogsServiceRequest::decode(value)
-                .map_err(|e| RecordError::Decode { kind: "logs", reason: e.to_string() })?,
-        ),
+    let kind = match kind {
+        b"traces" => SignalKind::Traces,
+        b"logs" => SignalKind::Logs,
         other => return Err(RecordError::UnknownKind(String::from_utf8_lossy(other).into_owned())),
     };
-    Ok(SignalRecord { ingest_ns, payload })
+    Ok(RawRecord { kind, ingest_ns, value })
+}
+
+impl RawRecord<'_> {
+    /// The value as the OTLP request its kind names.
+    pub fn decode(&self) -> Result<SignalPayload, RecordError> {
+        let error =
+            |kind: &'static str| move |e: prost::DecodeError| RecordError::Decode { kind, reason: e.to_string() };
+        Ok(match self.kind {
+            SignalKind::Traces => {
+                SignalPayload::Traces(ExportTraceServiceRequest::decode(self.value).map_err(error("traces"))?)
+            }
+            SignalKind::Logs => {
+                SignalPayload::Logs(ExportLogsServiceRequest::decode(self.value).map_err(error("logs"))?)
+            }
+        })
+    }
+}
+
+/// Decodes a consumed record ([`read`], then [`RawRecord::decode`]).
+pub fn decode(headers: Option<&BorrowedHeaders>, value: Option<&[u8]>) -> Result<SignalRecord, RecordError> {
+    let raw = read(headers, value)?;
+    Ok(SignalRecord { ingest_ns: raw.ingest_ns, payload: raw.decode()? })
 }
 
 #[cfg(test)]

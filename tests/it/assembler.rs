@@ -83,7 +83,7 @@ async fn produce(config: &Config, traces: &[([u8; 16], Vec<S>)]) {
         .map(|((t, spans), key)| OutRecord {
             topic: &topic,
             key,
-            value: request(*t, spans).encode_to_vec(),
+            value: request(*t, spans).encode_to_vec().into(),
             headers: headers(SignalKind::Traces, T0),
         })
         .collect();
@@ -112,8 +112,12 @@ async fn produce_logs(config: &Config, trace: [u8; 16], bodies: &[&str]) {
     };
     let topic = config.names().signals;
     let key = hex_id(&trace);
-    let record =
-        OutRecord { topic: &topic, key: &key, value: request.encode_to_vec(), headers: headers(SignalKind::Logs, T0) };
+    let record = OutRecord {
+        topic: &topic,
+        key: &key,
+        value: request.encode_to_vec().into(),
+        headers: headers(SignalKind::Logs, T0),
+    };
     publisher.publish_all(vec![record]).await.unwrap();
 }
 

@@ -98,7 +98,7 @@ pub(crate) async fn produce_request(config: &Config, service: &str, request: Exp
     let record = OutRecord {
         topic: &topic,
         key: service,
-        value: request.encode_to_vec(),
+        value: request.encode_to_vec().into(),
         headers: headers(SignalKind::Logs, now_ns()),
     };
     publisher.publish_all(vec![record]).await.expect("the record is acknowledged");

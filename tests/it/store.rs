@@ -354,3 +354,65 @@ async fn the_deliveries_and_stories_reads_answer_alike_on_18_16_and_in_chdb() {
     }));
     common::run_in_chdb("the deliveries and stories reads", &items);
 }
+
+/// The writer's rows come from the records' bytes, encoded without the row structs
+/// (`otlp::rowbinary`); read back through the structs they are `flatten`'s rows, on a
+/// request with every kind of value, and over many days (cut into several inserts).
+#[tokio::test]
+async fn rows_encoded_from_otlp_bytes_read_back_as_the_flattened_rows() {
+    use opentelemetry_proto::tonic::common::v1::{any_value::Value, AnyValue, ArrayValue, KeyValue};
+    use prost::Message;
+    use tayga::otlp::rowbinary::{record_rows, TableRows};
+    use tayga::otlp::synth::{Shape, Synth};
+    use tayga::wire::record::{RawRecord, SignalKind};
+
+    let env = TestEnv::new("encoded");
+    let store = env.migrated_store().await;
+    let mut synth =
+        Synth::new(Shape { services: 3, traces_per_request: 30, spans_per_trace: 12, logs_per_request: 40 }, 7);
+    let mut traces = synth.traces(now_ns());
+    let odd = [
+        Value::IntValue(-3),
+        Value::DoubleValue(0.1),
+        Value::BoolValue(true),
+        Value::BytesValue(vec![1, 255]),
+        Value::ArrayValue(ArrayValue { values: vec![AnyValue { value: Some(Value::StringValue("x".into())) }] }),
+    ];
+    for (i, span) in
+        traces.resource_spans.iter_mut().flat_map(|r| &mut r.scope_spans).flat_map(|s| &mut s.spans).enumerate()
+    {
+        span.attributes.push(KeyValue {
+            key: "odd".into(),
+            value: Some(AnyValue { value: Some(odd[i % odd.len()].clone()) }),
+            ..Default::default()
+        });
+        // Spread over many days: the insert is cut by partition days, like struct rows.
+        span.start_time_unix_nano = (i as u64 % MANY_DAYS) * DAY_NS + 1;
+    }
+    let logs = synth.logs(now_ns());
+    let bytes = traces.encode_to_vec();
+    let TableRows::Spans(spans) =
+        record_rows(&RawRecord { kind: SignalKind::Traces, ingest_ns: 5, value: &bytes }).unwrap()
+    else {
+        panic!("traces give spans")
+    };
+    let bytes = logs.encode_to_vec();
+    let TableRows::Logs(log_rows) =
+        record_rows(&RawRecord { kind: SignalKind::Logs, ingest_ns: 5, value: &bytes }).unwrap()
+    else {
+        panic!("logs give logs")
+    };
+    insert::insert_encoded(&store, &[&spans], None).await.unwrap();
+    insert::insert_encoded(&store, &[&log_rows], None).await.unwrap();
+
+    let mut want = tayga::otlp::flatten::span_rows(&traces, 5);
+    want.sort_by(|a, b| (&a.trace_id, &a.span_id).cmp(&(&b.trace_id, &b.span_id)));
+    let back: Vec<SpanRow> = store.select_for_tests::<SpanRow>("ORDER BY trace_id, span_id").fetch_all().await.unwrap();
+    assert!(want.len() > 10, "the request has {} spans", want.len());
+    assert_eq!(back, want);
+    let mut want = tayga::otlp::flatten::log_rows(&logs, 5);
+    want.sort_by_key(|r| r.log_id);
+    let back: Vec<LogRow> = store.select_for_tests::<LogRow>("ORDER BY log_id").fetch_all().await.unwrap();
+    assert!(!want.is_empty());
+    assert_eq!(back, want);
+}

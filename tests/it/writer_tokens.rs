@@ -20,6 +20,7 @@ use tayga::config::ClickHouseConfig;
 use tayga::daemon::writer::batch::{Batch, Rows};
 use tayga::daemon::writer::metrics::WriterMetrics;
 use tayga::daemon::writer::sink::{InsertMode, Sink};
+use tayga::store::encoded::EncodedRows;
 use tayga::store::{LogRow, SpanRow, Store};
 
 /// The query text and the URL parameters (settings) of one request.
@@ -61,13 +62,17 @@ fn sink(url: &str, mode: InsertMode) -> Sink {
     Sink { store, mode, topic: "p.signals".into(), metrics: WriterMetrics::new(&mut Registry::default()) }
 }
 
+fn spans(rows: Vec<SpanRow>) -> Rows {
+    Rows::Spans(Arc::new(EncodedRows::from_rows(&rows)))
+}
+
 fn batch() -> Batch {
     let now = Instant::now();
     let mut b = Batch::default();
-    b.push(0, 10, Rows::Spans(Arc::new(vec![SpanRow::default(); 3])), now);
-    b.push(4, 7, Rows::Logs(Arc::new(vec![LogRow::default(); 2])), now);
+    b.push(0, 10, spans(vec![SpanRow::default(); 3]), now);
+    b.push(4, 7, Rows::Logs(Arc::new(EncodedRows::from_rows(&vec![LogRow::default(); 2]))), now);
     b.push_skipped(4, 8, now);
-    b.push(0, 11, Rows::Spans(Arc::new(vec![SpanRow::default(); 1])), now);
+    b.push(0, 11, spans(vec![SpanRow::default(); 1]), now);
     b
 }
 
@@ -136,7 +141,7 @@ async fn a_record_over_more_days_than_one_insert_may_cover_is_cut_with_a_token_p
     // ClickHouse's limit of 100 partitions per insert block holds in any time zone.
     let spans: Vec<SpanRow> = (0..120).map(|d| SpanRow { start_ns: d * day_ns, ..Default::default() }).collect();
     let mut b = Batch::default();
-    b.push(2, 5, Rows::Spans(Arc::new(spans)), Instant::now());
+    b.push(2, 5, self::spans(spans), Instant::now());
     sink.write(&mut b).await.unwrap();
     assert_eq!(tokens(&seen), vec!["p.signals-2-5-g0", "p.signals-2-5-g1", "p.signals-2-5-g2"]);
     assert!(b.records[0].stored);

@@ -244,7 +244,7 @@ impl Daemon {
                 records.push(OutRecord {
                     topic: &self.names.stories,
                     key,
-                    value: p.story.to_json()?,
+                    value: p.story.to_json()?.into(),
                     headers: OwnedHeaders::new(),
                 });
             }

@@ -44,7 +44,7 @@ pub struct Outgoing<'a> {
     pub label: &'static str,
     pub topic: &'a str,
     pub key: &'a str,
-    pub value: Vec<u8>,
+    pub value: &'a [u8],
 }
 
 pub struct Backlog {
@@ -114,7 +114,7 @@ impl Backlog {
                     key: r.key.to_string(),
                     header_keys: header_keys.clone(),
                     header_values: header_values.clone(),
-                    value: r.value.clone(),
+                    value: r.value.to_vec(),
                     value_bytes: r.value.len() as u32,
                     replayed: 0,
                     version_ns: created_ns,
@@ -238,7 +238,12 @@ impl Ingest {
         let out: Vec<OutRecord> = rows
             .iter()
             .zip(&headers)
-            .map(|(r, h)| OutRecord { topic: &r.topic, key: &r.key, value: r.value.clone(), headers: owned_headers(h) })
+            .map(|(r, h)| OutRecord {
+                topic: &r.topic,
+                key: &r.key,
+                value: r.value.as_slice().into(),
+                headers: owned_headers(h),
+            })
             .collect();
         self.pipeline.publisher.publish_all(out).await?;
         store_backlog::mark_replayed(&backlog.store, chosen, now_ns()).await?;
@@ -411,7 +416,8 @@ mod tests {
     fn past_the_bound_records_are_no_longer_kept() {
         let backlog = Backlog::new(Store::new(&crate::config::ClickHouseConfig::default()), 1000);
         let headers = [("tayga-kind".to_string(), "traces".to_string())];
-        let record = |n| Outgoing { label: "signals", topic: "t.signals", key: "k", value: vec![0; n] };
+        let zeros = [0u8; 600];
+        let record = |n| Outgoing { label: "signals", topic: "t.signals", key: "k", value: &zeros[..n] };
         let rows = backlog.rows(5, &headers, &[record(600), record(300)]).expect("room for 900 bytes");
         assert_eq!(rows.iter().map(|r| r.position).collect::<Vec<_>>(), vec![0, 1]);
         assert!(rows.iter().all(|r| r.created_ns == 5 && r.version_ns == 5 && r.header_keys == ["tayga-kind"]));

@@ -203,12 +203,7 @@ impl Pipeline {
         let signals = prepared.signals.records.iter().map(|r| ("signals", &self.names.signals, r));
         signals
             .chain(logs)
-            .map(|(label, topic, record)| Outgoing {
-                label,
-                topic,
-                key: record.key.as_str(),
-                value: record.request.clone(),
-            })
+            .map(|(label, topic, record)| Outgoing { label, topic, key: record.key.as_str(), value: &record.request })
             .collect()
     }
 
@@ -218,7 +213,7 @@ impl Pipeline {
         let labels: Vec<&'static str> = outgoing.iter().map(|o| o.label).collect();
         let out: Vec<OutRecord> = outgoing
             .into_iter()
-            .map(|o| OutRecord { topic: o.topic, key: o.key, value: o.value, headers: headers.clone() })
+            .map(|o| OutRecord { topic: o.topic, key: o.key, value: o.value.into(), headers: headers.clone() })
             .collect();
         self.publisher.publish_all(out).await.map_err(|e| {
             if e.is_backpressure() {

@@ -15,13 +15,25 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::otlp::rowbinary::TableRows;
+use crate::store::encoded::EncodedRows;
 use crate::store::{LogRow, SpanRow};
 
-/// The rows one record carries. Shared (`Arc`) so per-record inserts can run as tasks.
+/// The rows one record carries, encoded for their insert. Shared (`Arc`) so per-record
+/// inserts can run as tasks.
 #[derive(Debug, Clone)]
 pub enum Rows {
-    Spans(Arc<Vec<SpanRow>>),
-    Logs(Arc<Vec<LogRow>>),
+    Spans(Arc<EncodedRows<SpanRow>>),
+    Logs(Arc<EncodedRows<LogRow>>),
+}
+
+impl From<TableRows> for Rows {
+    fn from(rows: TableRows) -> Rows {
+        match rows {
+            TableRows::Spans(r) => Rows::Spans(Arc::new(r)),
+            TableRows::Logs(r) => Rows::Logs(Arc::new(r)),
+        }
+    }
 }
 
 impl Rows {
@@ -160,26 +172,26 @@ impl Batch {
         self.logs_stored = false;
     }
 
-    /// Every span row of the batch, in consumption order.
-    pub fn spans(&self) -> impl Iterator<Item = &SpanRow> {
+    /// The span rows of the batch, record by record in consumption order.
+    pub fn spans(&self) -> Vec<&EncodedRows<SpanRow>> {
         self.records
             .iter()
             .filter_map(|r| match &r.rows {
-                Rows::Spans(rows) => Some(rows.iter()),
+                Rows::Spans(rows) => Some(&**rows),
                 Rows::Logs(_) => None,
             })
-            .flatten()
+            .collect()
     }
 
-    /// Every log row of the batch, in consumption order.
-    pub fn logs(&self) -> impl Iterator<Item = &LogRow> {
+    /// The log rows of the batch, record by record in consumption order.
+    pub fn logs(&self) -> Vec<&EncodedRows<LogRow>> {
         self.records
             .iter()
             .filter_map(|r| match &r.rows {
-                Rows::Logs(rows) => Some(rows.iter()),
+                Rows::Logs(rows) => Some(&**rows),
                 Rows::Spans(_) => None,
             })
-            .flatten()
+            .collect()
     }
 }
 
@@ -210,11 +222,11 @@ mod tests {
     use super::*;
 
     fn spans(n: usize) -> Rows {
-        Rows::Spans(Arc::new(vec![SpanRow::default(); n]))
+        Rows::Spans(Arc::new(EncodedRows::from_rows(&vec![SpanRow::default(); n])))
     }
 
     fn logs(n: usize) -> Rows {
-        Rows::Logs(Arc::new(vec![LogRow::default(); n]))
+        Rows::Logs(Arc::new(EncodedRows::from_rows(&vec![LogRow::default(); n])))
     }
 
     #[test]
@@ -228,8 +240,8 @@ mod tests {
         assert_eq!(b.offsets().iter().map(|(p, o)| (*p, *o)).collect::<Vec<_>>(), vec![(0, 12), (3, 9)]);
         assert_eq!((b.consumed(), b.rows(), b.span_count(), b.log_count()), (4, 3, 2, 1));
         assert_eq!(b.records.len(), 2, "records without rows are not kept");
-        assert_eq!(b.spans().count(), 2);
-        assert_eq!(b.logs().count(), 1);
+        assert_eq!(b.spans().iter().map(|r| r.len()).sum::<usize>(), 2);
+        assert_eq!(b.logs().iter().map(|r| r.len()).sum::<usize>(), 1);
     }
 
     #[test]

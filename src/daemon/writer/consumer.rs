@@ -34,9 +34,9 @@ use crate::bus::consume::{self, commit_sync, Group, Rebalanced};
 use crate::config::Names;
 use crate::config::{KafkaConfig, WriterConfig};
 use crate::daemon::Shutdown;
-use crate::otlp::flatten::{log_rows, span_rows};
+use crate::otlp::rowbinary;
 use crate::store::StoreError;
-use crate::wire::record::{self, SignalPayload};
+use crate::wire::record;
 
 /// How long a revoke waits for ClickHouse before it gives the partitions up uncommitted.
 const REVOKE_FLUSH_LIMIT: Duration = Duration::from_secs(10);
@@ -198,16 +198,10 @@ impl Inner {
     fn add(&self, m: In<'_>) {
         self.metrics.consumer.consumed();
         let now = Instant::now();
-        let decoded = record::decode(m.headers, m.payload);
+        let rows = record::read(m.headers, m.payload).and_then(|raw| rowbinary::record_rows(&raw));
         let mut batch = self.batch.lock().unwrap();
-        match decoded {
-            Ok(rec) => {
-                let rows = match &rec.payload {
-                    SignalPayload::Traces(req) => Rows::Spans(std::sync::Arc::new(span_rows(req, rec.ingest_ns))),
-                    SignalPayload::Logs(req) => Rows::Logs(std::sync::Arc::new(log_rows(req, rec.ingest_ns))),
-                };
-                batch.push(m.partition, m.offset, rows, now);
-            }
+        match rows {
+            Ok(rows) => batch.push(m.partition, m.offset, Rows::from(rows), now),
             Err(e) => {
                 self.metrics.consumer.undecodable(&self.topic, m.partition, m.offset, &e);
                 batch.push_skipped(m.partition, m.offset, now);

@@ -109,13 +109,13 @@ impl Sink {
             if batch.spans_stored || batch.span_count() == 0 {
                 return Ok(false);
             }
-            insert::insert_rows(&self.store, batch.spans(), None).await.map(|_| true)
+            insert::insert_encoded(&self.store, &batch.spans(), None).await.map(|_| true)
         };
         let logs = async {
             if batch.logs_stored || batch.log_count() == 0 {
                 return Ok(false);
             }
-            insert::insert_rows(&self.store, batch.logs(), None).await.map(|_| true)
+            insert::insert_encoded(&self.store, &batch.logs(), None).await.map(|_| true)
         };
         let (spans, logs) = tokio::join!(spans, logs);
         let mut first_error = None;
@@ -155,8 +155,8 @@ impl Sink {
                 tasks.spawn(async move {
                     let token = token.as_deref();
                     let result = match &record.rows {
-                        Rows::Spans(rows) => insert::insert_rows(&store, rows.iter(), token).await,
-                        Rows::Logs(rows) => insert::insert_rows(&store, rows.iter(), token).await,
+                        Rows::Spans(rows) => insert::insert_encoded(&store, &[&**rows], token).await,
+                        Rows::Logs(rows) => insert::insert_encoded(&store, &[&**rows], token).await,
                     };
                     (i, result)
                 });
