@@ -15,7 +15,7 @@ use super::wire::{self, Msg, Reader, LEN, VARINT};
 use super::{any_value_text, flatten, UNKNOWN_SERVICE};
 use crate::identity;
 use crate::store::encoded::{put_hex, put_len, put_str, put_u32, put_u64, EncodedRows};
-use crate::store::{LogRow, SpanRow};
+use crate::store::{LogRow, SpanRow, TableRow};
 use crate::wire::record::{RawRecord, RecordError, SignalKind, SignalPayload};
 use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue};
 
@@ -59,40 +59,43 @@ pub enum TableRows {
 /// Appends the span rows of an encoded `ExportTraceServiceRequest` to `rows`. On error
 /// nothing of this record is left in `rows`.
 pub fn span_rows_into(record: &[u8], ingest_ns: u64, rows: &mut EncodedRows<SpanRow>) -> Result<()> {
-    let before = rows.len();
-    let result = wire::check(record, Msg::TraceRequest).map_err(|_| NotCanonical).and_then(|()| {
-        let mut scratch = Scratch::default();
-        for_each_resource(record, &mut scratch, |scratch, resource, scopes| {
-            for (scope_name, items) in scopes {
-                for span in items {
-                    write_span(span, resource, scope_name, ingest_ns, scratch, rows)?;
-                }
+    all_or_nothing(record, Msg::TraceRequest, rows, |scratch, resource, scopes, rows| {
+        for (scope_name, items) in scopes {
+            for span in items {
+                write_span(span, resource, scope_name, ingest_ns, scratch, rows)?;
             }
-            Ok(())
-        })
-    });
-    if result.is_err() {
-        rows.truncate_to(before);
-    }
-    result
+        }
+        Ok(())
+    })
 }
 
 /// Appends the log rows of an encoded `ExportLogsServiceRequest` to `rows`. On error
 /// nothing of this record is left in `rows`.
 pub fn log_rows_into(record: &[u8], ingest_ns: u64, rows: &mut EncodedRows<LogRow>) -> Result<()> {
-    let before = rows.len();
-    let result = wire::check(record, Msg::LogsRequest).map_err(|_| NotCanonical).and_then(|()| {
-        let mut scratch = Scratch::default();
-        for_each_resource(record, &mut scratch, |scratch, resource, scopes| {
-            let resource_keys: Vec<String> = resource.attrs.iter().map(|a| owned(a.key)).collect();
-            let resource_values: Vec<String> = resource.attrs.iter().map(|a| a.value.to_owned_string()).collect();
-            for (scope_name, items) in scopes {
-                for log in items {
-                    write_log(log, resource, (&resource_keys, &resource_values), scope_name, ingest_ns, scratch, rows)?;
-                }
+    all_or_nothing(record, Msg::LogsRequest, rows, |scratch, resource, scopes, rows| {
+        let resource_keys: Vec<String> = resource.attrs.iter().map(|a| owned(a.key)).collect();
+        let resource_values: Vec<String> = resource.attrs.iter().map(|a| a.value.to_owned_string()).collect();
+        for (scope_name, items) in scopes {
+            for log in items {
+                write_log(log, resource, (&resource_keys, &resource_values), scope_name, ingest_ns, scratch, rows)?;
             }
-            Ok(())
-        })
+        }
+        Ok(())
+    })
+}
+
+/// Checks `record` as a `request`, then hands each resource with its scopes to `write`; on
+/// any error the rows written for this record are removed again.
+fn all_or_nothing<'a, T: TableRow>(
+    record: &'a [u8],
+    request: Msg,
+    rows: &mut EncodedRows<T>,
+    mut write: impl FnMut(&mut Scratch<'a>, &Resource<'a>, Vec<Scope<'a>>, &mut EncodedRows<T>) -> Result<()>,
+) -> Result<()> {
+    let before = rows.len();
+    let result = wire::check(record, request).map_err(|_| NotCanonical).and_then(|()| {
+        let mut scratch = Scratch::default();
+        for_each_resource(record, &mut scratch, |scratch, resource, scopes| write(scratch, resource, scopes, rows))
     });
     if result.is_err() {
         rows.truncate_to(before);
