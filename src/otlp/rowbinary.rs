@@ -111,8 +111,9 @@ struct Attr<'a> {
     is_string: bool,
 }
 
-/// A value's text: a string value as it is; anything else decoded and rendered as
-/// `any_value_text` renders it (rare, so it may allocate).
+/// A value's text: a string or bool value borrowed, an int kept as a number; anything else
+/// (doubles, bytes, arrays, maps) decoded with prost and rendered by `any_value_text`, which
+/// allocates.
 enum Text<'a> {
     Borrowed(&'a [u8]),
     /// An int value, written in decimal as serde_json writes it.
