@@ -2,8 +2,6 @@
 //! writer both call these, so a span or log gets the same row, and the same identity,
 //! whichever path stored it.
 
-use opentelemetry_proto::tonic::logs::v1::LogRecord;
-
 use super::{
     any_value_text, attribute_arrays, hex_id, service_name, ExportLogsServiceRequest, ExportTraceServiceRequest,
 };
@@ -61,7 +59,7 @@ pub fn log_rows(request: &ExportLogsServiceRequest, ingest_ns: u64) -> Vec<LogRo
                 let mut row = LogRow {
                     log_id: 0,
                     service: service.to_string(),
-                    time_ns: log_time_ns(log),
+                    time_ns: event_time_ns(log.time_unix_nano, log.observed_time_unix_nano),
                     observed_ns: log.observed_time_unix_nano,
                     severity_number: u8::try_from(log.severity_number).unwrap_or(0),
                     severity_text: log.severity_text.clone(),
@@ -85,11 +83,11 @@ pub fn log_rows(request: &ExportLogsServiceRequest, ingest_ns: u64) -> Vec<LogRo
 
 /// When the event happened: its own time, or when it was observed if it has none (OTLP
 /// allows either to be 0).
-pub fn log_time_ns(log: &LogRecord) -> u64 {
-    if log.time_unix_nano != 0 {
-        log.time_unix_nano
+pub fn event_time_ns(time_unix_nano: u64, observed_time_unix_nano: u64) -> u64 {
+    if time_unix_nano != 0 {
+        time_unix_nano
     } else {
-        log.observed_time_unix_nano
+        observed_time_unix_nano
     }
 }
 
@@ -97,7 +95,7 @@ pub fn log_time_ns(log: &LogRecord) -> u64 {
 mod tests {
     use super::*;
     use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
-    use opentelemetry_proto::tonic::logs::v1::{ResourceLogs, ScopeLogs};
+    use opentelemetry_proto::tonic::logs::v1::{LogRecord, ResourceLogs, ScopeLogs};
     use opentelemetry_proto::tonic::resource::v1::Resource;
 
     fn kv(key: &str, value: any_value::Value) -> KeyValue {

@@ -52,13 +52,19 @@ pub fn valid_trace_id(id: &[u8]) -> bool {
 
 /// Lowercase hex, as OTLP/JSON writes ids.
 pub fn hex_id(id: &[u8]) -> String {
+    let mut out = Vec::with_capacity(id.len() * 2);
+    push_hex(&mut out, id);
+    String::from_utf8(out).expect("hex digits are ASCII")
+}
+
+/// Appends `id` as lowercase hex ([`hex_id`] without the allocation).
+pub fn push_hex(out: &mut Vec<u8>, id: &[u8]) {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(id.len() * 2);
+    out.reserve(id.len() * 2);
     for b in id {
-        s.push(DIGITS[(b >> 4) as usize] as char);
-        s.push(DIGITS[(b & 0xf) as usize] as char);
+        out.push(DIGITS[(b >> 4) as usize]);
+        out.push(DIGITS[(b & 0xf) as usize]);
     }
-    s
 }
 
 /// An attribute value as text for the string arrays of the tables: scalars as themselves,

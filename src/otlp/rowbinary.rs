@@ -12,9 +12,9 @@
 use prost::Message;
 
 use super::wire::{self, Msg, Reader, LEN, VARINT};
-use super::{any_value_text, flatten, UNKNOWN_SERVICE};
+use super::{any_value_text, flatten, push_hex, UNKNOWN_SERVICE};
 use crate::identity;
-use crate::store::encoded::{put_hex, put_len, put_str, put_u32, put_u64, EncodedRows};
+use crate::store::encoded::{put_len, put_str, put_u32, put_u64, EncodedRows};
 use crate::store::{LogRow, SpanRow, TableRow};
 use crate::wire::record::{RawRecord, RecordError, SignalKind, SignalPayload};
 use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue};
@@ -203,7 +203,8 @@ fn scope(payload: &[u8]) -> Result<Scope<'_>> {
         }
     }
     if let Some(scope) = scope {
-        name = last(scope, 1);
+        // The last occurrence wins (proto3).
+        name = wire::last_bytes(scope, 1);
     }
     Ok((name, items))
 }
@@ -222,14 +223,7 @@ fn read_resource(payload: &[u8]) -> Result<Resource<'_>> {
         _ => UNKNOWN_SERVICE.to_string(),
     };
     let mut encoded = Vec::new();
-    put_len(&mut encoded, attrs.len());
-    for a in &attrs {
-        put_str(&mut encoded, a.key);
-    }
-    put_len(&mut encoded, attrs.len());
-    for a in &attrs {
-        a.value.put(&mut encoded);
-    }
+    put_attrs(&mut encoded, &attrs);
     Ok(Resource { service, attrs, encoded })
 }
 
@@ -361,7 +355,7 @@ fn write_log<'a>(
             _ => {}
         }
     }
-    let time_ns = if time != 0 { time } else { observed };
+    let time_ns = flatten::event_time_ns(time, observed);
     let (body, _) = any_text(body)?;
     let trace_hex = super::hex_id(trace_id);
     let span_hex = super::hex_id(span_id);
@@ -403,6 +397,13 @@ fn write_log<'a>(
     Ok(())
 }
 
+/// An id as the RowBinary string of its lowercase hex (`otlp::hex_id`).
+fn put_hex(out: &mut Vec<u8>, id: &[u8]) {
+    put_len(out, id.len() * 2);
+    push_hex(out, id);
+}
+
+/// Attributes as the tables' two parallel arrays, keys then values.
 fn put_attrs(out: &mut Vec<u8>, attrs: &[Attr<'_>]) {
     put_len(out, attrs.len());
     for a in attrs {
@@ -441,11 +442,6 @@ fn once<'a>(slot: &mut Option<&'a [u8]>, payload: &'a [u8]) -> Result<()> {
         return Err(NotCanonical);
     }
     Ok(())
-}
-
-/// The last occurrence of length-delimited field `tag` (proto3: the last one wins).
-fn last(message: &[u8], tag: u32) -> &[u8] {
-    wire::last_bytes(message, tag)
 }
 
 /// A string field as an owned `String` (the record was checked: strings are UTF-8).

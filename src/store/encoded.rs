@@ -170,17 +170,6 @@ pub fn put_strings(out: &mut Vec<u8>, items: &[String]) {
     }
 }
 
-/// An id as the lowercase hex string the tables keep (`otlp::hex_id`).
-pub fn put_hex(out: &mut Vec<u8>, id: &[u8]) {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    put_len(out, id.len() * 2);
-    out.reserve(id.len() * 2);
-    for b in id {
-        out.push(DIGITS[(b >> 4) as usize]);
-        out.push(DIGITS[(b & 0xf) as usize]);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
