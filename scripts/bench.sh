@@ -182,7 +182,7 @@ def daemon_env(prefix, **extra):
     return env
 
 
-def drain(prefix, run):
+def drain(prefix):
     """Fills `<prefix>.signals` through ingest (the loadgen of the ingest rows, traces only),
     then lets the writer and the assembler, one at a time, take all of it; each one's spans
     per CPU-second and peak RSS."""
@@ -284,7 +284,7 @@ if "daemons" in ONLY:
     for run in range(runs):
         prefix = f"bench_drain_{os.getpid()}_{run}"
         try:
-            drained.append(drain(prefix, run))
+            drained.append(drain(prefix))
         finally:
             drop_database(prefix)
             delete_topics([f"{prefix}.signals", f"{prefix}.logs", f"{prefix}.stories", f"{prefix}.alerts"])
