@@ -47,6 +47,9 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
 
+/// The request path of the i-th request to one endpoint.
+type PathOf<'a> = Box<dyn Fn(usize) -> String + 'a>;
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let spans = arg("--spans", 10_000_000);
@@ -95,7 +98,7 @@ async fn main() -> anyhow::Result<()> {
     let fingerprint = |i: usize| format!("{:016x}", i % 40 + 1);
     let alert = |i: usize| format!("{:016x}", (i as u64 * 7919) % s.alerts + 1);
     let service = |i: usize| format!("svc-{}", i % s.services as usize);
-    let endpoints: Vec<(&str, Box<dyn Fn(usize) -> String>)> = vec![
+    let endpoints: Vec<(&str, PathOf)> = vec![
         ("services", Box::new(|_| "/api/v1/services".to_string())),
         ("trace by id", Box::new(|i| format!("/api/v1/traces/{}", trace_ids[i]))),
         (

@@ -2,14 +2,14 @@
 //! `tayga topics list`): over partitions, high watermark − commit point, where a partition
 //! with no commit point counts from its low watermark.
 
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
 use rdkafka::error::KafkaResult;
 use rdkafka::{Offset, TopicPartitionList};
 
-use super::{Group, LoggedConsumer};
+use super::{ConsumerMetrics, Group};
 use crate::bus::client_config;
 use crate::config::KafkaConfig;
 use crate::config::Names;
@@ -78,32 +78,74 @@ pub fn group_lag(kafka: &KafkaConfig, names: &Names, group: Group, timeout: Dura
     lag_of(&consumer, topic, &points, timeout)
 }
 
-/// The lag of a member's `partitions` of `topic`, each with the commit point the member
-/// holds in memory; a partition without one (nothing read since it was assigned) counts
-/// from the group's committed offset. Reported to the consumer's metrics; `None` when the
-/// broker does not answer within a second per call.
-pub async fn lag(consumer: &Arc<LoggedConsumer>, topic: &str, partitions: Vec<(i32, Option<i64>)>) -> Option<i64> {
-    let consumer = consumer.clone();
-    let topic = topic.to_string();
-    let timeout = Duration::from_secs(1);
-    tokio::task::spawn_blocking(move || {
-        let unknown: Vec<i32> = partitions.iter().filter(|(_, point)| point.is_none()).map(|(p, _)| *p).collect();
-        let group_points = if unknown.is_empty() {
-            Vec::new()
-        } else {
-            committed_offsets(consumer.as_ref(), &topic, unknown, timeout).ok()?
-        };
-        let points: Vec<(i32, Option<i64>)> = partitions
-            .into_iter()
-            .map(|(p, point)| (p, point.or_else(|| group_points.iter().find(|(q, _)| *q == p).and_then(|(_, o)| *o))))
-            .collect();
-        let lag = lag_of(consumer.as_ref(), &topic, &points, timeout).ok()?;
-        consumer.context().metrics().lag(lag);
-        Some(lag)
-    })
-    .await
-    .ok()
-    .flatten()
+/// How often a member's lag gauge is refreshed from the broker.
+pub const LAG_EVERY: Duration = Duration::from_secs(5);
+
+/// Keeps a member's `tayga_<service>_lag_records` fresh without ever holding up its loop.
+///
+/// The broker answers the requests of one connection in order, and a member's connection
+/// usually carries a long-polling Fetch (up to `fetch.wait.max.ms`). Watermark requests
+/// sent on it waited behind that Fetch, one partition after another: with 12 partitions
+/// the loop stood still for up to 6 s every few seconds, and a log line sent meanwhile
+/// missed its detection pass. So the watermarks are read by a client of its own, which
+/// never joins the group, on a blocking thread the loop does not wait for.
+pub struct LagRefresher {
+    reader: Arc<BaseConsumer>,
+    topic: String,
+    metrics: ConsumerMetrics,
+    /// When the last refresh ended, and whether one is under way.
+    state: Arc<Mutex<(Option<Instant>, bool)>>,
+}
+
+impl LagRefresher {
+    /// A refresher of `group`'s lag on its topic, reporting to `metrics` (the member's).
+    pub fn new(kafka: &KafkaConfig, names: &Names, group: Group, metrics: ConsumerMetrics) -> KafkaResult<Self> {
+        Ok(LagRefresher {
+            reader: Arc::new(group_reader(kafka, group.name(names))?),
+            topic: group.topic(names).to_string(),
+            metrics,
+            state: Arc::new(Mutex::new((None, false))),
+        })
+    }
+
+    /// Starts a refresh of the lag of `partitions` (each with the commit point the member
+    /// holds in memory; a partition without one counts from the group's committed offset),
+    /// unless one is under way or the last ended less than [`LAG_EVERY`] ago: a refresh
+    /// that waited on a slow broker is not followed at once by the next. Never waits; a
+    /// broker that does not answer within a second per call leaves the gauge as it was.
+    pub fn refresh_when_due(&self, partitions: Vec<(i32, Option<i64>)>) {
+        {
+            let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            if state.1 || state.0.is_some_and(|ended| ended.elapsed() < LAG_EVERY) {
+                return;
+            }
+            state.1 = true;
+        }
+        let (reader, topic, metrics, state) =
+            (self.reader.clone(), self.topic.clone(), self.metrics.clone(), self.state.clone());
+        tokio::task::spawn_blocking(move || {
+            if let Some(lag) = member_lag(reader.as_ref(), &topic, partitions, Duration::from_secs(1)) {
+                metrics.lag(lag);
+            }
+            *state.lock().unwrap_or_else(|e| e.into_inner()) = (Some(Instant::now()), false);
+        });
+    }
+}
+
+fn member_lag(
+    reader: &BaseConsumer,
+    topic: &str,
+    partitions: Vec<(i32, Option<i64>)>,
+    timeout: Duration,
+) -> Option<i64> {
+    let unknown: Vec<i32> = partitions.iter().filter(|(_, point)| point.is_none()).map(|(p, _)| *p).collect();
+    let group_points =
+        if unknown.is_empty() { Vec::new() } else { committed_offsets(reader, topic, unknown, timeout).ok()? };
+    let points: Vec<(i32, Option<i64>)> = partitions
+        .into_iter()
+        .map(|(p, point)| (p, point.or_else(|| group_points.iter().find(|(q, _)| *q == p).and_then(|(_, o)| *o))))
+        .collect();
+    lag_of(reader, topic, &points, timeout).ok()
 }
 
 #[cfg(test)]
@@ -118,6 +160,30 @@ mod tests {
         // Committed below what retention kept: only records still held count.
         assert_eq!(partition_lag(5, 10, Some(2)), 5);
         assert_eq!(partition_lag(0, 10, Some(10)), 0);
+    }
+
+    /// The refresh runs beside the loop: the call returns with the refresh under way, a
+    /// second call meanwhile starts nothing, and a broker that never answers leaves the
+    /// gauge as it was.
+    #[tokio::test]
+    async fn a_refresh_never_holds_the_caller_and_a_silent_broker_keeps_the_gauge() {
+        let kafka = KafkaConfig { brokers: "127.0.0.1:1".into(), ..KafkaConfig::default() };
+        let names = crate::config::Config::default().names();
+        let metrics = ConsumerMetrics::default();
+        metrics.lag.set(7);
+        let refresher = LagRefresher::new(&kafka, &names, Group::Logminer, metrics.clone()).unwrap();
+        refresher.refresh_when_due(vec![(0, None), (1, Some(3))]);
+        assert!(refresher.state.lock().unwrap().1, "the call returned before the refresh ended");
+        refresher.refresh_when_due(vec![(0, None)]);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while refresher.state.lock().unwrap().1 {
+            assert!(Instant::now() < deadline, "the refresh never ended");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(metrics.lag.get(), 7);
+        // Ended just now: not due again before LAG_EVERY.
+        refresher.refresh_when_due(vec![(0, None)]);
+        assert!(!refresher.state.lock().unwrap().1);
     }
 
     proptest! {

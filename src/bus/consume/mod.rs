@@ -4,7 +4,8 @@
 //!   [`subscribe`], which creates a member of one and joins it;
 //! - [`rebalance`]: the context that records rebalances for the loop to apply;
 //! - [`commit`]: the explicit commit of offsets that moved;
-//! - [`lag`]: one lag computation, for the daemons, the writer and `tayga topics list`;
+//! - [`lag`]: one lag computation, for the daemons (refreshed off their loops), the writer
+//!   and `tayga topics list`;
 //! - [`poll`]: the wait for the next record, tick or stop at the top of a consumer loop;
 //! - [`metrics`]: the metrics and log lines every consumer reports, one event each;
 //! - [`leave`]: the leave-group step at the end.
@@ -26,7 +27,7 @@ use rdkafka::consumer::{Consumer, ConsumerContext};
 use rdkafka::ClientConfig;
 
 pub use self::commit::{commit_moved, commit_sync};
-pub use self::lag::lag;
+pub use self::lag::LagRefresher;
 pub use self::metrics::ConsumerMetrics;
 pub use self::rebalance::{partitions, LoggedConsumer, RebalanceLog, Rebalanced};
 use crate::config::KafkaConfig;

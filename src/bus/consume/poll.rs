@@ -3,15 +3,13 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rdkafka::consumer::Consumer;
 use rdkafka::message::{BorrowedMessage, OwnedMessage};
 
 use super::LoggedConsumer;
 
-/// How often the lag gauge is refreshed from the broker.
-pub const LAG_EVERY: Duration = Duration::from_secs(5);
 /// The pause after a consume error: the broker's errors repeat until it is back, and the
 /// loop must not spin on them.
 const ERROR_PAUSE: Duration = Duration::from_millis(500);
@@ -27,14 +25,13 @@ pub struct Poller {
     consumer: Arc<LoggedConsumer>,
     topic: String,
     tick: tokio::time::Interval,
-    last_lag: Option<Instant>,
 }
 
 impl Poller {
     pub fn new(consumer: &Arc<LoggedConsumer>, topic: &str, tick_every: Duration) -> Poller {
         let mut tick = tokio::time::interval(tick_every);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        Poller { consumer: consumer.clone(), topic: topic.to_string(), tick, last_lag: None }
+        Poller { consumer: consumer.clone(), topic: topic.to_string(), tick }
     }
 
     /// Waits for the next record, tick or `stop`; the stop wins when several are ready.
@@ -58,16 +55,5 @@ impl Poller {
                 }
             }
         }
-    }
-
-    /// Runs `refresh` (the lag's) at the first call, then once [`LAG_EVERY`] has passed
-    /// since the last refresh *ended*: a refresh that waits on a slow broker must not be
-    /// followed at once by the next, or the loop would do little else.
-    pub async fn refresh_lag_when_due(&mut self, refresh: impl Future<Output = ()>) {
-        if self.last_lag.is_some_and(|ended| ended.elapsed() < LAG_EVERY) {
-            return;
-        }
-        refresh.await;
-        self.last_lag = Some(Instant::now());
     }
 }

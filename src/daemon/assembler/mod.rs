@@ -38,7 +38,7 @@ use self::buffer::{Buffer, Item, Limits, Outcome, PendingStory};
 use self::metrics::AssemblerMetrics;
 use self::trace::SpanInfo;
 use crate::bus::consume::poll::{Polled, Poller};
-use crate::bus::consume::{self, commit_moved, lag, Group, LoggedConsumer, Rebalanced};
+use crate::bus::consume::{self, commit_moved, Group, LagRefresher, LoggedConsumer, Rebalanced};
 use crate::bus::producer::{OutRecord, Publisher};
 use crate::config::Names;
 use crate::config::{AssemblerConfig, Config};
@@ -106,6 +106,7 @@ pub fn items_of(
 struct Daemon {
     buffer: Buffer,
     consumer: Arc<LoggedConsumer>,
+    lag: LagRefresher,
     publisher: Publisher,
     store: Store,
     names: Names,
@@ -118,6 +119,8 @@ struct Daemon {
 pub async fn run(config: &Config, metrics: AssemblerMetrics, shutdown: Shutdown) -> anyhow::Result<()> {
     let names = config.names();
     let consumer = consume::subscribe(&config.kafka, &names, Group::Assembler, metrics.consumer.clone())?;
+    let lag = LagRefresher::new(&config.kafka, &names, Group::Assembler, metrics.consumer.clone())
+        .context("creating the Kafka client that reads the lag")?;
     let publisher = Publisher::new(&config.kafka).context("creating the Kafka producer")?;
     let limits = limits(&config.assembler);
     tracing::info!(
@@ -127,6 +130,7 @@ pub async fn run(config: &Config, metrics: AssemblerMetrics, shutdown: Shutdown)
     let mut d = Daemon {
         buffer: Buffer::new(limits),
         consumer,
+        lag,
         publisher,
         store: Store::new(&config.clickhouse),
         names,
@@ -149,7 +153,7 @@ pub async fn run(config: &Config, metrics: AssemblerMetrics, shutdown: Shutdown)
                     d.commit().await;
                     last_commit = Instant::now();
                 }
-                poller.refresh_lag_when_due(d.refresh_lag()).await;
+                d.refresh_lag();
                 d.gauges();
                 continue;
             }
@@ -314,10 +318,11 @@ impl Daemon {
         commit_moved(&self.consumer, &self.names.signals, frontiers, &mut self.committed).await;
     }
 
-    /// Lag: over the assigned partitions, high watermark − commit frontier.
-    async fn refresh_lag(&self) {
+    /// Lag: over the assigned partitions, high watermark − commit frontier (in the
+    /// background, when due).
+    fn refresh_lag(&self) {
         let parts = self.buffer.partitions().into_iter().map(|p| (p, self.buffer.frontier(p))).collect();
-        lag(&self.consumer, &self.names.signals, parts).await;
+        self.lag.refresh_when_due(parts);
     }
 }
 

@@ -19,8 +19,7 @@ use super::metrics::LogminerMetrics;
 use super::ownership::Ownership;
 use super::publish::Outbox;
 use super::{Cadence, Status};
-use crate::bus::consume::poll::LAG_EVERY;
-use crate::bus::consume::{self, commit_moved, lag, Group, LoggedConsumer, Rebalanced};
+use crate::bus::consume::{self, commit_moved, Group, LagRefresher, LoggedConsumer, Rebalanced};
 use crate::bus::producer::Publisher;
 use crate::config::Names;
 use crate::config::{Config, LogminerConfig};
@@ -40,6 +39,7 @@ pub(super) struct Logminer {
     pub(super) replica: String,
     pub(super) store: Store,
     pub(super) consumer: Arc<LoggedConsumer>,
+    pub(super) lag: LagRefresher,
     pub(super) book: Book,
     pub(super) rules: Rules,
     pub(super) metrics: LogminerMetrics,
@@ -77,6 +77,8 @@ pub(super) async fn run(
     let book = Book::new(config.logminer.mining()).context("the [logminer.masking] settings are not usable")?;
     start_up(&store, &config.logminer, book.masking_version()).await?;
     let consumer = consume::subscribe(&config.kafka, &names, Group::Logminer, metrics.consumer.clone())?;
+    let lag = LagRefresher::new(&config.kafka, &names, Group::Logminer, metrics.consumer.clone())
+        .context("creating the Kafka client that reads the lag")?;
     let publisher = Publisher::new(&config.kafka).context("creating the Kafka producer")?;
     tracing::info!(topic = %names.logs, group = %names.logminer_group, replica = %replica,
         masking_version = book.masking_version(), tick_secs = config.logminer.tick_secs, "logminer started");
@@ -87,6 +89,7 @@ pub(super) async fn run(
         replica,
         store,
         consumer,
+        lag,
         book,
         rules: Rules::from_config(&config.logminer),
         metrics,
@@ -159,7 +162,6 @@ impl Logminer {
         let mut pass_tick = tokio::time::interval(secs(self.config.logminer.tick_secs.max(1)));
         pass_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         pass_tick.tick().await;
-        let mut last_lag = Instant::now() - LAG_EVERY;
         loop {
             let reading = self.book.pending_hits() < MAX_PENDING_HITS;
             let wake = tokio::select! {
@@ -178,10 +180,7 @@ impl Logminer {
                     Wake::Flush => {
                         self.apply_changes().await;
                         self.flush().await;
-                        if last_lag.elapsed() >= LAG_EVERY {
-                            self.refresh_lag().await;
-                            last_lag = Instant::now();
-                        }
+                        self.refresh_lag();
                     }
                     Wake::Message(Err(e)) => {
                         self.metrics.consumer.consume_error(&self.names.logs, &e);
@@ -337,10 +336,11 @@ impl Logminer {
         status.owned = self.ownership.services();
     }
 
-    /// Lag: over the assigned partitions, high watermark − committed offset.
-    async fn refresh_lag(&self) {
+    /// Lag: over the assigned partitions, high watermark − committed offset (in the
+    /// background, when due).
+    fn refresh_lag(&self) {
         let parts = self.ownership.partitions().into_iter().map(|p| (p, self.committed.get(&p).copied())).collect();
-        lag(&self.consumer, &self.names.logs, parts).await;
+        self.lag.refresh_when_due(parts);
     }
 
     /// Clean stop (seed 000): flush bounded at 15 s, then one new-template pass bounded at

@@ -29,7 +29,7 @@ use tokio::task::JoinSet;
 use self::deliver::{Ctx, Settings, Target, TargetEnd};
 use self::metrics::{DeliveryResult, NotifierMetrics};
 use crate::bus::consume::poll::{Polled, Poller};
-use crate::bus::consume::{self, commit_moved, lag, Group, Rebalanced};
+use crate::bus::consume::{self, commit_moved, Group, LagRefresher, Rebalanced};
 use crate::config::Names;
 use crate::config::{Config, KafkaConfig};
 use crate::daemon::{HealthFn, Shutdown, Spec};
@@ -101,6 +101,8 @@ impl Notifier {
     pub async fn run(self) -> anyhow::Result<()> {
         let consumer =
             consume::subscribe(&self.kafka, &self.names, Group::Notifier, self.ctx.metrics.consumer.clone())?;
+        let lag = LagRefresher::new(&self.kafka, &self.names, Group::Notifier, self.ctx.metrics.consumer.clone())
+            .context("creating the Kafka client that reads the lag")?;
         tracing::info!(
             topic = %self.names.alerts, group = %self.names.notifier_group, targets = self.targets.len(),
             "notifier started"
@@ -119,11 +121,7 @@ impl Notifier {
                     }
                     apply_changes(&consumer.context().take(), &mut assigned, &mut committed);
                     let points = assigned.iter().map(|p| (*p, committed.get(p).copied())).collect();
-                    poller
-                        .refresh_lag_when_due(async {
-                            lag(&consumer, &self.names.alerts, points).await;
-                        })
-                        .await;
+                    lag.refresh_when_due(points);
                     continue;
                 }
                 Polled::Record(message) => message,
