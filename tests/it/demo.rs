@@ -110,10 +110,13 @@ async fn the_demo_shows_every_alert_kind_delivered_a_waterfall_and_charts() {
         })
         .await;
     }
-    // A slow checkout: its story is stored, its trace has the lock wait.
+    // A slow checkout: its story is stored, its trace has the lock wait. The demo makes such
+    // a trace every second or so, and a story is stored only once its trace has been idle
+    // for `assembler.idle_close_secs` (5 s), so the newest few never have one yet: look
+    // further back than the stories' delay.
     let slow = wait_for("a checkout that waited on the row lock, with its story", limit, || async {
         let page =
-            get_json(&http, format!("{app}/api/v1/traces?service=database&operation=lock%20payment%20row&limit=5"))
+            get_json(&http, format!("{app}/api/v1/traces?service=database&operation=lock%20payment%20row&limit=30"))
                 .await?;
         for hit in page["items"].as_array()? {
             let id = hit["trace_id"].as_str()?;
