@@ -40,7 +40,7 @@ PY
 )
 
 exec "$venv/bin/python" - "$runs" "$seconds" "$rotel" "$tansu" <<'PY'
-import datetime, json, os, re, signal, statistics, subprocess, sys, time, urllib.request
+import datetime, json, os, random, re, signal, statistics, subprocess, sys, time, urllib.request
 
 runs, seconds, rotel, tansu = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
 ONLY = set(os.environ.get("BENCH_ONLY", "ingest,writer,mine,logminer,daemons,e2e").split(","))
@@ -97,6 +97,16 @@ def delete_topics(names):
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
+def tayga_topics(prefix):
+    """Every topic a Tayga daemon creates at start (bus::topics::ensure_topics)."""
+    return [f"{prefix}.{t}" for t in ("signals", "logs", "stories", "alerts")]
+
+
+def ingest_answers():
+    """Whether `tayga serve ingest` (or `serve all`) is up and publishing to the broker."""
+    return '"using":"redpanda"' in http_ok("http://127.0.0.1:14518/health")[1]
+
+
 def stop(proc):
     proc.send_signal(signal.SIGTERM)
     try:
@@ -126,16 +136,15 @@ def measure(pid, protocol, port):
 
 def tayga_ingest(protocol, run):
     prefix = f"bench_ingest_{os.getpid()}_{run}_{protocol}"
-    env = dict(os.environ, TAYGA_KAFKA_TOPIC_PREFIX=prefix, TAYGA_CLICKHOUSE_DATABASE=prefix,
-               TAYGA_INGEST_HTTP_ADDR="127.0.0.1:14518", TAYGA_INGEST_GRPC_ADDR="127.0.0.1:14517", TAYGA_LOG="warn")
-    proc = subprocess.Popen([TAYGA, "serve", "ingest"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen([TAYGA, "serve", "ingest"], env=daemon_env(prefix), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
     try:
-        wait_for("tayga ingest", lambda: '"using":"redpanda"' in http_ok("http://127.0.0.1:14518/health")[1])
+        wait_for("tayga ingest", ingest_answers)
         return measure(proc.pid, protocol, 14518 if protocol == "http" else 14517)
     finally:
         stop(proc)
         drop_database(prefix)
-        delete_topics([f"{prefix}.signals", f"{prefix}.logs"])
+        delete_topics(tayga_topics(prefix))
 
 
 def rotel_kafka(protocol, run, compression):
@@ -189,7 +198,7 @@ def drain(prefix):
     env = daemon_env(prefix, TAYGA_ASSEMBLER_IDLE_CLOSE_SECS="1")
     ingest = subprocess.Popen([TAYGA, "serve", "ingest"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        wait_for("tayga ingest", lambda: '"using":"redpanda"' in http_ok("http://127.0.0.1:14518/health")[1])
+        wait_for("tayga ingest", ingest_answers)
         spans = loadgen("http", 14518)["spans"]
     finally:
         stop(ingest)
@@ -293,7 +302,7 @@ if "daemons" in ONLY:
             drained.append(drain(prefix))
         finally:
             drop_database(prefix)
-            delete_topics([f"{prefix}.signals", f"{prefix}.logs", f"{prefix}.stories", f"{prefix}.alerts"])
+            delete_topics(tayga_topics(prefix))
         print("drain", run, {k: round(v["per_cpu"]) for k, v in drained[-1].items()}, file=sys.stderr)
     for service, what in [("writer", "stored in ClickHouse (its insert, not ClickHouse's, is the CPU counted)"),
                           ("assembler", "assembled into stored and published stories (idle close 1 s)")]:
@@ -338,11 +347,10 @@ if "e2e" in ONLY:
         return next((t for body, t in arrived.items() if word in body and "new_template" in body), None)
 
     try:
-        wait_for("tayga serve all", lambda: '"using":"redpanda"' in http_ok("http://127.0.0.1:14518/health")[1], timeout=60)
+        wait_for("tayga serve all", ingest_answers, timeout=60)
         # One shape first, so every consumer has joined its group before the timed ones.
         send_log("bench warm up shape arrived")
         wait_for("the warm-up alert", lambda: webhook_for("warm") is not None, timeout=180)
-        import random
         for run in range(max(runs, 5)):
             # Each shape has its own length, so it is a new template whatever the masking.
             word = "shape" + "xyz"[run % 3] * (run + 2)
@@ -358,7 +366,7 @@ if "e2e" in ONLY:
         stop(proc)
         hook.shutdown()
         drop_database(prefix)
-        delete_topics([f"{prefix}.{t}" for t in ("signals", "logs", "stories", "alerts")])
+        delete_topics(tayga_topics(prefix))
     rows.append((f"end to end: a new log shape POSTed to ingest (OTLP/HTTP JSON) until its `new_template` webhook arrives, `tayga serve all`, logminer tick {tick} s",
                  f"{statistics.median(e2e):.1f} s (min {min(e2e):.1f}, max {max(e2e):.1f}, {len(e2e)} shapes sent at random points of the tick)", "(no other side)", None, load()))
 
