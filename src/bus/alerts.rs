@@ -3,8 +3,6 @@
 //! and republishes unmarked ones after every detection pass; `tayga alerts republish` uses
 //! the same function, so a mark means the same thing whoever wrote it.
 
-use rdkafka::message::OwnedHeaders;
-
 use super::producer::{OutRecord, Publisher};
 use crate::store::logminer::mark_published;
 use crate::store::{now_ns, AlertRow, Store, StoreError};
@@ -44,7 +42,7 @@ pub async fn publish_and_mark(publisher: &Publisher, store: &Store, topic: &str,
                 break;
             }
         };
-        let record = OutRecord { topic, key: &key, value: value.into(), headers: OwnedHeaders::new() };
+        let record = OutRecord { topic, key: &key, value: value.into(), headers: &[] };
         if let Err(e) = publisher.publish_all(vec![record]).await {
             error = Some(e.into());
             break;

@@ -4,6 +4,7 @@
 
 pub mod alerts;
 pub mod consume;
+pub mod packed;
 pub mod producer;
 pub mod retry;
 pub mod topics;

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use rdkafka::client::ClientContext;
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-use rdkafka::message::{Message, OwnedHeaders};
+use rdkafka::message::Message;
 use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
 use rdkafka::util::Timeout;
 use tokio::sync::oneshot;
@@ -47,7 +47,8 @@ pub struct OutRecord<'a> {
     pub topic: &'a str,
     pub key: &'a str,
     pub value: std::borrow::Cow<'a, [u8]>,
-    pub headers: OwnedHeaders,
+    /// (key, value) pairs, usually shared by every record of a call.
+    pub headers: &'a [(String, String)],
 }
 
 /// An acknowledged producer that survives its own fatal errors: an idempotent producer
@@ -189,8 +190,10 @@ async fn send_all(producer: &AckedProducer, records: Vec<OutRecord<'_>>) -> Resu
     let acks = Arc::new(Acks { remaining: AtomicUsize::new(records.len()), done: Mutex::new(Some(done)) });
     for r in &records {
         let mut full_since: Option<Instant> = None;
-        let mut record =
-            BaseRecord::with_opaque_to(r.topic, acks.clone()).key(r.key).payload(&*r.value).headers(r.headers.clone());
+        let mut record = BaseRecord::with_opaque_to(r.topic, acks.clone()).key(r.key).payload(&*r.value);
+        if !r.headers.is_empty() {
+            record = record.headers(crate::wire::record::owned_headers(r.headers));
+        }
         // Enqueued now, so all records travel together; the acknowledgements are awaited
         // afterwards, all at once.
         while let Err((source, returned)) = producer.send(record) {

@@ -184,8 +184,8 @@ impl AlertsTopic {
     async fn publish(&self, alert: &Alert, retried_ns: u64) -> Result<(), PublishError> {
         let value = alert.to_json().expect("checked by the caller");
         let key = alert.key();
-        let record =
-            OutRecord { topic: &self.topic, key: &key, value: value.into(), headers: manual_retry_headers(retried_ns) };
+        let headers = manual_retry_headers(retried_ns);
+        let record = OutRecord { topic: &self.topic, key: &key, value: value.into(), headers: &headers };
         self.publisher()?.publish_all(vec![record]).await
     }
 }

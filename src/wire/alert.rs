@@ -163,9 +163,8 @@ impl Alert {
 pub const MANUAL_RETRY_HEADER: &str = "tayga-manual-retry-ns";
 
 /// The headers of a manual retry's record.
-pub fn manual_retry_headers(retried_ns: u64) -> rdkafka::message::OwnedHeaders {
-    rdkafka::message::OwnedHeaders::new()
-        .insert(rdkafka::message::Header { key: MANUAL_RETRY_HEADER, value: Some(&retried_ns.to_string()) })
+pub fn manual_retry_headers(retried_ns: u64) -> [(String, String); 1] {
+    [(MANUAL_RETRY_HEADER.to_string(), retried_ns.to_string())]
 }
 
 /// The retry time a record carries, if it is a manual retry's (an unreadable value reads as
@@ -215,7 +214,7 @@ mod tests {
 
     #[test]
     fn a_manual_retry_header_reads_back_and_its_absence_is_an_ordinary_copy() {
-        let headers = manual_retry_headers(1_764_410_400_000_000_123);
+        let headers = crate::wire::record::owned_headers(&manual_retry_headers(1_764_410_400_000_000_123));
         assert_eq!(manual_retry_ns(Some(headers.as_borrowed())), Some(1_764_410_400_000_000_123));
         assert_eq!(manual_retry_ns(None), None);
         assert_eq!(manual_retry_ns(Some(rdkafka::message::OwnedHeaders::new().as_borrowed())), None);

@@ -19,7 +19,7 @@ use tayga::config::Config;
 use tayga::daemon::Shutdown;
 use tayga::otlp::{hex_id, ExportLogsServiceRequest, ExportTraceServiceRequest};
 use tayga::store::{Store, StoryRow};
-use tayga::wire::record::{headers, SignalKind};
+use tayga::wire::record::{header_pairs, headers, SignalKind};
 use tayga::wire::story::Story;
 
 const T0: u64 = 1_764_460_800_000_000_000;
@@ -77,6 +77,7 @@ async fn produce(config: &Config, traces: &[([u8; 16], Vec<S>)]) {
     let publisher = Publisher::new(&config.kafka).unwrap();
     let topic = config.names().signals;
     let keys: Vec<String> = traces.iter().map(|(t, _)| hex_id(t)).collect();
+    let headers = header_pairs(SignalKind::Traces, T0);
     let records = traces
         .iter()
         .zip(&keys)
@@ -84,7 +85,7 @@ async fn produce(config: &Config, traces: &[([u8; 16], Vec<S>)]) {
             topic: &topic,
             key,
             value: request(*t, spans).encode_to_vec().into(),
-            headers: headers(SignalKind::Traces, T0),
+            headers: &headers,
         })
         .collect();
     publisher.publish_all(records).await.expect("records are acknowledged");
@@ -116,7 +117,7 @@ async fn produce_logs(config: &Config, trace: [u8; 16], bodies: &[&str]) {
         topic: &topic,
         key: &key,
         value: request.encode_to_vec().into(),
-        headers: headers(SignalKind::Logs, T0),
+        headers: &header_pairs(SignalKind::Logs, T0),
     };
     publisher.publish_all(vec![record]).await.unwrap();
 }

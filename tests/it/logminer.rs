@@ -22,7 +22,7 @@ use tayga::identity::alert_id;
 use tayga::otlp::ExportLogsServiceRequest;
 use tayga::store::{now_ns, AlertRow, Store, TemplateRow};
 use tayga::wire::alert::{format_id, AlertKind};
-use tayga::wire::record::{headers, SignalKind};
+use tayga::wire::record::{header_pairs, SignalKind};
 
 pub(crate) const WAIT: Duration = Duration::from_secs(90);
 pub(crate) const MIN: u64 = 60_000_000_000;
@@ -99,7 +99,7 @@ pub(crate) async fn produce_request(config: &Config, service: &str, request: Exp
         topic: &topic,
         key: service,
         value: request.encode_to_vec().into(),
-        headers: headers(SignalKind::Logs, now_ns()),
+        headers: &header_pairs(SignalKind::Logs, now_ns()),
     };
     publisher.publish_all(vec![record]).await.expect("the record is acknowledged");
 }

@@ -27,6 +27,7 @@ mod mine_loghub;
 mod mine_props;
 mod notifier;
 mod notifier_process;
+mod packed;
 mod replicas;
 mod retry;
 mod soak;

@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use prometheus_client::registry::Registry;
 use rdkafka::consumer::Consumer;
-use rdkafka::message::{Message, OwnedHeaders};
+use rdkafka::message::Message;
 use serde_json::json;
 
 use self::buffer::{Buffer, Item, Limits, Outcome, PendingStory};
@@ -249,7 +249,7 @@ impl Daemon {
                     topic: &self.names.stories,
                     key,
                     value: p.story.to_json()?.into(),
-                    headers: OwnedHeaders::new(),
+                    headers: &[],
                 });
             }
             self.publisher.publish_all(records).await?;

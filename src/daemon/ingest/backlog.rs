@@ -22,7 +22,6 @@ use crate::bus::producer::OutRecord;
 use crate::daemon::Shutdown;
 use crate::store::backlog::{self as store_backlog, BacklogStats, PendingKey};
 use crate::store::{now_ns, BacklogRow, Store, StoreError};
-use crate::wire::record::owned_headers;
 
 /// A replay pass publishes at most this many records…
 pub const PASS_MAX_RECORDS: usize = 1000;
@@ -216,7 +215,7 @@ enum ReplayError {
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]
-    Publish(#[from] crate::bus::producer::PublishError),
+    Publish(#[from] crate::bus::packed::SendError),
 }
 
 impl Ingest {
@@ -231,19 +230,12 @@ impl Ingest {
             return Ok(Pass { records: 0, bytes: 0, next_from: from_ns, drained });
         };
         let rows = store_backlog::records(&backlog.store, chosen).await?;
-        let headers: Vec<Vec<(&str, &str)>> = rows
-            .iter()
-            .map(|r| r.header_keys.iter().map(String::as_str).zip(r.header_values.iter().map(String::as_str)).collect())
-            .collect();
+        let headers: Vec<Vec<(String, String)>> =
+            rows.iter().map(|r| r.header_keys.iter().cloned().zip(r.header_values.iter().cloned()).collect()).collect();
         let out: Vec<OutRecord> = rows
             .iter()
             .zip(&headers)
-            .map(|(r, h)| OutRecord {
-                topic: &r.topic,
-                key: &r.key,
-                value: r.value.as_slice().into(),
-                headers: owned_headers(h),
-            })
+            .map(|(r, h)| OutRecord { topic: &r.topic, key: &r.key, value: r.value.as_slice().into(), headers: h })
             .collect();
         self.pipeline.publisher.publish_all(out).await?;
         store_backlog::mark_replayed(&backlog.store, chosen, now_ns()).await?;

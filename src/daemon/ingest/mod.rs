@@ -32,7 +32,8 @@ use self::metrics::IngestMetrics;
 use self::pipeline::Pipeline;
 use super::runtime::{honest_health, probe_broker, Known};
 use super::{admin_router, HealthFn, Shutdown};
-use crate::bus::producer::{broker_answers, Publisher};
+use crate::bus::packed::PackedProducer;
+use crate::bus::producer::broker_answers;
 use crate::bus::topics::ensure_topics;
 use crate::config::Config;
 use crate::store::{migrate::migrate, Store};
@@ -132,7 +133,7 @@ pub async fn start(config: &Config, shutdown: Shutdown) -> anyhow::Result<Runnin
     let metrics = IngestMetrics::register(&mut registry);
     let registry = Arc::new(registry);
     let store = Store::new(&config.clickhouse);
-    let publisher = Publisher::new(&config.kafka).context("creating the Kafka producer")?;
+    let publisher = PackedProducer::new(&config.kafka);
     let cooldown = Duration::from_secs(config.ingest.breaker_cooldown_secs);
     let mut failover = Failover::new(config.ingest.pipeline, cooldown);
     // The direct path needs the schema; if ClickHouse is not there yet, start with the path
@@ -145,7 +146,7 @@ pub async fn start(config: &Config, shutdown: Shutdown) -> anyhow::Result<Runnin
     let ingest = Arc::new(Ingest {
         pipeline: Pipeline::new(
             failover,
-            publisher.clone(),
+            publisher,
             store.clone(),
             config.names(),
             config.ingest.max_record_bytes as usize,
@@ -224,14 +225,6 @@ pub async fn start(config: &Config, shutdown: Shutdown) -> anyhow::Result<Runnin
     }));
     tasks.push(tokio::spawn(probe_loop(ingest.clone(), config.clone(), store, ready_tx, shutdown.clone())));
     tasks.push(tokio::spawn(backlog::replay_loop(ingest.clone(), shutdown.clone())));
-    let stop = shutdown.clone();
-    tasks.push(tokio::spawn(async move {
-        // Requests already answered were acknowledged by the broker; this only drains what a
-        // request cut short by shutdown may have left in the producer's queue.
-        stop.triggered().await;
-        tokio::task::spawn_blocking(move || publisher.flush(Duration::from_secs(5))).await.ok();
-        Ok(())
-    }));
     Ok(Running { http_addr, grpc_addr, ingest, tasks })
 }
 

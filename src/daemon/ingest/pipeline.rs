@@ -18,14 +18,15 @@ use opentelemetry_proto::tonic::collector::trace::v1::{ExportTracePartialSuccess
 use super::backlog::{Backlog, BacklogHealth, Outgoing};
 use super::failover::{Failover, Health, Path};
 use super::metrics::IngestMetrics;
-use crate::bus::producer::{OutRecord, PublishError, Publisher};
+use crate::bus::packed::{PackedProducer, SendError};
+use crate::bus::producer::OutRecord;
 use crate::config::Names;
 use crate::otlp::decode::DecodeError;
 use crate::otlp::flatten::{log_rows, span_rows};
 use crate::otlp::split::{split_encoded_by, Grouping, OtlpRequest, Split};
 use crate::otlp::{ExportLogsServiceRequest, ExportTraceServiceRequest};
 use crate::store::Store;
-use crate::wire::record::{header_pairs, owned_headers, SignalKind};
+use crate::wire::record::{header_pairs, SignalKind};
 
 /// How long the direct path may take to store one request.
 pub const DIRECT_INSERT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -55,7 +56,7 @@ pub enum Unavailable {
 
 pub struct Pipeline {
     pub failover: Mutex<Failover>,
-    pub(super) publisher: Publisher,
+    pub(super) publisher: PackedProducer,
     store: Store,
     names: Names,
     max_record_bytes: usize,
@@ -89,7 +90,7 @@ impl Pipeline {
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         failover: Failover,
-        publisher: Publisher,
+        publisher: PackedProducer,
         store: Store,
         names: Names,
         max_record_bytes: usize,
@@ -208,12 +209,12 @@ impl Pipeline {
     }
 
     async fn publish(&self, kind: SignalKind, prepared: &Prepared, ingest_ns: u64) -> Result<(), PathError> {
-        let headers = owned_headers(&header_pairs(kind, ingest_ns));
+        let headers = header_pairs(kind, ingest_ns);
         let outgoing = self.outgoing(prepared);
         let labels: Vec<&'static str> = outgoing.iter().map(|o| o.label).collect();
         let out: Vec<OutRecord> = outgoing
             .into_iter()
-            .map(|o| OutRecord { topic: o.topic, key: o.key, value: o.value.into(), headers: headers.clone() })
+            .map(|o| OutRecord { topic: o.topic, key: o.key, value: o.value.into(), headers: &headers })
             .collect();
         self.publisher.publish_all(out).await.map_err(|e| {
             if e.is_backpressure() {
@@ -288,7 +289,7 @@ enum PathError {
     /// The path is broken: mark it down and try the next.
     Failed(anyhow::Error),
     /// The path works but is saturated: refuse the request, keep the path.
-    Busy(PublishError),
+    Busy(SendError),
 }
 
 impl Prepared {

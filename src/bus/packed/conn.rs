@@ -1,0 +1,179 @@
+//! One connection to one broker: the Kafka framing (a length, a header, a body), one request
+//! at a time, and the API versions both sides speak, agreed once when it opens.
+
+use std::time::Duration;
+
+use bytes::{Buf, BufMut, BytesMut};
+use kafka_protocol::messages::{
+    ApiKey, ApiVersionsRequest, ApiVersionsResponse, InitProducerIdRequest, InitProducerIdResponse, MetadataRequest,
+    MetadataResponse, ProduceRequest, ProduceResponse, RequestHeader, ResponseHeader,
+};
+use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, StrBytes};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+/// How long opening a connection may take (as `socket.connection.setup.timeout.ms`).
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Most bytes an answer may hold: a produce answer for every partition is a few KiB, a
+/// metadata answer for two topics less; anything near this is not a Kafka broker talking.
+const MAX_RESPONSE_BYTES: usize = 64 * 1024 * 1024;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConnError {
+    #[error("cannot connect to {addr}: {source}")]
+    Connect { addr: String, source: std::io::Error },
+    #[error("{addr} did not accept the connection within {CONNECT_TIMEOUT:?}")]
+    ConnectTimeout { addr: String },
+    #[error("the connection to {addr} failed: {source}")]
+    Io { addr: String, source: std::io::Error },
+    #[error("{addr} did not answer within {timeout:?}")]
+    Timeout { addr: String, timeout: Duration },
+    #[error("{addr} sent an answer that is not Kafka's: {reason}")]
+    Protocol { addr: String, reason: String },
+    #[error("{addr} speaks no version of {api:?} between {min} and {max}")]
+    Unsupported { addr: String, api: ApiKey, min: i16, max: i16 },
+}
+
+/// The versions this producer uses: record batches (v2) need Produce ≥ 3; above the maxima
+/// the requests name topics by id, which this producer does not track.
+const PRODUCE: (i16, i16) = (3, 12);
+// Below 4 a metadata request cannot say "do not create the topic".
+const METADATA: (i16, i16) = (4, 12);
+const INIT_PRODUCER_ID: (i16, i16) = (0, 4);
+
+/// The version of each API this connection uses.
+#[derive(Debug, Clone, Copy)]
+pub struct Versions {
+    pub produce: i16,
+    pub metadata: i16,
+    pub init_producer_id: i16,
+}
+
+pub struct Conn {
+    addr: String,
+    stream: TcpStream,
+    next_correlation: i32,
+    pub versions: Versions,
+    buf: BytesMut,
+}
+
+impl Conn {
+    /// Connects and agrees on versions (ApiVersions v0, which every broker answers).
+    pub async fn open(addr: &str) -> Result<Conn, ConnError> {
+        let stream = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr))
+            .await
+            .map_err(|_| ConnError::ConnectTimeout { addr: addr.to_string() })?
+            .map_err(|source| ConnError::Connect { addr: addr.to_string(), source })?;
+        stream.set_nodelay(true).map_err(|source| ConnError::Io { addr: addr.to_string(), source })?;
+        let versions = Versions { produce: 0, metadata: 0, init_producer_id: 0 };
+        let mut conn = Conn { addr: addr.to_string(), stream, next_correlation: 0, versions, buf: BytesMut::new() };
+        let answer: ApiVersionsResponse =
+            conn.call(ApiKey::ApiVersions, &ApiVersionsRequest::default(), 0, CONNECT_TIMEOUT).await?;
+        if let Some(error) = kafka_protocol::error::ResponseError::try_from_code(answer.error_code) {
+            return Err(conn.protocol(format!("ApiVersions answered {error}")));
+        }
+        let pick = |api: ApiKey, (min, max): (i16, i16)| {
+            answer
+                .api_keys
+                .iter()
+                .find(|k| k.api_key == api as i16)
+                .map(|k| k.max_version.min(max))
+                .filter(|&v| v >= min)
+                .ok_or(ConnError::Unsupported { addr: addr.to_string(), api, min, max })
+        };
+        conn.versions = Versions {
+            produce: pick(ApiKey::Produce, PRODUCE)?,
+            metadata: pick(ApiKey::Metadata, METADATA)?,
+            init_producer_id: pick(ApiKey::InitProducerId, INIT_PRODUCER_ID)?,
+        };
+        Ok(conn)
+    }
+
+    pub async fn produce(&mut self, request: &ProduceRequest, timeout: Duration) -> Result<ProduceResponse, ConnError> {
+        self.call(ApiKey::Produce, request, self.versions.produce, timeout).await
+    }
+
+    pub async fn metadata(
+        &mut self,
+        request: &MetadataRequest,
+        timeout: Duration,
+    ) -> Result<MetadataResponse, ConnError> {
+        self.call(ApiKey::Metadata, request, self.versions.metadata, timeout).await
+    }
+
+    pub async fn init_producer_id(
+        &mut self,
+        request: &InitProducerIdRequest,
+        timeout: Duration,
+    ) -> Result<InitProducerIdResponse, ConnError> {
+        self.call(ApiKey::InitProducerId, request, self.versions.init_producer_id, timeout).await
+    }
+
+    /// Sends `request` and reads its answer: one request at a time, so the answer read is
+    /// this request's (the correlation id is checked all the same).
+    async fn call<Req, Resp>(
+        &mut self,
+        api: ApiKey,
+        request: &Req,
+        version: i16,
+        timeout: Duration,
+    ) -> Result<Resp, ConnError>
+    where
+        Req: Encodable + HeaderVersion,
+        Resp: Decodable + HeaderVersion,
+    {
+        let correlation_id = self.next_correlation;
+        self.next_correlation = self.next_correlation.wrapping_add(1);
+        let header = RequestHeader::default()
+            .with_request_api_key(api as i16)
+            .with_request_api_version(version)
+            .with_correlation_id(correlation_id)
+            .with_client_id(Some(StrBytes::from_static_str("tayga")));
+        self.buf.clear();
+        self.buf.put_i32(0);
+        let encoded = header
+            .encode(&mut self.buf, Req::header_version(version))
+            .and_then(|()| request.encode(&mut self.buf, version));
+        encoded.map_err(|e| self.protocol(format!("cannot encode {api:?} v{version}: {e}")))?;
+        let len = (self.buf.len() - 4) as i32;
+        self.buf[..4].copy_from_slice(&len.to_be_bytes());
+        let exchange = async {
+            self.stream.write_all(&self.buf).await?;
+            let len = self.stream.read_i32().await?;
+            if len < 0 || len as usize > MAX_RESPONSE_BYTES {
+                return Ok(Err(len));
+            }
+            self.buf.clear();
+            self.buf.resize(len as usize, 0);
+            self.stream.read_exact(&mut self.buf).await?;
+            Ok(Ok(()))
+        };
+        match tokio::time::timeout(timeout, exchange).await {
+            Err(_) => return Err(ConnError::Timeout { addr: self.addr.clone(), timeout }),
+            Ok(Err(source)) => return Err(ConnError::Io { addr: self.addr.clone(), source }),
+            Ok(Ok(Err(len))) => return Err(self.protocol(format!("an answer of {len} bytes"))),
+            Ok(Ok(Ok(()))) => {}
+        }
+        let mut body = self.buf.split().freeze();
+        let header = ResponseHeader::decode(&mut body, Resp::header_version(version))
+            .map_err(|e| self.protocol(format!("an unreadable answer header: {e}")))?;
+        if header.correlation_id != correlation_id {
+            return Err(self.protocol(format!(
+                "the answer to request {} where {correlation_id} was asked",
+                header.correlation_id
+            )));
+        }
+        let response = Resp::decode(&mut body, version)
+            .map_err(|e| self.protocol(format!("an unreadable {api:?} v{version} answer: {e}")))?;
+        if body.has_remaining() {
+            // Bytes left over mean the answer was misread: say so rather than act on it.
+            return Err(self.protocol(format!("{} bytes left after a {api:?} v{version} answer", body.remaining())));
+        }
+        Ok(response)
+    }
+
+    fn protocol(&self, reason: String) -> ConnError {
+        ConnError::Protocol { addr: self.addr.clone(), reason }
+    }
+}
