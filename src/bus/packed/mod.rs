@@ -142,6 +142,8 @@ fn call(records: Vec<OutRecord<'_>>, room: OwnedSemaphorePermit, done: oneshot::
         .map(|d| d.as_millis() as i64)
         .unwrap_or_default();
     let mut topics: Vec<String> = Vec::new();
+    // Records of a call usually share one header slice: its map is built once and cloned.
+    let mut shared: Option<(*const [(String, String)], IndexMap<StrBytes, Option<Bytes>>)> = None;
     let records = records
         .into_iter()
         .map(|r| {
@@ -149,11 +151,18 @@ fn call(records: Vec<OutRecord<'_>>, room: OwnedSemaphorePermit, done: oneshot::
                 topics.push(r.topic.to_string());
                 topics.len() - 1
             });
-            let headers = r
-                .headers
-                .iter()
-                .map(|(k, v)| (StrBytes::from_string(k.clone()), Some(Bytes::copy_from_slice(v.as_bytes()))))
-                .collect::<IndexMap<_, _>>();
+            let headers = match &shared {
+                Some((slice, map)) if std::ptr::eq(*slice, r.headers) => map.clone(),
+                _ => {
+                    let map: IndexMap<_, _> = r
+                        .headers
+                        .iter()
+                        .map(|(k, v)| (StrBytes::from_string(k.clone()), Some(Bytes::copy_from_slice(v.as_bytes()))))
+                        .collect();
+                    shared = Some((r.headers as *const _, map.clone()));
+                    map
+                }
+            };
             let value = match r.value {
                 std::borrow::Cow::Borrowed(v) => Bytes::copy_from_slice(v),
                 std::borrow::Cow::Owned(v) => Bytes::from(v),
@@ -301,9 +310,8 @@ impl Sender {
         self.topics.values().any(|t| t.partitions.iter().any(PartitionQueue::has_work))
     }
 
-    /// Sessions and metadata, on the control connection, when due.
-    /// Bounded as a whole by [`CONTROL_TIMEOUT`]: meanwhile no answer is read, so a silent
-    /// broker must not hold the task for longer.
+    /// Sessions and metadata, on the control connection, when due; bounded as a whole by
+    /// [`CONTROL_TIMEOUT`], since no produce answer is read meanwhile.
     async fn prepare(&mut self) {
         match self.control_not_before {
             Some(t) if Instant::now() < t => return,
@@ -343,7 +351,7 @@ impl Sender {
     fn problem(&self, problem: String) {
         let mut last = self.last_problem.lock().unwrap_or_else(|e| e.into_inner());
         if last.as_deref() != Some(problem.as_str()) {
-            tracing::warn!(problem = %problem, "the ingest producer cannot publish yet; it retries until each call's delivery timeout");
+            tracing::warn!(problem = %problem, "ingest's producer: {problem}");
         }
         *last = Some(problem);
     }

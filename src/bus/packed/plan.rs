@@ -3,7 +3,7 @@
 
 use std::collections::VecDeque;
 
-use bytes::{Bytes, BytesMut};
+use bytes::{BufMut, Bytes, BytesMut};
 use indexmap::IndexMap;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::protocol::StrBytes;
@@ -173,9 +173,32 @@ pub fn encode(mut records: Vec<Pending>, size: usize, base_sequence: i32, sessio
     }
     let mut buf = BytesMut::with_capacity(size / 2 + 128);
     let options = RecordEncodeOptions { version: 2, compression: Compression::Lz4 };
-    RecordBatchEncoder::encode(&mut buf, records.iter().map(|p| &p.record), &options)
-        .expect("encoding a record batch into memory cannot fail");
+    RecordBatchEncoder::encode_with_custom_compression(
+        &mut buf,
+        records.iter().map(|p| &p.record),
+        &options,
+        Some(lz4_fast),
+    )
+    .expect("encoding a record batch into memory cannot fail");
     Batch { base_sequence, encoded: buf.freeze(), records, size }
+}
+
+/// LZ4 as librdkafka writes it: the fast compressor (level 0), independent 64 KiB blocks, no
+/// checksums (the record batch has its CRC). The crate's own LZ4 uses the high-compression
+/// mode (level 4), which cost ingest a fifth of its CPU for a few percent fewer bytes.
+fn lz4_fast(records: &mut BytesMut, out: &mut BytesMut, compression: Compression) -> anyhow::Result<()> {
+    use std::io::Write;
+    debug_assert_eq!(compression, Compression::Lz4);
+    let mut encoder = lz4::EncoderBuilder::new()
+        .level(0)
+        .block_size(lz4::BlockSize::Max64KB)
+        .block_mode(lz4::BlockMode::Independent)
+        .checksum(lz4::ContentChecksum::NoChecksum)
+        .block_checksum(lz4::liblz4::BlockChecksum::NoBlockChecksum)
+        .build(out.writer())?;
+    encoder.write_all(records)?;
+    let (_, finished) = encoder.finish();
+    Ok(finished?)
 }
 
 /// What a partition's answer to a produce request means for its batch.
