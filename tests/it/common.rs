@@ -344,6 +344,25 @@ pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
+/// Whether process `pid` holds a TCP socket listening on `port` (from /proc: its socket
+/// inodes, and the kernel's table of listening sockets).
+fn listens_on(pid: u32, port: u16) -> bool {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else { return false };
+    let inodes: std::collections::HashSet<String> = fds
+        .filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok())
+        .filter_map(|target| target.to_str()?.strip_prefix("socket:[")?.strip_suffix(']').map(str::to_string))
+        .collect();
+    ["/proc/net/tcp", "/proc/net/tcp6"].iter().any(|table| {
+        std::fs::read_to_string(table).unwrap_or_default().lines().skip(1).any(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            let local_port =
+                fields.get(1).and_then(|a| a.rsplit(':').next()).and_then(|p| u16::from_str_radix(p, 16).ok());
+            // State 0A is LISTEN.
+            fields.len() > 9 && fields[3] == "0A" && local_port == Some(port) && inodes.contains(fields[9])
+        })
+    })
+}
+
 /// A broker of the test's own, for tests that stop, freeze or start one: the shared broker
 /// is never touched. Memory storage, like the shared one; killed when dropped (a
 /// [`ChildGuard`]).
@@ -380,8 +399,13 @@ impl OwnBroker {
                 .stderr(std::process::Stdio::null()),
             "the test's broker",
         );
+        // Waits for *this* broker's listener: a port picked free can be taken by another
+        // test's listener meanwhile, and a test that freezes "its" broker must not be talking
+        // to somebody else's.
+        let mut child = child;
         let deadline = std::time::Instant::now() + Duration::from_secs(20);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        while !listens_on(child.id(), port) {
+            assert!(child.try_wait().is_none(), "the test's broker exited at start: is port {port} taken?");
             assert!(std::time::Instant::now() < deadline, "the test's broker on port {port} did not start");
             std::thread::sleep(Duration::from_millis(50));
         }

@@ -143,7 +143,7 @@ fn call(records: Vec<OutRecord<'_>>, room: OwnedSemaphorePermit, done: oneshot::
         .unwrap_or_default();
     let mut topics: Vec<String> = Vec::new();
     // Records of a call usually share one header slice: its map is built once and cloned.
-    let mut shared: Option<(*const [(String, String)], IndexMap<StrBytes, Option<Bytes>>)> = None;
+    let mut shared: Option<(*const [(String, String)], HeaderMap)> = None;
     let records = records
         .into_iter()
         .map(|r| {
@@ -172,6 +172,8 @@ fn call(records: Vec<OutRecord<'_>>, room: OwnedSemaphorePermit, done: oneshot::
         .collect();
     Call { topics, records, done, room }
 }
+
+type HeaderMap = IndexMap<StrBytes, Option<Bytes>>;
 
 /// A call the task still owes an answer.
 struct Waiting {
