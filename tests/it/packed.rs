@@ -6,12 +6,13 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use rdkafka::message::{Headers, Message};
+use tayga::bus::packed::metrics::ProducerMetrics;
 use tayga::bus::packed::plan::partition_for;
 use tayga::bus::packed::{PackedProducer, SendError};
 use tayga::bus::producer::{OutRecord, DELIVERY_TIMEOUT};
 use tayga::bus::topics::ensure_topics;
 
-use crate::common::{free_port, read_topic, OwnBroker, TestEnv};
+use crate::common::{free_port, metric, read_topic, OwnBroker, TestEnv};
 
 fn records<'a>(topic: &'a str, keys: &'a [String], headers: &'a [(String, String)]) -> Vec<OutRecord<'a>> {
     keys.iter()
@@ -24,7 +25,8 @@ async fn concurrent_calls_are_written_once_each_on_librdkafkas_partition() {
     let env = TestEnv::new("packed_once");
     let names = env.config.names();
     ensure_topics(&env.config.kafka, &names).await.unwrap();
-    let producer = PackedProducer::new(&env.config.kafka);
+    let mut registry = prometheus_client::registry::Registry::default();
+    let producer = PackedProducer::new(&env.config.kafka, ProducerMetrics::register(&mut registry, "tayga_ingest"));
     let headers = vec![("tayga-kind".to_string(), "traces".to_string()), ("tayga-ingest-ns".into(), "42".into())];
 
     // Eight callers at once, as ingest's clients are: their records share requests.
@@ -64,6 +66,13 @@ async fn concurrent_calls_are_written_once_each_on_librdkafkas_partition() {
     let logs = tokio::task::spawn_blocking(move || read_topic(&config, &names.logs, 12, 1)).await.unwrap();
     assert_eq!(logs.len(), 1);
     assert_eq!(logs[0].partition(), partition_for(b"checkout", 12));
+
+    // The point of this producer: a produce request carries several partitions' batches.
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+    let (requests, batches) =
+        (metric(&text, "tayga_ingest_produce_requests_total"), metric(&text, "tayga_ingest_produce_batches_total"));
+    assert!(requests >= 1.0 && batches > requests, "{batches} batches in {requests} requests:\n{text}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -73,7 +82,7 @@ async fn a_frozen_broker_fails_the_call_in_time_and_the_producer_recovers_withou
     env.config.kafka.brokers = broker.address();
     let names = env.config.names();
     ensure_topics(&env.config.kafka, &names).await.unwrap();
-    let producer = PackedProducer::new(&env.config.kafka);
+    let producer = PackedProducer::new(&env.config.kafka, Default::default());
     let keys: Vec<String> = (0..3).map(|i| format!("before-{i}")).collect();
     producer.publish_all(records(&names.signals, &keys, &[])).await.unwrap();
 

@@ -19,6 +19,7 @@
 //! broker connection, this file the handle and the task that owns the state.
 
 mod conn;
+pub mod metrics;
 pub mod plan;
 
 use std::collections::HashMap;
@@ -38,6 +39,7 @@ use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
 use self::conn::{Conn, ConnError};
+use self::metrics::ProducerMetrics;
 use self::plan::{Batch, Outcome, PartitionQueue, Pending, Session, REQUEST_MAX_BYTES};
 use super::producer::{OutRecord, DELIVERY_TIMEOUT, QUEUE_MAX_KBYTES, QUEUE_WAIT};
 use crate::config::KafkaConfig;
@@ -91,12 +93,13 @@ struct Call {
 }
 
 impl PackedProducer {
-    /// Starts the producer's task; nothing connects until the first call.
-    pub fn new(kafka: &KafkaConfig) -> PackedProducer {
+    /// Starts the producer's task, which opens its session at once (the first call then
+    /// waits only for its own request); it reports through `metrics`.
+    pub fn new(kafka: &KafkaConfig, metrics: ProducerMetrics) -> PackedProducer {
         let (calls, incoming) = mpsc::unbounded_channel();
         let last_problem = Arc::new(Mutex::new(None));
         let bootstrap = kafka.brokers.split(',').map(|b| b.trim().to_string()).filter(|b| !b.is_empty()).collect();
-        let task = Sender::new(incoming, bootstrap, last_problem.clone());
+        let task = Sender::new(incoming, bootstrap, last_problem.clone(), metrics);
         tokio::spawn(task.run());
         PackedProducer { calls, room: Arc::new(Semaphore::new(QUEUE_MAX_KBYTES as usize)), last_problem }
     }
@@ -225,6 +228,7 @@ struct Sender {
     control_not_before: Option<Instant>,
     in_flight: InFlight,
     last_problem: Arc<Mutex<Option<String>>>,
+    metrics: ProducerMetrics,
 }
 
 impl Sender {
@@ -232,6 +236,7 @@ impl Sender {
         incoming: mpsc::UnboundedReceiver<Call>,
         bootstrap: Vec<String>,
         last_problem: Arc<Mutex<Option<String>>>,
+        metrics: ProducerMetrics,
     ) -> Sender {
         Sender {
             incoming,
@@ -248,6 +253,7 @@ impl Sender {
             control_not_before: None,
             in_flight: FuturesUnordered::new(),
             last_problem,
+            metrics,
         }
     }
 
@@ -400,9 +406,7 @@ impl Sender {
             return Err(format!("the broker refused a producer id: {error}"));
         }
         let session = Session { producer_id: answer.producer_id.0, producer_epoch: answer.producer_epoch };
-        if self.session.is_some() {
-            tracing::info!(producer_id = session.producer_id, "the ingest producer started a new idempotent session");
-        }
+        self.metrics.session_started(session.producer_id, self.session.is_none());
         self.session = Some(session);
         self.new_session = false;
         for topic in self.topics.values_mut() {
@@ -509,6 +513,7 @@ impl Sender {
                 continue;
             }
             broker.busy = true;
+            self.metrics.sent(sent.len());
             let request = produce_request(&sent);
             let (conn, addr) = (broker.conn.take(), broker.addr.clone());
             self.in_flight.push(Box::pin(async move {
@@ -542,6 +547,7 @@ impl Sender {
                 // Written or not, nobody knows: the same batches go again, and the broker
                 // drops any it already has.
                 self.metadata_stale = true;
+                self.metrics.will_retry("connection", sent.len());
                 for (topic, partition, batch) in sent {
                     let queue = self.queue(&topic, partition);
                     queue.in_flight = false;
@@ -558,6 +564,7 @@ impl Sender {
             }
         }
         let mut retry_reason = None;
+        let mut retried = 0;
         let mut failed = Vec::new();
         let mut written = Vec::new();
         for (topic, partition, batch) in sent {
@@ -572,6 +579,7 @@ impl Sender {
                     written.extend(batch.calls());
                 }
                 Outcome::Retry { refresh } => {
+                    retried += 1;
                     queue.retry = Some(batch);
                     self.metadata_stale |= refresh;
                     let error = code.and_then(ResponseError::try_from_code);
@@ -580,6 +588,7 @@ impl Sender {
                 }
                 Outcome::NewSession(error) => {
                     // Not written: the records go again under the next session.
+                    retried += 1;
                     queue.retry = Some(batch);
                     self.new_session = true;
                     retry_reason = Some(format!("{topic}[{partition}]: {error}"));
@@ -588,6 +597,7 @@ impl Sender {
             }
         }
         if let Some(reason) = retry_reason {
+            self.metrics.will_retry("broker", retried);
             self.brokers.entry(id).or_default().not_before = Some(Instant::now() + BACKOFF);
             self.problem(format!("{addr} did not write {reason}; retrying"));
         } else if failed.is_empty() {

@@ -32,6 +32,7 @@ use self::metrics::IngestMetrics;
 use self::pipeline::Pipeline;
 use super::runtime::{honest_health, probe_broker, Known};
 use super::{admin_router, HealthFn, Shutdown};
+use crate::bus::packed::metrics::ProducerMetrics;
 use crate::bus::packed::PackedProducer;
 use crate::bus::producer::broker_answers;
 use crate::bus::topics::ensure_topics;
@@ -131,9 +132,9 @@ pub async fn serve(config: &Config, shutdown: Shutdown) -> anyhow::Result<()> {
 pub async fn start(config: &Config, shutdown: Shutdown) -> anyhow::Result<Running> {
     let mut registry = Registry::default();
     let metrics = IngestMetrics::register(&mut registry);
+    let publisher = PackedProducer::new(&config.kafka, ProducerMetrics::register(&mut registry, "tayga_ingest"));
     let registry = Arc::new(registry);
     let store = Store::new(&config.clickhouse);
-    let publisher = PackedProducer::new(&config.kafka);
     let cooldown = Duration::from_secs(config.ingest.breaker_cooldown_secs);
     let mut failover = Failover::new(config.ingest.pipeline, cooldown);
     // The direct path needs the schema; if ClickHouse is not there yet, start with the path
