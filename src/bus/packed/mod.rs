@@ -560,7 +560,7 @@ impl Sender {
         let mut codes = HashMap::new();
         for t in &answer.responses {
             for p in &t.partition_responses {
-                codes.insert((t.name.0.to_string(), p.index), p.error_code);
+                codes.insert((t.name.0.as_str(), p.index), p.error_code);
             }
         }
         let mut retry_reason = None;
@@ -569,7 +569,7 @@ impl Sender {
         let mut written = Vec::new();
         for (topic, partition, batch) in sent {
             // A partition the answer leaves out was not written: ask again where it lives.
-            let code = codes.get(&(topic.clone(), partition)).copied();
+            let code = codes.get(&(topic.as_str(), partition)).copied();
             let outcome = code.map_or(Outcome::Retry { refresh: true }, plan::outcome);
             let queue = self.queue(&topic, partition);
             queue.in_flight = false;
