@@ -177,15 +177,18 @@ async fn a_new_line_shape_raises_one_alert_and_a_full_reread_adds_nothing() {
         (0..5).map(|i| (now + i, format!("payment accepted for order {}", 100 + i))).collect();
     produce(&env.config, "checkout", &lines).await;
 
-    // The heartbeat is written when the pass that marked the alert ends: wait for it too.
+    // The pass that marks the alert writes the watermarks after it and its heartbeat last,
+    // so wait for a heartbeat newer than the alert: an older one (the passes run every
+    // second) is from a pass before it, and the watermarks may not be written yet.
     let alert = wait_for("a new_template alert, published and marked, and the pass's heartbeat", WAIT, || {
         let store = store.clone();
         async move {
             let a = alerts(&store).await;
             let marks = count(&store, "SELECT count() FROM log_alert_publications").await;
             let state = tayga::store::logminer::State::load(&store).await.ok()?;
-            let beat = state.heartbeats().iter().any(|h| h.replica == "r1" && h.at_ns >= now);
-            (a.len() == 1 && marks >= 1 && beat).then(|| a[0].clone())
+            let alert = a.first()?;
+            let beat = state.heartbeats().iter().any(|h| h.replica == "r1" && h.at_ns > alert.stored_ns);
+            (a.len() == 1 && marks >= 1 && beat).then(|| alert.clone())
         }
     })
     .await;
