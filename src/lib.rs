@@ -14,3 +14,10 @@ pub mod mine;
 pub mod otlp;
 pub mod store;
 pub mod wire;
+
+/// glibc's malloc took ~12% of ingest's CPU under load (perf, docs/ingest.md): mimalloc's
+/// per-thread free lists serve the many small, short-lived buffers of a request without
+/// the arena locking and consolidation. Set here, not in `main`, so the benchmarks and
+/// tests run the daemons' code on the allocator they run on in production.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
