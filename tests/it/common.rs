@@ -244,13 +244,33 @@ pub fn key_of(m: &OwnedMessage) -> String {
 pub struct ChildGuard {
     child: Child,
     what: String,
+    /// Where [`ChildGuard::spawn_logged`] sends the child's output.
+    log: Option<PathBuf>,
 }
+
+/// How much of a logged child's stderr a failing test prints.
+const LOG_TAIL_LINES: usize = 60;
 
 impl ChildGuard {
     pub fn spawn(cmd: &mut Command, what: &str) -> ChildGuard {
         die_with_parent(cmd);
         let child = cmd.spawn().unwrap_or_else(|e| panic!("{what} did not start: {e}"));
-        ChildGuard { child, what: what.to_string() }
+        ChildGuard { child, what: what.to_string(), log: None }
+    }
+
+    /// Spawns with stdout (a daemon's log) and stderr (a panic) kept in one file, whose last
+    /// lines are printed if the test fails: the log is the only witness of what a daemon did
+    /// when a test fails on CI, and printing it always would bury the suite's output.
+    pub fn spawn_logged(cmd: &mut Command, what: &str) -> ChildGuard {
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let path = std::env::temp_dir()
+            .join(format!("tayga-test-{}-{}.log", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed)));
+        let file = std::fs::File::create(&path).unwrap_or_else(|e| panic!("creating {}: {e}", path.display()));
+        let copy = file.try_clone().unwrap_or_else(|e| panic!("sharing {}: {e}", path.display()));
+        cmd.stdout(file).stderr(copy);
+        let mut guard = ChildGuard::spawn(cmd, what);
+        guard.log = Some(path);
+        guard
     }
 
     pub fn id(&self) -> u32 {
@@ -293,6 +313,15 @@ impl Drop for ChildGuard {
             while matches!(self.child.try_wait(), Ok(None)) && Instant::now() < deadline {
                 std::thread::sleep(Duration::from_millis(10));
             }
+        }
+        if let Some(log) = self.log.take() {
+            if std::thread::panicking() {
+                let text = std::fs::read_to_string(&log).unwrap_or_default();
+                let lines: Vec<&str> = text.lines().collect();
+                let tail = &lines[lines.len().saturating_sub(LOG_TAIL_LINES)..];
+                eprintln!("--- the last {} lines {} wrote:\n{}\n---", tail.len(), self.what, tail.join("\n"));
+            }
+            let _ = std::fs::remove_file(&log);
         }
     }
 }

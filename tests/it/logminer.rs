@@ -6,7 +6,6 @@
 use crate::common;
 
 use std::collections::BTreeSet;
-use std::process::Stdio;
 use std::time::Duration;
 
 use common::{free_port, wait_for, ChildGuard, OwnBroker, TestEnv};
@@ -36,15 +35,13 @@ pub(crate) struct Replica {
 impl Replica {
     pub(crate) fn start(env: &TestEnv, id: &str, tick_secs: u64) -> Replica {
         let metrics_addr = format!("127.0.0.1:{}", free_port());
-        let child = ChildGuard::spawn(
+        let child = ChildGuard::spawn_logged(
             env.tayga()
                 .args(["serve", "logminer"])
                 .env("TAYGA_LOGMINER_METRICS_ADDR", &metrics_addr)
                 .env("TAYGA_LOGMINER_REPLICA_ID", id)
-                .env("TAYGA_LOGMINER_TICK_SECS", tick_secs.to_string())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null()),
-            "tayga serve logminer",
+                .env("TAYGA_LOGMINER_TICK_SECS", tick_secs.to_string()),
+            &format!("tayga serve logminer ({id})"),
         );
         Replica { child, metrics_addr }
     }
