@@ -224,6 +224,11 @@ def drain(prefix):
 def median(results, key):
     return statistics.median(r[key] for r in results)
 
+def median_round(pairs):
+    """The (ours, theirs) of the round with the median ratio: both sides from one round, so
+    a row's ratio is its own two figures divided."""
+    return sorted(pairs, key=lambda p: p[0] / p[1])[len(pairs) // 2]
+
 
 rows = []  # (benchmark, tayga side, other side, ratio, load)
 started = datetime.datetime.now(datetime.timezone.utc)
@@ -256,15 +261,13 @@ out = "" if "writer" not in ONLY else subprocess.run(["target/release/examples/w
                      check=True, capture_output=True, text=True).stdout
 found = re.findall(r"raw insert\s+(\d+) rows/s.*\| writer\s+(\d+) rows/s.*ratio ([\d.]+)", out)
 if found:
-    # The round with the median ratio, both sides from that round, so the row's ratio is
-    # its own two figures divided.
-    raw, writer, ratio = sorted(((float(r), float(w), float(w) / float(r)) for r, w, _ in found), key=lambda t: t[2])[len(found) // 2]
+    writer, raw = median_round([(float(w), float(r)) for r, w, _ in found])
     rows.append(("writer: rows/s into ClickHouse (vs the clickhouse crate inserting the same pre-built rows in the writer's batches: 50,000 rows of consecutive records, one insert per table)",
-                 f"{writer:,.0f}", f"{raw:,.0f}", ratio, load()))
+                 f"{writer:,.0f}", f"{raw:,.0f}", writer / raw, load()))
     # For context: the raw side in fewer, larger inserts, which the writer does not make.
     chunked = [float(c) for c in re.findall(r"raw insert in one-table chunks (\d+) rows/s", out)]
     if len(chunked) == len(found):
-        writer_c, chunk = sorted(((float(w), c) for (_, w, _), c in zip(found, chunked)), key=lambda t: t[0] / t[1])[len(found) // 2]
+        writer_c, chunk = median_round([(float(w), c) for (_, w, _), c in zip(found, chunked)])
         rows.append(("writer, for context: the same rows inserted raw in one-table chunks of 50,000 rows (fewer, larger inserts than the writer makes)",
                      f"{writer_c:,.0f}", f"{chunk:,.0f}", writer_c / chunk, load()))
 
