@@ -10,8 +10,10 @@ use crate::cli::{MineArgs, MineFormat as Format};
 use crate::cmd::table::{Layout, Table};
 use crate::mine::{Change, FastMap, Miner, MiningConfig};
 use anyhow::{Context, Result};
+use std::collections::VecDeque;
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, BufWriter, IsTerminal, Read, Write};
+use std::io::{self, BufWriter, IsTerminal, Read, Write};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 /// Progress is worth drawing only for inputs that take more than a moment.
@@ -27,6 +29,9 @@ pub fn run(args: &MineArgs, logminer: &crate::config::LogminerConfig, json: bool
         None => logminer.mining(),
     };
     let mut miner = Miner::new(config).context("masking configuration")?;
+    // One service, so the memory is bounded and small (a few MiB at most), and most
+    // lines of a file repeat a masked text seen before: those skip Drain's search.
+    miner.remember_lines(MEMO_LINES);
 
     let (name, size, input): (String, Option<u64>, Box<dyn Read + Send>) = if args.file == "-" {
         if io::stdin().is_terminal() {
@@ -74,12 +79,13 @@ pub fn run(args: &MineArgs, logminer: &crate::config::LogminerConfig, json: bool
     let mut alias: Vec<u32> = Vec::new();
     let (mut born, mut merges) = (0u64, 0u64);
 
-    // Masking is most of the work and needs no state: a second thread reads and masks
-    // most batches of lines while this one mines them, in order (see `reader_masks`).
+    // Masking is most of the work and needs no state: a second thread reads batches of
+    // lines and masks some of them while this one masks the others and mines them all, in
+    // order (see `Batches`).
     let started = Instant::now();
-    let (batches, recycled, reader) = spawn_reader(reader_input(input), miner.masker().clone(), progress.clone());
+    let (mut batches, reader) = spawn_reader(input, miner.masker().clone(), progress.clone());
     let mut lines: u64 = 0;
-    for batch in batches.iter() {
+    while let Some(batch) = batches.next() {
         let mut start = 0;
         for &end in &batch.ends {
             // Masked by the reader, or the raw line for this thread to mask.
@@ -126,10 +132,9 @@ pub fn run(args: &MineArgs, logminer: &crate::config::LogminerConfig, json: bool
                 per_line.push(idx);
             }
         }
-        // The reader may be gone already (it stops after the last batch).
-        let _ = recycled.send(batch);
+        batches.recycle(batch);
     }
-    drop(recycled);
+    drop(batches);
     reader
         .join()
         .map_err(|_| anyhow::anyhow!("the reader thread panicked"))?
@@ -171,89 +176,303 @@ pub fn run(args: &MineArgs, logminer: &crate::config::LogminerConfig, json: bool
     Ok(())
 }
 
-/// Lines per batch handed from the reader to the miner: large enough that the channel
-/// costs nothing per line, small enough that both threads start at once.
-const BATCH_LINES: usize = 4096;
+/// Masked lines the miner remembers (`Miner::remember_lines`).
+const MEMO_LINES: usize = 1 << 14;
+
+/// Lines per batch: large enough that handing one over costs nothing per line, small
+/// enough that both threads start at once and that the last batch, which the miner may
+/// be left to mask alone, is a small part of a file.
+const BATCH_LINES: usize = 1024;
+
+/// Batches read ahead of the miner, at most: they are the work the two threads share.
+const READ_AHEAD: u64 = 8;
+
+/// Bytes read at a time.
+const READ_BYTES: usize = 1 << 20;
 
 /// Lines, end to end in one string: masked, or raw for the miner's thread to mask.
+#[derive(Default)]
 struct Batch {
     text: String,
     ends: Vec<usize>,
     masked: bool,
 }
 
-/// Of every 7 batches the reader masks 4 and leaves 3 to the miner's thread: masking
-/// costs about three times what mining does, and reading falls to the reader, so this
-/// keeps both threads about equally busy.
-fn reader_masks(batch_no: u64) -> bool {
-    batch_no % 7 < 4
+/// What the reader and the miner share: batches read and not yet taken by the miner,
+/// numbered in the order of the input.
+#[derive(Default)]
+struct Queue {
+    /// Not masked and not being masked, oldest first.
+    raw: VecDeque<(u64, Batch)>,
+    /// Masked by the reader, in no order.
+    masked: Vec<(u64, Batch)>,
+    /// Batches read so far, and taken by the miner.
+    read: u64,
+    taken: u64,
+    /// The reader has stopped: no more batches will come.
+    finished: bool,
+    /// The miner has stopped taking batches.
+    closed: bool,
+    /// Batches to reuse.
+    spare: Vec<Batch>,
 }
 
-fn reader_input(input: Box<dyn Read + Send>) -> BufReader<Box<dyn Read + Send>> {
-    BufReader::with_capacity(1 << 20, input)
+#[derive(Default)]
+struct Shared {
+    queue: Mutex<Queue>,
+    changed: Condvar,
 }
 
-type Spawned =
-    (std::sync::mpsc::Receiver<Batch>, std::sync::mpsc::SyncSender<Batch>, std::thread::JoinHandle<io::Result<()>>);
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Queue> {
+        // A panic on the other side is reported by its `join`; the queue itself is
+        // always consistent between two statements.
+        self.queue.lock().unwrap_or_else(PoisonError::into_inner)
+    }
 
-/// Reads lines (`\n`, with `\r\n` tolerated; invalid UTF-8 replaced) and masks them in
-/// batches on a thread of its own. Batches come back on the second channel to be reused.
+    fn wait<'a>(&self, q: MutexGuard<'a, Queue>) -> MutexGuard<'a, Queue> {
+        self.changed.wait(q).unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The miner's end: batches in the order of the input, masked or raw.
+///
+/// The two threads share the masking batch by batch, so neither waits for the other
+/// whatever each side costs on the input and machine at hand (a fixed share left one
+/// idle): the reader reads up to [`READ_AHEAD`] batches ahead, and otherwise masks the
+/// newest unmasked batch, always leaving the oldest, which the miner takes next and masks
+/// itself when it gets there first. So the miner never waits for a batch being masked,
+/// only for one not read yet. Masking is pure: who masks a line changes nothing mined.
+struct Batches {
+    shared: Arc<Shared>,
+    next: u64,
+}
+
+impl Batches {
+    fn next(&mut self) -> Option<Batch> {
+        let mut q = self.shared.lock();
+        loop {
+            let n = self.next;
+            let found = match q.masked.iter().position(|(m, _)| *m == n) {
+                Some(i) => Some(q.masked.swap_remove(i).1),
+                None if q.raw.front().is_some_and(|(m, _)| *m == n) => q.raw.pop_front().map(|(_, b)| b),
+                None if q.finished && n >= q.read => return None,
+                None => None,
+            };
+            if let Some(batch) = found {
+                self.next += 1;
+                q.taken += 1;
+                self.shared.changed.notify_all();
+                return Some(batch);
+            }
+            q = self.shared.wait(q);
+        }
+    }
+
+    fn recycle(&self, batch: Batch) {
+        self.shared.lock().spare.push(batch);
+    }
+}
+
+impl Drop for Batches {
+    fn drop(&mut self) {
+        self.shared.lock().closed = true;
+        self.shared.changed.notify_all();
+    }
+}
+
+/// Tells the miner the reader has stopped, however it stops (a panic included).
+struct Finished(Arc<Shared>);
+
+impl Drop for Finished {
+    fn drop(&mut self) {
+        self.0.lock().finished = true;
+        self.0.changed.notify_all();
+    }
+}
+
+/// Starts the reader thread (see [`Batches`]).
 fn spawn_reader(
-    mut reader: BufReader<Box<dyn Read + Send>>,
+    input: Box<dyn Read + Send>,
     masker: crate::mine::Masker,
     progress: Option<indicatif::ProgressBar>,
-) -> Spawned {
-    let (tx, rx) = std::sync::mpsc::sync_channel::<Batch>(4);
-    let (back_tx, back_rx) = std::sync::mpsc::sync_channel::<Batch>(8);
+) -> (Batches, std::thread::JoinHandle<io::Result<()>>) {
+    let shared = Arc::new(Shared::default());
+    let finished = Finished(shared.clone());
     let handle = std::thread::spawn(move || -> io::Result<()> {
-        let mut buf = Vec::with_capacity(4096);
-        let mut masked = String::new();
-        let mut bytes_read: u64 = 0;
-        let mut eof = false;
-        let mut batch_no = 0u64;
-        while !eof {
-            let mut batch =
-                back_rx.try_recv().unwrap_or_else(|_| Batch { text: String::new(), ends: Vec::new(), masked: true });
-            batch.text.clear();
-            batch.ends.clear();
-            batch.masked = reader_masks(batch_no);
-            batch_no += 1;
-            while batch.ends.len() < BATCH_LINES {
-                buf.clear();
-                let n = reader.read_until(b'\n', &mut buf)?;
-                if n == 0 {
-                    eof = true;
+        let shared = &finished.0;
+        let mut lines = LineReader::new(input);
+        let mut scratch = String::new();
+        loop {
+            let job = {
+                let mut q = shared.lock();
+                loop {
+                    if q.closed {
+                        return Ok(());
+                    }
+                    if !lines.done() && q.read - q.taken < READ_AHEAD {
+                        break Err(q.spare.pop().unwrap_or_default());
+                    }
+                    if q.raw.len() >= 2 {
+                        break Ok(q.raw.pop_back().expect("two batches"));
+                    }
+                    if lines.done() {
+                        return Ok(());
+                    }
+                    q = shared.wait(q);
+                }
+            };
+            match job {
+                Err(mut batch) => {
+                    lines.fill(&mut batch)?;
+                    if let Some(bar) = &progress {
+                        bar.set_position(lines.bytes_read);
+                    }
+                    let mut q = shared.lock();
+                    if batch.ends.is_empty() {
+                        q.spare.push(batch);
+                    } else {
+                        let n = q.read;
+                        q.raw.push_back((n, batch));
+                        q.read += 1;
+                    }
+                }
+                Ok((n, mut batch)) => {
+                    mask_batch(&masker, &mut batch, &mut scratch);
+                    shared.lock().masked.push((n, batch));
+                }
+            }
+            shared.changed.notify_all();
+        }
+    });
+    (Batches { shared, next: 0 }, handle)
+}
+
+/// Lines (`\n`, with `\r\n` tolerated; invalid UTF-8 replaced), read in large blocks.
+struct LineReader {
+    input: Box<dyn Read + Send>,
+    /// `buf[..filled]` holds what is read; `start` is where the next line begins.
+    buf: Vec<u8>,
+    start: usize,
+    filled: usize,
+    /// `buf[..checked]`, whole lines, is known to be UTF-8: checked once per block, so
+    /// that a line costs no check of its own.
+    checked: usize,
+    eof: bool,
+    bytes_read: u64,
+}
+
+impl LineReader {
+    fn new(input: Box<dyn Read + Send>) -> LineReader {
+        LineReader { input, buf: vec![0; READ_BYTES], start: 0, filled: 0, checked: 0, eof: false, bytes_read: 0 }
+    }
+
+    /// Every line has been taken.
+    fn done(&self) -> bool {
+        self.eof && self.start >= self.filled
+    }
+
+    /// Fills a batch with the next lines, raw: [`BATCH_LINES`] of them, or the rest.
+    fn fill(&mut self, batch: &mut Batch) -> io::Result<()> {
+        batch.text.clear();
+        batch.ends.clear();
+        batch.masked = false;
+        while batch.ends.len() < BATCH_LINES {
+            let (buf, start, filled) = (&self.buf, self.start, self.filled);
+            // At the end, what is left is the last line (without its newline).
+            let Some(nl) = find_newline(&buf[start..filled]).or((self.eof && start < filled).then_some(filled - start))
+            else {
+                if self.eof {
                     break;
                 }
-                bytes_read += n as u64;
-                let mut end = buf.len();
-                while end > 0 && (buf[end - 1] == b'\n' || buf[end - 1] == b'\r') {
-                    end -= 1;
-                }
-                // Validating is much cheaper than the lossy conversion, which is only
-                // needed for the rare line that is not UTF-8.
-                let text = match std::str::from_utf8(&buf[..end]) {
-                    Ok(t) => std::borrow::Cow::Borrowed(t),
-                    Err(_) => String::from_utf8_lossy(&buf[..end]),
-                };
-                if batch.masked {
-                    masker.mask_into(&text, &mut masked);
-                    batch.text.push_str(&masked);
-                } else {
-                    batch.text.push_str(&text);
-                }
-                batch.ends.push(batch.text.len());
+                self.read_more()?;
+                continue;
+            };
+            let mut end = nl;
+            while end > 0 && buf[start + end - 1] == b'\r' {
+                end -= 1;
             }
-            if let Some(bar) = &progress {
-                bar.set_position(bytes_read);
-            }
-            if !batch.ends.is_empty() && tx.send(batch).is_err() {
-                break;
-            }
+            let raw = &buf[start..start + end];
+            // A line of a block checked as a whole needs no check of its own; otherwise
+            // validating is much cheaper than the lossy conversion, which is only needed
+            // for the rare line that is not UTF-8.
+            let text = if start + end <= self.checked {
+                // SAFETY: `buf[..checked]` is UTF-8, and a line starts after a `\n` and
+                // ends before a `\r` or `\n`, never inside a character.
+                std::borrow::Cow::Borrowed(unsafe { std::str::from_utf8_unchecked(raw) })
+            } else {
+                String::from_utf8_lossy(raw)
+            };
+            batch.text.push_str(&text);
+            batch.ends.push(batch.text.len());
+            self.start = (start + nl + 1).min(filled);
         }
         Ok(())
-    });
-    (rx, back_tx, handle)
+    }
+
+    /// Keeps the partial line at the front and reads more after it.
+    fn read_more(&mut self) -> io::Result<()> {
+        self.buf.copy_within(self.start..self.filled, 0);
+        self.filled -= self.start;
+        self.start = 0;
+        if self.filled == self.buf.len() {
+            // A line longer than the buffer.
+            self.buf.resize(self.buf.len() * 2, 0);
+        }
+        let n = loop {
+            match self.input.read(&mut self.buf[self.filled..]) {
+                Ok(n) => break n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+        };
+        self.eof = n == 0;
+        self.bytes_read += n as u64;
+        self.filled += n;
+        // Check the whole lines in one go: up to the last newline, or everything at the
+        // end. Where that fails, each line is checked alone.
+        let whole = if self.eof {
+            self.filled
+        } else {
+            self.buf[..self.filled].iter().rposition(|&c| c == b'\n').map_or(0, |p| p + 1)
+        };
+        self.checked = if std::str::from_utf8(&self.buf[..whole]).is_ok() { whole } else { 0 };
+        Ok(())
+    }
+}
+
+/// Masks a raw batch's lines, through `scratch`, which takes the raw text.
+fn mask_batch(masker: &crate::mine::Masker, batch: &mut Batch, scratch: &mut String) {
+    scratch.clear();
+    let mut start = 0;
+    for end in batch.ends.iter_mut() {
+        masker.mask_append(&batch.text[start..*end], scratch);
+        start = *end;
+        *end = scratch.len();
+    }
+    std::mem::swap(&mut batch.text, scratch);
+    batch.masked = true;
+}
+
+/// The first `\n` in `b`, eight bytes at a time: lines are short, and a byte-by-byte
+/// search was a visible share of the reader's time.
+#[inline]
+fn find_newline(b: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let mut i = 0;
+    while i + 8 <= b.len() {
+        // A byte of `w` is zero where `b` has a newline; the lowest flagged byte of the
+        // classic has-a-zero-byte test is the first such byte (a false flag can only
+        // follow a true one).
+        let w = u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes")) ^ (ONES * u64::from(b'\n'));
+        let zero = w.wrapping_sub(ONES) & !w & HIGHS;
+        if zero != 0 {
+            return Some(i + (zero.trailing_zeros() / 8) as usize);
+        }
+        i += 8;
+    }
+    b[i..].iter().position(|&c| c == b'\n').map(|p| i + p)
 }
 
 /// `tayga mine big.log | head` should stop quietly, not report an error.
@@ -416,5 +635,76 @@ mod tests {
         assert_eq!(csv_field("a, b"), "\"a, b\"");
         assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
         assert_eq!(csv_field(" lead"), "\" lead\"");
+    }
+
+    #[test]
+    fn newlines_are_found_at_every_offset() {
+        for len in 0..40 {
+            for at in 0..=len {
+                let mut b = vec![b'x'; len];
+                if at < len {
+                    b[at] = b'\n';
+                    // A second newline and bytes that look alike must not matter.
+                    if at + 3 < len {
+                        b[at + 3] = b'\n';
+                    }
+                    if at > 0 {
+                        b[at - 1] = 0x0b;
+                    }
+                }
+                assert_eq!(find_newline(&b), (at < len).then_some(at), "len {len} at {at}");
+            }
+        }
+        assert_eq!(find_newline("é\u{10a}\n".as_bytes()), Some(4));
+    }
+
+    /// Every line the reader hands over, as the miner's thread sees it (masked or not).
+    fn read_lines(input: Vec<u8>) -> Vec<String> {
+        let masker = crate::mine::Masker::default();
+        let (mut batches, handle) = spawn_reader(Box::new(std::io::Cursor::new(input)), masker.clone(), None);
+        let mut out = Vec::new();
+        while let Some(batch) = batches.next() {
+            let mut start = 0;
+            for &end in &batch.ends {
+                let line = &batch.text[start..end];
+                out.push(if batch.masked { line.to_string() } else { masker.mask(line) });
+                start = end;
+            }
+        }
+        handle.join().unwrap().unwrap();
+        out
+    }
+
+    #[test]
+    fn the_reader_splits_lines_like_read_until() {
+        let masker = crate::mine::Masker::default();
+        let mut input = Vec::new();
+        let mut expected = Vec::new();
+        for n in 0..5000 {
+            let line = match n % 7 {
+                0 => format!("line {n} with crlf\r\r"),
+                1 => String::new(),
+                2 => format!("{} long {n}", "é".repeat(600_000 * usize::from(n == 2))),
+                3 => format!("bad \u{1}utf8 {n} \u{ff}"),
+                _ => format!("block blk_{n} from /10.0.{}.{}:50010", n % 256, n % 7),
+            };
+            let mut bytes = line.clone().into_bytes();
+            if n % 7 == 3 {
+                // Not UTF-8: replaced, for this line only.
+                bytes.push(0xff);
+            }
+            expected.push(masker.mask(String::from_utf8_lossy(&bytes).trim_end_matches('\r')));
+            input.extend_from_slice(&bytes);
+            input.push(b'\n');
+        }
+        assert_eq!(read_lines(input.clone()), expected);
+        // The last line needs no newline; a lone `\r` at the end is an empty line.
+        input.extend_from_slice(b"last one");
+        expected.push("last one".to_string());
+        assert_eq!(read_lines(input.clone()), expected);
+        input.extend_from_slice(b"\n\r");
+        expected.push(String::new());
+        assert_eq!(read_lines(input), expected);
+        assert!(read_lines(Vec::new()).is_empty());
     }
 }

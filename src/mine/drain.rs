@@ -386,6 +386,17 @@ pub(crate) struct Tree {
     oldest: u32,
     /// Clusters whose template has a gap, in no particular order.
     gapped: Vec<u32>,
+    /// Masked lines that matched a template and left it as it was, with the cluster and
+    /// the [`Tree::generation`] they matched in (see [`Tree::add_seen`]). Off (`memo_cap`
+    /// 0) unless the caller asks for it: it costs memory per tree.
+    memo: FastMap<Box<str>, (u32, u64)>,
+    memo_cap: usize,
+    /// Lines [`Tree::add_seen`] mined, for the tests.
+    #[cfg(test)]
+    pub(crate) memo_hits: u64,
+    /// Bumped whenever a template is born, removed or changes its text: what a line
+    /// matches depends on nothing else.
+    generation: u64,
     // Scratch space reused across lines.
     frontier: Vec<u32>,
     next: Vec<u32>,
@@ -417,6 +428,11 @@ impl Tree {
             newest: NONE,
             oldest: NONE,
             gapped: Vec::new(),
+            memo: FastMap::default(),
+            memo_cap: 0,
+            #[cfg(test)]
+            memo_hits: 0,
+            generation: 0,
             frontier: Vec::new(),
             next: Vec::new(),
             dp: Vec::new(),
@@ -457,6 +473,34 @@ impl Tree {
         })
     }
 
+    /// Remembers up to `entries` masked lines that matched a template unchanged, so the
+    /// same masked line again skips the search (0, the default, remembers none).
+    pub fn set_memo(&mut self, entries: usize) {
+        self.memo_cap = entries;
+        self.memo = FastMap::default();
+    }
+
+    /// The outcome of [`Tree::add`] for a masked line seen before, without splitting or
+    /// searching, or `None` to mine it the long way. Which template a line matches, and
+    /// whether it changes it, depend only on the line and on the templates' texts and ids
+    /// (never on counts or recency: ties go by id); so while no template was born,
+    /// removed or changed since the line last matched one unchanged, it matches that one
+    /// unchanged again. Most masked lines repeat one of a few texts: this is most lines.
+    #[inline]
+    pub fn add_seen(&mut self, text: &str) -> Option<Outcome> {
+        let &(slot, generation) = self.memo.get(text)?;
+        if generation != self.generation {
+            return None;
+        }
+        self.touch(slot);
+        self.cluster_mut(slot).count += 1;
+        #[cfg(test)]
+        {
+            self.memo_hits += 1;
+        }
+        Some(Outcome { slot, change: super::Change::Unchanged, evicted: None })
+    }
+
     /// Mines one tokenised line. `birth_id` names a cluster this line would create, from
     /// its template text (only called when a cluster is born, so ids cost nothing on the
     /// hot path).
@@ -465,6 +509,9 @@ impl Tree {
             let change = self.merge(slot, line, plan);
             self.touch(slot);
             self.cluster_mut(slot).count += 1;
+            if change == super::Change::Unchanged {
+                self.remember(line.text, slot);
+            }
             return Outcome { slot, change, evicted: None };
         }
 
@@ -514,6 +561,23 @@ impl Tree {
         let text = render(&tokens);
         self.insert(id, tokens, text, count, path);
         evicted
+    }
+
+    fn remember(&mut self, text: &str, slot: u32) {
+        if self.memo_cap == 0 {
+            return;
+        }
+        let entry = (slot, self.generation);
+        if let Some(e) = self.memo.get_mut(text) {
+            *e = entry;
+            return;
+        }
+        // Bounded by forgetting everything at once: lines that repeat are soon back, and
+        // stale entries (of an older generation) are dropped with the rest.
+        if self.memo.len() >= self.memo_cap {
+            self.memo.clear();
+        }
+        self.memo.insert(text.into(), entry);
     }
 
     fn make_room(&mut self) -> Option<u64> {
@@ -590,6 +654,7 @@ impl Tree {
     }
 
     fn insert(&mut self, id: u64, tokens: Vec<Tok>, text: String, count: u64, leaf: u32) -> u32 {
+        self.generation += 1;
         let words = tokens.iter().filter(|t| matches!(t, Tok::Lit(_, true))).count();
         let gap = tokens.contains(&Tok::Gap);
         let cluster = Cluster { id, tokens, text, count, words, gap, leaf, newer: NONE, older: NONE };
@@ -615,6 +680,7 @@ impl Tree {
     /// Drops a cluster and the tree nodes only it kept alive, so memory follows the
     /// number of live clusters.
     fn remove(&mut self, slot: u32) {
+        self.generation += 1;
         self.unlink(slot);
         self.detach(slot);
         let c = self.clusters[slot as usize].take().expect("live cluster");
@@ -840,6 +906,7 @@ impl Tree {
 
     /// Gives a cluster new tokens (and the leaf they route to); returns its old text.
     fn retemplate(&mut self, slot: u32, mut merged: Vec<Tok>) -> String {
+        self.generation += 1;
         // A new length or routing means a new leaf.
         self.detach(slot);
         let leaf = self.path_for(&mut merged, false);

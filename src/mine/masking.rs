@@ -166,11 +166,24 @@ impl Masker {
         self.mask_tokens(line, out, None);
     }
 
+    /// Like [`Masker::mask_into`], but appends to `out` (a batch of masked lines in one
+    /// buffer, with no copy through a line's own).
+    pub fn mask_append(&self, line: &str, out: &mut String) {
+        let base = out.len();
+        self.mask_at(line, out, base, None);
+    }
+
     /// Masks into `out` and, when given `spans`, records where each token of the result
-    /// starts and ends, so the miner does not split the line again. One pass finds the
-    /// words and their character classes; plain words are copied as they are.
-    pub(crate) fn mask_tokens(&self, line: &str, out: &mut String, mut spans: Option<&mut Vec<(u32, u32)>>) {
+    /// starts and ends, so the miner does not split the line again.
+    pub(crate) fn mask_tokens(&self, line: &str, out: &mut String, spans: Option<&mut Vec<(u32, u32)>>) {
         out.clear();
+        self.mask_at(line, out, 0, spans);
+    }
+
+    /// Appends the masked line to `out`, whose first `base` bytes are not the line's (the
+    /// spans count from there). One pass finds the words and their character classes;
+    /// plain words are copied as they are.
+    fn mask_at(&self, line: &str, out: &mut String, base: usize, mut spans: Option<&mut Vec<(u32, u32)>>) {
         if let Some(s) = spans.as_deref_mut() {
             s.clear();
         }
@@ -192,7 +205,7 @@ impl Masker {
                 out.push(' ');
             }
             first = false;
-            let start = out.len() as u32;
+            let start = (out.len() - base) as u32;
             let next_str = next.map(|(ns, ne, _)| &line[ns..ne]);
             if !self.enabled {
                 out.push_str(word);
@@ -224,7 +237,7 @@ impl Masker {
                 self.mask_word(word, classes, out);
             }
             if let Some(sp) = spans.as_deref_mut() {
-                sp.push((start, out.len() as u32));
+                sp.push((start, (out.len() - base) as u32));
             }
             prev = &line[s..e];
             cur = next;

@@ -113,7 +113,8 @@
 //!
 //! Each service keeps at most `max_clusters` templates (least recently used evicted
 //! first), and tree nodes are freed with the last template under them, so a service's
-//! memory is bounded by `max_clusters` times the size of a template. The number of
+//! memory is bounded by `max_clusters` times the size of a template, plus the masked
+//! lines it remembers when asked to ([`Miner::remember_lines`]). The number of
 //! services is the caller's to bound (the logminer drops services it no longer owns with
 //! [`Miner::remove_service`]).
 //!
@@ -211,6 +212,8 @@ pub struct Miner {
     services: BTreeMap<String, Tree>,
     masked: String,
     spans: Vec<(u32, u32)>,
+    /// Masked lines each tree remembers (see [`Miner::remember_lines`]).
+    memo: usize,
 }
 
 impl Miner {
@@ -218,7 +221,7 @@ impl Miner {
     /// malformed custom rule).
     pub fn new(config: MiningConfig) -> Result<Miner, MaskingError> {
         let masker = Masker::new(&config.masking)?;
-        Ok(Miner { config, masker, services: BTreeMap::new(), masked: String::new(), spans: Vec::new() })
+        Ok(Miner { config, masker, services: BTreeMap::new(), masked: String::new(), spans: Vec::new(), memo: 0 })
     }
 
     pub fn config(&self) -> &MiningConfig {
@@ -229,6 +232,19 @@ impl Miner {
         &self.masker
     }
 
+    /// Lets each service's tree remember up to `entries` masked lines that matched a
+    /// template unchanged, so that the same masked line again is not split and searched:
+    /// most masked lines repeat a few texts, and this makes Drain's share of a line
+    /// small. Results are exactly those without it (a template that is born, removed or
+    /// changed forgets every line remembered before). It costs up to `entries` lines of
+    /// memory per service, so it is off unless asked for (`tayga mine` asks; one service).
+    pub fn remember_lines(&mut self, entries: usize) {
+        self.memo = entries;
+        for tree in self.services.values_mut() {
+            tree.set_memo(entries);
+        }
+    }
+
     /// The value to record as `masking_version`.
     pub fn masking_version(&self) -> &str {
         self.masker.version()
@@ -237,36 +253,23 @@ impl Miner {
     /// Mines one log message of `service`.
     pub fn add(&mut self, service: &str, line: &str) -> MineResult<'_> {
         self.masker.mask_tokens(line, &mut self.masked, Some(&mut self.spans));
-        mine_line(&mut self.services, &self.config.drain, service, &self.masked, &self.spans)
+        let (drain, memo) = (&self.config.drain, self.memo);
+        mine_line(&mut self.services, drain, memo, service, &self.masked, &mut self.spans, true)
     }
 
     /// Mines a line that was already masked with this miner's masker (a clone of
     /// [`Miner::masker`], [`Masker::mask_into`]): masking is most of the work and needs no
     /// state, so it can run on other threads while lines are mined here, in order.
     pub fn add_masked(&mut self, service: &str, masked: &str) -> MineResult<'_> {
-        self.spans.clear();
-        let b = masked.as_bytes();
-        let mut i = 0;
-        while i < b.len() {
-            while i < b.len() && b[i].is_ascii_whitespace() {
-                i += 1;
-            }
-            let start = i;
-            while i < b.len() && !b[i].is_ascii_whitespace() {
-                i += 1;
-            }
-            if i > start {
-                self.spans.push((start as u32, i as u32));
-            }
-        }
-        mine_line(&mut self.services, &self.config.drain, service, masked, &self.spans)
+        let (drain, memo) = (&self.config.drain, self.memo);
+        mine_line(&mut self.services, drain, memo, service, masked, &mut self.spans, false)
     }
 
     /// Puts a stored template back. Returns the id of a template evicted to make room, if
     /// any (only when more templates are restored than `max_clusters`).
     pub fn restore(&mut self, service: &str, stored: StoredTemplate) -> Option<u64> {
-        let drain = &self.config.drain;
-        let tree = self.services.entry(service.to_string()).or_insert_with(|| Tree::new(drain));
+        let (drain, memo) = (&self.config.drain, self.memo);
+        let tree = self.services.entry(service.to_string()).or_insert_with(|| new_tree(drain, memo));
         tree.restore(stored.id, &stored.template, stored.count)
     }
 
@@ -300,19 +303,37 @@ impl Miner {
     }
 }
 
+fn new_tree(drain: &DrainConfig, memo: usize) -> Tree {
+    let mut tree = Tree::new(drain);
+    tree.set_memo(memo);
+    tree
+}
+
+/// Mines a masked line; `spans` holds its tokens when `split`, else it is scratch space
+/// for them (a line the tree remembers is never split).
 fn mine_line<'a>(
     services: &'a mut BTreeMap<String, Tree>,
     drain: &DrainConfig,
+    memo: usize,
     service: &str,
     text: &str,
-    spans: &[(u32, u32)],
+    spans: &mut Vec<(u32, u32)>,
+    split: bool,
 ) -> MineResult<'a> {
     // A lookup by &str first: the owned key is only allocated for a new service.
     if !services.contains_key(service) {
-        services.insert(service.to_string(), Tree::new(drain));
+        services.insert(service.to_string(), new_tree(drain, memo));
     }
     let tree = services.get_mut(service).expect("inserted above");
-    let outcome = tree.add(Line { text, spans }, &mut |t| crate::identity::template_id(service, t));
+    let outcome = match tree.add_seen(text) {
+        Some(outcome) => outcome,
+        None => {
+            if !split {
+                split_tokens(text, spans);
+            }
+            tree.add(Line { text, spans }, &mut |t| crate::identity::template_id(service, t))
+        }
+    };
     let c = tree.cluster(outcome.slot);
     MineResult {
         template_id: c.id,
@@ -320,6 +341,25 @@ fn mine_line<'a>(
         change: outcome.change,
         count: c.count,
         evicted: outcome.evicted,
+    }
+}
+
+/// The tokens of an already masked line: runs of non-whitespace, as the masker wrote them.
+fn split_tokens(text: &str, spans: &mut Vec<(u32, u32)>) {
+    spans.clear();
+    let b = text.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        while i < b.len() && b[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        let start = i;
+        while i < b.len() && !b[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        if i > start {
+            spans.push((start as u32, i as u32));
+        }
     }
 }
 

@@ -460,3 +460,46 @@ proptest::proptest! {
         proptest::prop_assert!(ga >= 0.98, "GA {ga:.4} shuffled");
     }
 }
+
+/// Remembering masked lines changes nothing: every result, with and without it, through
+/// both entry points, with merges and evictions (a small `max_clusters`, a tiny memo that
+/// is forgotten often) in play.
+#[test]
+fn remembered_lines_mine_exactly_as_without() {
+    let (mut lines, _) = synthetic::corpus(3, 4000);
+    // Part of the corpus three times more, in other orders: masked texts seen before.
+    let again: Vec<String> =
+        (1..4).flat_map(|k| (0..1500).map(move |i| (i * 7919 * k) % 1500)).map(|i| lines[i].clone()).collect();
+    lines.extend(again);
+    lines.extend(SAMPLE.iter().map(|l| l.to_string()));
+    lines.extend(SAMPLE.iter().rev().map(|l| l.to_string()));
+    // The last one evicts templates all the time, so it remembers little.
+    for (cfg, evicting) in [(MiningConfig::default(), false), (merging_config(), false), {
+        let mut c = merging_config();
+        c.drain.max_clusters = 20;
+        (c, true)
+    }] {
+        for memo in [1, 7, 1 << 14] {
+            let mut plain = Miner::new(cfg.clone()).unwrap();
+            let mut remembering = Miner::new(cfg.clone()).unwrap();
+            remembering.remember_lines(memo);
+            let masker = remembering.masker().clone();
+            for (n, l) in lines.iter().enumerate() {
+                let a = plain.add("svc", l);
+                let a = (a.template_id, a.template.to_string(), a.change, a.count, a.evicted);
+                let b =
+                    if n % 3 == 0 { remembering.add("svc", l) } else { remembering.add_masked("svc", &masker.mask(l)) };
+                let b = (b.template_id, b.template.to_string(), b.change, b.count, b.evicted);
+                assert_eq!(a, b, "line {n} {l:?}, memo {memo}");
+            }
+            assert_eq!(
+                plain.templates("svc").map(|t| t.to_stored()).collect::<Vec<_>>(),
+                remembering.templates("svc").map(|t| t.to_stored()).collect::<Vec<_>>()
+            );
+            // The shortcut was taken, and often with room to remember.
+            let hits = remembering.services["svc"].memo_hits as usize;
+            let expected = if memo > 100 && !evicting { lines.len() / 2 } else { 1 };
+            assert!(hits >= expected, "{hits} lines remembered of {}, memo {memo}", lines.len());
+        }
+    }
+}

@@ -263,8 +263,11 @@ impl ChildGuard {
     /// when a test fails on CI, and printing it always would bury the suite's output.
     pub fn spawn_logged(cmd: &mut Command, what: &str) -> ChildGuard {
         static NEXT: AtomicU32 = AtomicU32::new(0);
-        let path = std::env::temp_dir()
-            .join(format!("tayga-test-{}-{}.log", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed)));
+        let path = std::env::temp_dir().join(format!(
+            "tayga-test-{}-{}.log",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
         let file = std::fs::File::create(&path).unwrap_or_else(|e| panic!("creating {}: {e}", path.display()));
         let copy = file.try_clone().unwrap_or_else(|e| panic!("sharing {}: {e}", path.display()));
         cmd.stdout(file).stderr(copy);
