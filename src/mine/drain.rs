@@ -184,6 +184,19 @@ fn same_shape(a: &str, b: &str) -> bool {
     }
 }
 
+/// Are two differing words, each with a placeholder inside, the same variable? The
+/// masker found a value in both; when what comes before the first value is the same (a
+/// version `<NUM>.<NUM>-<NUM>+deb12u1` and `<NUM>:<NUM>.<NUM>-<NUM>`, `(<NUM>.<NUM>+dfsg)`
+/// and `(<NUM>-<NUM>)`), the rest is the value's own spelling, not another event.
+/// Different prefixes (`blk_<ID>`, `rdd_<ID>`) say what the value is and still differ.
+fn same_variable(a: &str, b: &str) -> bool {
+    let (Some(i), Some(j)) = (a.find('<'), b.find('<')) else { return false };
+    i == j
+        && a[..i] == b[..j]
+        && placeholder_end(a.as_bytes(), i).is_some()
+        && placeholder_end(b.as_bytes(), j).is_some()
+}
+
 /// The end of a `<NAME>` placeholder starting at `i`.
 fn placeholder_end(b: &[u8], i: usize) -> Option<usize> {
     let k = b[i + 1..].iter().position(|&c| !(c.is_ascii_alphabetic() || c == b'*' || c == b'.'))?;
@@ -850,21 +863,27 @@ impl Tree {
             return super::Change::Unchanged;
         }
         let previous = self.retemplate(slot, merged);
-        let covered = self.covered(slot);
-        if covered.is_empty() {
+        let mut absorbed = Vec::new();
+        let count = self.take_covered(slot, &mut absorbed);
+        if absorbed.is_empty() {
             return super::Change::Generalised { previous };
         }
-        let mut absorbed = Vec::with_capacity(covered.len());
+        self.cluster_mut(slot).count += count;
+        absorbed.sort_unstable();
+        super::Change::Merged { previous, absorbed }
+    }
+
+    /// Removes the templates `slot` now [covers](Tree::covered), adding their ids to
+    /// `absorbed`; returns their lines, for `slot` to take.
+    fn take_covered(&mut self, slot: u32, absorbed: &mut Vec<u64>) -> u64 {
         let mut count = 0;
-        for other in covered {
+        for other in self.covered(slot) {
             let c = self.cluster(other);
             absorbed.push(c.id);
             count += c.count;
             self.remove(other);
         }
-        self.cluster_mut(slot).count += count;
-        absorbed.sort_unstable();
-        super::Change::Merged { previous, absorbed }
+        count
     }
 
     /// The other templates a template now covers: same length, and every token of
@@ -936,6 +955,10 @@ impl Tree {
         if self.merge_siblings < 2 {
             return None;
         }
+        // Drain's own premise: a message's first word is its subject (`cupsd startup
+        // succeeded`, `DMA zone: …`), not a value; values before it (a time, a pid) do
+        // not count.
+        let subject = tokens.iter().position(|t| matches!(t, Tok::Lit(_, true))).unwrap_or(0);
         let mut found: Vec<(u32, Diff)> = Vec::new();
         'cluster: for slot in self.slots_of_length(tokens.len()) {
             let c = self.cluster(slot);
@@ -945,9 +968,7 @@ impl Tree {
             let mut diff = Diff { n: 0, at: [0; MAX_MERGE_POSITIONS] };
             for (q, (t, l)) in c.tokens.iter().zip(tokens).enumerate() {
                 if !compatible(t, l) {
-                    // Drain's own premise: a message's first token is its subject
-                    // (`cupsd startup succeeded`, `DMA zone: …`), not a value.
-                    if q == 0 || diff.n == self.merge_positions {
+                    if q <= subject || diff.n == self.merge_positions {
                         continue 'cluster;
                     }
                     diff.at[diff.n] = q;
@@ -1042,6 +1063,8 @@ impl Tree {
             }
         }
         let previous = self.retemplate(survivor, merged);
+        // The merged template may cover others too, as after a generalisation.
+        count += self.take_covered(survivor, &mut absorbed);
         self.touch(survivor);
         self.cluster_mut(survivor).count += count + 1;
         absorbed.sort_unstable();
@@ -1183,7 +1206,7 @@ fn compatible(t: &Tok, l: &Tok) -> bool {
         (Tok::Gap, _) | (_, Tok::Gap) => false,
         (Tok::Wild, _) | (_, Tok::Wild) => true,
         (Tok::Part(p, s), Tok::Lit(l, _)) => part_matches(p, s, l) || !is_word(l),
-        (Tok::Lit(a, wa), Tok::Lit(b, wb)) => a == b || !wa && !wb || *wa && same_shape(a, b),
+        (Tok::Lit(a, wa), Tok::Lit(b, wb)) => a == b || !wa && !wb || *wa && same_shape(a, b) || same_variable(a, b),
         (Tok::Part(..), Tok::Part(..)) | (Tok::Lit(..), Tok::Part(..)) => false,
     }
 }
@@ -1255,7 +1278,7 @@ fn positional(c: &Cluster, line: Line<'_>, th: f64) -> Option<(f64, usize, bool)
                     continue;
                 }
                 exact = false;
-                if if *w { same_shape(s, l) } else { !is_word(l) } {
+                if if *w { same_shape(s, l) || same_variable(s, l) } else { !is_word(l) || same_variable(s, l) } {
                     continue;
                 }
                 if *w && is_setting(s) {
@@ -1361,7 +1384,7 @@ fn align(t: &[Tok], line: Line<'_>, th: f64, dp: &mut Vec<u16>) -> Option<(f64, 
                 match &t[a] {
                     Tok::Lit(s, true) => {
                         words += 1;
-                        let miss = **s != *line.get(b) && !same_shape(s, line.get(b));
+                        let miss = **s != *line.get(b) && !same_shape(s, line.get(b)) && !same_variable(s, line.get(b));
                         if miss && is_setting(s) {
                             return None;
                         }
@@ -1470,6 +1493,12 @@ mod tests {
         assert!(!same_shape("rhost=<IP>", "rhost=<IP>"));
         assert!(!same_shape("rhost=<IP>", "lhost=<HOST>"));
         assert!(!same_shape("a<b", "a<c"));
+        assert!(same_variable("(<NUM>.<NUM>)", "(<NUM>:<NUM>-<NUM>+deb12u1)"));
+        assert!(same_variable("<NUM>.<NUM>+dfsg", "<NUM>"));
+        assert!(!same_variable("blk_<ID>", "rdd_<ID>"), "the prefix says what the value is");
+        assert!(!same_variable("(<NUM>)", "(x<NUM>)"));
+        assert!(!same_variable("a<b", "a<c"), "not placeholders");
+        assert!(!same_variable("<NUM>", "word"));
         assert!(is_word("blk_<ID>") && !is_word("<IP>:<NUM>") && !is_word("(<*>)") && !is_word("<...>"));
         assert!(is_setting("user=root") && is_setting("tty=NODEVssh,") && is_setting("mode=\"strict\""));
         assert!(!is_setting("uid=<NUM>") && !is_setting("logname=") && !is_setting("=x") && !is_setting("a=1"));

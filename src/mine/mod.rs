@@ -54,8 +54,9 @@
 //!
 //! A line that finds no template, and would be born, first looks for siblings: templates
 //! of its length (without gaps) that differ from it in the same one position (two
-//! positions need one sibling more), never in the first token (Drain's premise: that is
-//! the message's subject, `cupsd startup succeeded`). They merge when they are at least
+//! positions need one sibling more), never in the first word or a value before it
+//! (Drain's premise: that is the message's subject, `cupsd startup succeeded`, also when
+//! a time comes first). They merge when they are at least
 //! `merge_siblings` (the line included) and either
 //!
 //! - most of their lines came with a value seen once (Good-Turing: the share of lines

@@ -398,6 +398,67 @@ fn the_first_token_is_never_merged_away() {
     }
 }
 
+/// Package names and versions, as a package manager logs them: versions of every
+/// spelling (an epoch, a Debian revision, letters after the digits).
+const PACKAGES: [(&str, &str); 10] = [
+    ("libfoo", "1:2.39.5-0+deb12u3"),
+    ("git-man", "2.5.0-1"),
+    ("zlib1g", "3.0.16-1~deb12u1"),
+    ("python3-setuptools", "1.2.13.dfsg-1"),
+    ("libssl3", "252.38-1~deb12u1"),
+    ("tzdata-legacy", "68.1.2-2"),
+    ("libc-bin", "2.36-9+deb12u10"),
+    ("openssl", "7.88.1-10+deb12u14"),
+    ("curl", "20230311"),
+    ("ca-certificates", "0.9.11"),
+];
+
+#[test]
+fn words_that_hold_a_value_after_the_same_prefix_are_one_variable() {
+    // `<NUM>:<NUM>.<NUM>.<NUM>-<NUM>+deb12u3` is a word (letters outside its
+    // placeholders) and `<NUM>.<NUM>.<NUM>-<NUM>` a value: the masker found a value at the
+    // same place in both, so they are one variable spelt two ways, not two events.
+    let mut m = merging_miner();
+    for (i, (name, version)) in PACKAGES.iter().enumerate() {
+        let older = PACKAGES[(i + 3) % PACKAGES.len()].1;
+        m.add("svc", &format!("Unpacking {name} ({version}) over ({older}) ..."));
+    }
+    let templates: Vec<String> = m.templates("svc").map(|t| t.template.to_string()).collect();
+    assert_eq!(templates, ["Unpacking <*> (<*>) over (<*>) ..."]);
+}
+
+#[test]
+fn the_first_word_after_a_time_is_the_subject_and_never_merged_away() {
+    // Each line starts with a time, a value: the event is named by the first word after
+    // it, which the sibling merge must not take for a variable however many packages
+    // repeat the same four events.
+    let mut m = merging_miner();
+    let mut lines = Vec::new();
+    for (i, (name, version)) in PACKAGES.iter().enumerate() {
+        for event in [
+            format!("install {name}:amd64 <none> {version}"),
+            format!("status unpacked {name}:amd64 {version}"),
+            format!("configure {name}:amd64 {version} <none>"),
+            format!("status installed {name}:amd64 {version}"),
+            format!("trigproc {name}:amd64 {version} <none>"),
+        ] {
+            lines.push(format!("2025-06-24 14:36:{i:02} {event}"));
+        }
+    }
+    let (ids, _) = final_ids(&mut m, &lines);
+    let mut by_subject: std::collections::BTreeMap<&str, std::collections::BTreeSet<u64>> = Default::default();
+    for (line, id) in lines.iter().zip(&ids) {
+        by_subject.entry(line.split(' ').nth(2).unwrap()).or_default().insert(*id);
+    }
+    // One template per subject (the two states of `status` may merge: they repeat
+    // package after package), and no template shared by two subjects.
+    for (subject, ids) in &by_subject {
+        assert_eq!(ids.len(), 1, "{subject}: {:?}", m.templates("svc").collect::<Vec<_>>());
+    }
+    let distinct: std::collections::BTreeSet<u64> = by_subject.values().flatten().copied().collect();
+    assert_eq!(distinct.len(), by_subject.len(), "{:?}", m.templates("svc").collect::<Vec<_>>());
+}
+
 #[test]
 fn synthetic_corpus_groups_like_its_events() {
     let (lines, truth) = synthetic::corpus(42, 6000);
