@@ -241,8 +241,9 @@ impl Shared {
 /// whatever each side costs on the input and machine at hand (a fixed share left one
 /// idle): the reader reads up to [`READ_AHEAD`] batches ahead, and otherwise masks the
 /// newest unmasked batch, always leaving the oldest, which the miner takes next and masks
-/// itself when it gets there first. So the miner never waits for a batch being masked,
-/// only for one not read yet. Masking is pure: who masks a line changes nothing mined.
+/// itself when it gets there first. So the miner waits for a batch being masked only
+/// once it has caught up with the reader. Masking is pure: who masks a line changes
+/// nothing mined.
 struct Batches {
     shared: Arc<Shared>,
     next: u64,
@@ -256,7 +257,9 @@ impl Batches {
             let found = match q.masked.iter().position(|(m, _)| *m == n) {
                 Some(i) => Some(q.masked.swap_remove(i).1),
                 None if q.raw.front().is_some_and(|(m, _)| *m == n) => q.raw.pop_front().map(|(_, b)| b),
-                None if q.finished && n >= q.read => return None,
+                // Nothing is in flight once the reader has stopped: a batch it took and
+                // did not hand back (it failed or panicked) is reported by its `join`.
+                None if q.finished => return None,
                 None => None,
             };
             if let Some(batch) = found {
@@ -311,10 +314,11 @@ fn spawn_reader(
                         return Ok(());
                     }
                     if !lines.done() && q.read - q.taken < READ_AHEAD {
-                        break Err(q.spare.pop().unwrap_or_default());
+                        break Job::Read(q.spare.pop().unwrap_or_default());
                     }
                     if q.raw.len() >= 2 {
-                        break Ok(q.raw.pop_back().expect("two batches"));
+                        let (n, batch) = q.raw.pop_back().expect("two batches");
+                        break Job::Mask(n, batch);
                     }
                     if lines.done() {
                         return Ok(());
@@ -323,7 +327,7 @@ fn spawn_reader(
                 }
             };
             match job {
-                Err(mut batch) => {
+                Job::Read(mut batch) => {
                     lines.fill(&mut batch)?;
                     if let Some(bar) = &progress {
                         bar.set_position(lines.bytes_read);
@@ -337,7 +341,7 @@ fn spawn_reader(
                         q.read += 1;
                     }
                 }
-                Ok((n, mut batch)) => {
+                Job::Mask(n, mut batch) => {
                     mask_batch(&masker, &mut batch, &mut scratch);
                     shared.lock().masked.push((n, batch));
                 }
@@ -348,6 +352,12 @@ fn spawn_reader(
     (Batches { shared, next: 0 }, handle)
 }
 
+/// What the reader does next: read lines into a spare batch, or mask batch `n`.
+enum Job {
+    Read(Batch),
+    Mask(u64, Batch),
+}
+
 /// Lines (`\n`, with `\r\n` tolerated; invalid UTF-8 replaced), read in large blocks.
 struct LineReader {
     input: Box<dyn Read + Send>,
@@ -355,6 +365,9 @@ struct LineReader {
     buf: Vec<u8>,
     start: usize,
     filled: usize,
+    /// `buf[start..start + scanned]` holds no newline: a line longer than a read is
+    /// searched once, not again from its start after every read.
+    scanned: usize,
     /// `buf[..checked]`, whole lines, is known to be UTF-8: checked once per block, so
     /// that a line costs no check of its own.
     checked: usize,
@@ -364,7 +377,16 @@ struct LineReader {
 
 impl LineReader {
     fn new(input: Box<dyn Read + Send>) -> LineReader {
-        LineReader { input, buf: vec![0; READ_BYTES], start: 0, filled: 0, checked: 0, eof: false, bytes_read: 0 }
+        LineReader {
+            input,
+            buf: vec![0; READ_BYTES],
+            start: 0,
+            filled: 0,
+            scanned: 0,
+            checked: 0,
+            eof: false,
+            bytes_read: 0,
+        }
     }
 
     /// Every line has been taken.
@@ -380,11 +402,12 @@ impl LineReader {
         while batch.ends.len() < BATCH_LINES {
             let (buf, start, filled) = (&self.buf, self.start, self.filled);
             // At the end, what is left is the last line (without its newline).
-            let Some(nl) = find_newline(&buf[start..filled]).or((self.eof && start < filled).then_some(filled - start))
-            else {
+            let found = find_newline(&buf[start + self.scanned..filled]).map(|p| p + self.scanned);
+            let Some(nl) = found.or((self.eof && start < filled).then_some(filled - start)) else {
                 if self.eof {
                     break;
                 }
+                self.scanned = filled - start;
                 self.read_more()?;
                 continue;
             };
@@ -406,15 +429,19 @@ impl LineReader {
             batch.text.push_str(&text);
             batch.ends.push(batch.text.len());
             self.start = (start + nl + 1).min(filled);
+            self.scanned = 0;
         }
         Ok(())
     }
 
-    /// Keeps the partial line at the front and reads more after it.
+    /// Keeps the partial line at the front and reads more after it. Only called when
+    /// `buf[start..filled]` holds no newline.
     fn read_more(&mut self) -> io::Result<()> {
-        self.buf.copy_within(self.start..self.filled, 0);
-        self.filled -= self.start;
-        self.start = 0;
+        if self.start > 0 {
+            self.buf.copy_within(self.start..self.filled, 0);
+            self.filled -= self.start;
+            self.start = 0;
+        }
         if self.filled == self.buf.len() {
             // A line longer than the buffer.
             self.buf.resize(self.buf.len() * 2, 0);
@@ -426,15 +453,17 @@ impl LineReader {
                 Err(e) => return Err(e),
             }
         };
+        let old = self.filled;
         self.eof = n == 0;
         self.bytes_read += n as u64;
         self.filled += n;
-        // Check the whole lines in one go: up to the last newline, or everything at the
-        // end. Where that fails, each line is checked alone.
+        // Check the whole lines in one go: up to the last newline (in what was just read:
+        // the partial line before it has none), or everything at the end. Where that
+        // fails, each line is checked alone.
         let whole = if self.eof {
             self.filled
         } else {
-            self.buf[..self.filled].iter().rposition(|&c| c == b'\n').map_or(0, |p| p + 1)
+            self.buf[old..self.filled].iter().rposition(|&c| c == b'\n').map_or(0, |p| old + p + 1)
         };
         self.checked = if std::str::from_utf8(&self.buf[..whole]).is_ok() { whole } else { 0 };
         Ok(())
@@ -660,8 +689,22 @@ mod tests {
 
     /// Every line the reader hands over, as the miner's thread sees it (masked or not).
     fn read_lines(input: Vec<u8>) -> Vec<String> {
+        read_from(Box::new(std::io::Cursor::new(input)))
+    }
+
+    /// A pipe: a few bytes per read, so lines span many reads.
+    struct Trickle(std::io::Cursor<Vec<u8>>, usize);
+
+    impl Read for Trickle {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let n = buf.len().min(self.1);
+            self.0.read(&mut buf[..n])
+        }
+    }
+
+    fn read_from(input: Box<dyn Read + Send>) -> Vec<String> {
         let masker = crate::mine::Masker::default();
-        let (mut batches, handle) = spawn_reader(Box::new(std::io::Cursor::new(input)), masker.clone(), None);
+        let (mut batches, handle) = spawn_reader(input, masker.clone(), None);
         let mut out = Vec::new();
         while let Some(batch) = batches.next() {
             let mut start = 0;
@@ -698,6 +741,10 @@ mod tests {
             input.push(b'\n');
         }
         assert_eq!(read_lines(input.clone()), expected);
+        for chunk in [1, 7, 4096, 65_536] {
+            let trickle = Trickle(std::io::Cursor::new(input.clone()), chunk);
+            assert_eq!(read_from(Box::new(trickle)), expected, "reads of {chunk} bytes");
+        }
         // The last line needs no newline; a lone `\r` at the end is an empty line.
         input.extend_from_slice(b"last one");
         expected.push("last one".to_string());

@@ -184,11 +184,15 @@ fn same_shape(a: &str, b: &str) -> bool {
     }
 }
 
-/// Are two differing words, each with a placeholder inside, the same variable? The
-/// masker found a value in both; when what comes before the first value is the same (a
-/// version `<NUM>.<NUM>-<NUM>+deb12u1` and `<NUM>:<NUM>.<NUM>-<NUM>`, `(<NUM>.<NUM>+dfsg)`
-/// and `(<NUM>-<NUM>)`), the rest is the value's own spelling, not another event.
-/// Different prefixes (`blk_<ID>`, `rdd_<ID>`) say what the value is and still differ.
+/// Are two differing tokens, each with a placeholder inside, the same variable? The
+/// masker found a value in both at the same place; when what comes before it is the
+/// same, the rest is the value's own spelling, not another event: a version
+/// `<NUM>:<NUM>.<NUM>-<NUM>+deb12u1` against `<NUM>.<NUM>-<NUM>`, `(<NUM>.<NUM>+dfsg)`
+/// against `(<NUM>:<NUM>)`. A different prefix (`blk_<ID>`, `rdd_<ID>`) says what the
+/// value is. With no prefix, two words whose letters differ are taken for one variable
+/// too (`<NUM>/tcp` and `<NUM>/udp`): versions, the case that asked for this, are most
+/// often words on both sides (`+deb12u1`, `.dfsg`), and a port's protocol is a value to
+/// an annotator as well.
 fn same_variable(a: &str, b: &str) -> bool {
     let (Some(i), Some(j)) = (a.find('<'), b.find('<')) else { return false };
     i == j
@@ -378,6 +382,12 @@ impl Diff {
     }
 }
 
+/// One service's templates and the prefix tree that finds them.
+///
+/// Invariant: every change to a template's text, to the set of templates, or to the tree
+/// goes through [`Tree::insert`], [`Tree::remove`] or [`Tree::retemplate`], which bump
+/// `generation`; the memo of remembered lines ([`Tree::add_seen`]) is only exact while
+/// that holds. Counts and recency may change anywhere: no match depends on them.
 #[derive(Debug)]
 pub(crate) struct Tree {
     levels: usize,
@@ -415,6 +425,10 @@ pub(crate) struct Tree {
     next: Vec<u32>,
     dp: Vec<u16>,
 }
+
+/// Masked lines longer than this are never remembered (see [`Tree::set_memo`]): with
+/// `entries` lines the memo holds at most `entries` × 1 KiB of text.
+const MEMO_MAX_LINE: usize = 1024;
 
 /// The best candidate so far: similarity, wildcard count, id, slot, plan.
 type Best = Option<(f64, usize, u64, u32, Plan)>;
@@ -577,7 +591,9 @@ impl Tree {
     }
 
     fn remember(&mut self, text: &str, slot: u32) {
-        if self.memo_cap == 0 {
+        // A long line is rare enough to search again, and would make the memo's memory
+        // follow the input's longest lines.
+        if self.memo_cap == 0 || text.len() > MEMO_MAX_LINE {
             return;
         }
         let entry = (slot, self.generation);
@@ -1390,8 +1406,13 @@ fn align(t: &[Tok], line: Line<'_>, th: f64, dp: &mut Vec<u16>) -> Option<(f64, 
                         }
                         word_misses += usize::from(miss);
                     }
-                    // Two values differing is no evidence either way (`<NUM>`, `<HEX>`).
-                    other => value_misses += usize::from(!other.fits(line.get(b)) && is_word(line.get(b))),
+                    // Two values differing is no evidence either way (`<NUM>`, `<HEX>`);
+                    // as in `positional`, nor is one variable spelt two ways.
+                    other => {
+                        let l = line.get(b);
+                        let same = matches!(other, Tok::Lit(s, false) if same_variable(s, l));
+                        value_misses += usize::from(!other.fits(l) && is_word(l) && !same);
+                    }
                 }
             }
         } else if !items.is_empty() || !toks.is_empty() {
