@@ -246,14 +246,14 @@ impl Shared {
 /// nothing mined.
 struct Batches {
     shared: Arc<Shared>,
-    next: u64,
 }
 
 impl Batches {
     fn next(&mut self) -> Option<Batch> {
         let mut q = self.shared.lock();
         loop {
-            let n = self.next;
+            // The next batch in input order is the one after those taken.
+            let n = q.taken;
             let found = match q.masked.iter().position(|(m, _)| *m == n) {
                 Some(i) => Some(q.masked.swap_remove(i).1),
                 None if q.raw.front().is_some_and(|(m, _)| *m == n) => q.raw.pop_front().map(|(_, b)| b),
@@ -263,7 +263,6 @@ impl Batches {
                 None => None,
             };
             if let Some(batch) = found {
-                self.next += 1;
                 q.taken += 1;
                 self.shared.changed.notify_all();
                 return Some(batch);
@@ -349,7 +348,7 @@ fn spawn_reader(
             shared.changed.notify_all();
         }
     });
-    (Batches { shared, next: 0 }, handle)
+    (Batches { shared }, handle)
 }
 
 /// What the reader does next: read lines into a spare batch, or mask batch `n`.

@@ -1294,7 +1294,7 @@ fn positional(c: &Cluster, line: Line<'_>, th: f64) -> Option<(f64, usize, bool)
                     continue;
                 }
                 exact = false;
-                if if *w { same_shape(s, l) || same_variable(s, l) } else { !is_word(l) || same_variable(s, l) } {
+                if same_variable(s, l) || if *w { same_shape(s, l) } else { !is_word(l) } {
                     continue;
                 }
                 if *w && is_setting(s) {
