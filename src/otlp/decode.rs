@@ -1,6 +1,6 @@
-//! Decoding OTLP/HTTP request bodies: protobuf or JSON, plain or gzip, within a size limit.
+//! Decoding OTLP/HTTP request bodies: protobuf or JSON, plain, gzip or deflate, within a size limit.
 //! Each failure is typed so ingest can answer with the status OTLP expects (400, 413, 415)
-//! and a message that names the problem. Decompression is bounded: a gzip bomb stops at
+//! and a message that names the problem. Decompression is bounded: a bomb stops at
 //! the limit instead of filling memory.
 
 use std::io::Read;
@@ -21,12 +21,16 @@ pub enum Encoding {
 pub enum DecodeError {
     #[error("unsupported content type `{0}`: send application/x-protobuf or application/json")]
     UnsupportedContentType(String),
-    #[error("unsupported content encoding `{0}`: send gzip or no encoding")]
+    #[error("unsupported content encoding `{0}`: send gzip, deflate or no encoding")]
     UnsupportedContentEncoding(String),
     #[error("request body exceeds the {limit}-byte limit")]
     TooLarge { limit: usize },
     #[error("body is not valid gzip: {0}")]
     Gzip(String),
+    #[error("body is not valid deflate (zlib) data: {0}")]
+    Deflate(String),
+    #[error("the request body could not be read: {0}")]
+    BodyRead(String),
     #[error("body is not a valid OTLP protobuf message: {0}")]
     Protobuf(String),
     #[error("body is not valid OTLP JSON: {0}")]
@@ -41,7 +45,11 @@ impl DecodeError {
         match self {
             DecodeError::UnsupportedContentType(_) | DecodeError::UnsupportedContentEncoding(_) => 415,
             DecodeError::TooLarge { .. } => 413,
-            DecodeError::Gzip(_) | DecodeError::Protobuf(_) | DecodeError::Json(_) => 400,
+            DecodeError::Gzip(_)
+            | DecodeError::Deflate(_)
+            | DecodeError::BodyRead(_)
+            | DecodeError::Protobuf(_)
+            | DecodeError::Json(_) => 400,
             DecodeError::SlowBody { .. } => 408,
         }
     }
@@ -71,20 +79,49 @@ pub fn decompress<'a>(
             }
             Ok(std::borrow::Cow::Borrowed(body))
         }
-        "gzip" => {
-            let mut out = Vec::new();
-            // Read one byte past the limit to tell "exactly the limit" from "more".
-            flate2::read::MultiGzDecoder::new(body)
-                .take(limit as u64 + 1)
-                .read_to_end(&mut out)
-                .map_err(|e| DecodeError::Gzip(e.to_string()))?;
-            if out.len() > limit {
-                return Err(DecodeError::TooLarge { limit });
-            }
-            Ok(std::borrow::Cow::Owned(out))
+        "gzip" | "x-gzip" => {
+            bounded(flate2::read::MultiGzDecoder::new(body), limit).map_err(|e| e.or(DecodeError::Gzip))
+        }
+        // HTTP's `deflate` is the zlib format (RFC 9110); some clients send raw deflate
+        // instead, which is told apart by its missing zlib header.
+        "deflate" => {
+            let zlib =
+                body.len() >= 2 && body[0] & 0x0f == 8 && u16::from_be_bytes([body[0], body[1]]).is_multiple_of(31);
+            let read = if zlib {
+                bounded(flate2::read::ZlibDecoder::new(body), limit)
+            } else {
+                bounded(flate2::read::DeflateDecoder::new(body), limit)
+            };
+            read.map_err(|e| e.or(DecodeError::Deflate))
         }
         other => Err(DecodeError::UnsupportedContentEncoding(other.to_string())),
     }
+}
+
+/// Why a bounded decompression stopped.
+enum Inflate {
+    TooLarge(usize),
+    Corrupt(String),
+}
+
+impl Inflate {
+    fn or(self, corrupt: fn(String) -> DecodeError) -> DecodeError {
+        match self {
+            Inflate::TooLarge(limit) => DecodeError::TooLarge { limit },
+            Inflate::Corrupt(e) => corrupt(e),
+        }
+    }
+}
+
+/// Everything `decoder` yields, at most `limit` bytes: a bomb stops at the limit.
+fn bounded<'a>(decoder: impl Read, limit: usize) -> Result<std::borrow::Cow<'a, [u8]>, Inflate> {
+    let mut out = Vec::new();
+    // Read one byte past the limit to tell "exactly the limit" from "more".
+    decoder.take(limit as u64 + 1).read_to_end(&mut out).map_err(|e| Inflate::Corrupt(e.to_string()))?;
+    if out.len() > limit {
+        return Err(Inflate::TooLarge(limit));
+    }
+    Ok(std::borrow::Cow::Owned(out))
 }
 
 /// Decodes an OTLP export request from an HTTP body.
@@ -375,6 +412,47 @@ mod tests {
         assert!(bomb.len() < 1 << 20);
         let err = decode::<ExportTraceServiceRequest>(&bomb, Some("application/x-protobuf"), Some("gzip"), 1 << 20)
             .unwrap_err();
+        assert_eq!(err, DecodeError::TooLarge { limit: 1 << 20 });
+    }
+
+    #[test]
+    fn deflate_bodies_in_zlib_and_raw_form() {
+        let request = ExportTraceServiceRequest {
+            resource_spans: vec![ResourceSpans {
+                scope_spans: vec![ScopeSpans {
+                    spans: vec![Span { name: "deflated".into(), ..Default::default() }],
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }],
+        };
+        let bytes = request.encode_to_vec();
+        let mut zlib = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+        zlib.write_all(&bytes).unwrap();
+        let mut raw = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::default());
+        raw.write_all(&bytes).unwrap();
+        for body in [zlib.finish().unwrap(), raw.finish().unwrap()] {
+            let decoded: ExportTraceServiceRequest =
+                decode(&body, Some("application/x-protobuf"), Some("deflate"), 1 << 20).unwrap();
+            assert_eq!(decoded, request);
+        }
+        let err = decode::<ExportTraceServiceRequest>(
+            b"\x78\x9cnot zlib",
+            Some("application/x-protobuf"),
+            Some("deflate"),
+            1 << 20,
+        )
+        .unwrap_err();
+        assert!(matches!(err, DecodeError::Deflate(_)), "{err:?}");
+        let mut bomb = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::best());
+        bomb.write_all(&vec![0u8; 16 << 20]).unwrap();
+        let err = decode::<ExportTraceServiceRequest>(
+            &bomb.finish().unwrap(),
+            Some("application/x-protobuf"),
+            Some("deflate"),
+            1 << 20,
+        )
+        .unwrap_err();
         assert_eq!(err, DecodeError::TooLarge { limit: 1 << 20 });
     }
 

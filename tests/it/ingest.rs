@@ -1,5 +1,5 @@
 //! Ingest against the real broker and ClickHouse: routing by trace id and by service, bad
-//! input, and failover between the broker and the direct path (seed 000, seed 001).
+//! input, and failover between the broker and the direct path (docs/ingest.md).
 
 use crate::common;
 

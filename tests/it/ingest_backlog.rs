@@ -1,4 +1,4 @@
-//! Ingest's start-up probe and its backlog (DESIGN.md §5, the direct path is a detour):
+//! Ingest's start-up probe and its backlog (docs/ingest.md: the direct path is a detour):
 //! traffic sent the moment ingest listens goes to the broker; what is written directly
 //! during an outage is replayed to the topics once the broker is back, so stories, hits
 //! and alerts miss nothing; a kill -9 mid-replay loses and doubles nothing.

@@ -158,7 +158,7 @@ async fn idle_and_half_sent_connections_are_closed_and_bounded() {
 }
 
 /// A `kB` field of `/proc/<pid>/status` (`VmHWM`: peak resident memory, `VmRSS`: now), in bytes.
-fn proc_status_bytes(pid: u32, field: &str) -> u64 {
+pub(crate) fn proc_status_bytes(pid: u32, field: &str) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
     let kb: u64 = status
         .lines()
@@ -170,7 +170,7 @@ fn proc_status_bytes(pid: u32, field: &str) -> u64 {
 
 /// A request of `traces` one-span traces (the shape that costs ingest most per byte: a
 /// record, a resource and a delivery per span).
-fn many_traces(first: u32, traces_n: u32) -> (Vec<u8>, Vec<String>) {
+pub(crate) fn many_traces(first: u32, traces_n: u32) -> (Vec<u8>, Vec<String>) {
     let spans: Vec<_> = (first..first + traces_n)
         .map(|n| {
             let mut id = [0x5au8; 16];
@@ -257,8 +257,13 @@ async fn concurrent_large_requests_are_backpressure_not_an_outage_under_a_memory
     watching.store(false, std::sync::atomic::Ordering::Relaxed);
     let seen = watcher.await.unwrap();
     let peak = proc_status_bytes(pid, "VmHWM");
-    tokio::time::sleep(Duration::from_secs(1)).await;
-    let after = proc_status_bytes(pid, "VmRSS");
+    // The memory of the last requests is given back once they are answered (the trim runs
+    // on a blocking thread after each large one): wait for it, within a deadline.
+    let after = wait_for("memory to be given back after the load", Duration::from_secs(30), || async {
+        let now = proc_status_bytes(pid, "VmRSS");
+        (now < peak).then_some(now)
+    })
+    .await;
     let text = scrape(&http).await.unwrap();
     eprintln!(
         "load: {} spans accepted, {refused} requests refused; RSS idle {} MiB, peak {} MiB, after {} MiB; busy {}",
@@ -276,7 +281,6 @@ async fn concurrent_large_requests_are_backpressure_not_an_outage_under_a_memory
     // traces, the costliest shape per byte, measured about 37 ×).
     let bound = (64u64 << 20) + 48 * (12u64 << 20);
     assert!(peak < bound, "peak RSS {} MiB is over the bound of {} MiB", peak >> 20, bound >> 20);
-    assert!(after < peak, "memory is given back after the load");
 
     let on_topic = span_ids_on_signals(&env.config, accepted.len()).await;
     assert_eq!(accepted.difference(&on_topic).count(), 0, "every accepted span is on the topic");

@@ -16,6 +16,7 @@ mod demo;
 mod fuzz_replay;
 mod ingest;
 mod ingest_backlog;
+mod ingest_clients;
 mod ingest_limits;
 mod logminer;
 mod logminer_commands;

@@ -1,4 +1,4 @@
-//! The direct path's backlog (DESIGN.md §5: a detour, not a dead end). Every record ingest
+//! The direct path's backlog (docs/ingest.md, *The backlog*: a detour, not a dead end). Every record ingest
 //! writes directly is also kept in ClickHouse (`store::backlog`), in the same step as its
 //! rows, exactly as it would have been published (topic, key, value, headers). Once the
 //! probe finds the broker back, [`replay_loop`] publishes the backlog oldest first in

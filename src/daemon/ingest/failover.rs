@@ -1,4 +1,4 @@
-//! Which ingest path carries a request (seed 001, "Failover, and why it is a breaker").
+//! Which ingest path carries a request (docs/ingest.md, *Failover*: why it is a breaker).
 //!
 //! Two paths: the broker ("redpanda") and ClickHouse directly ("direct"). A path that fails
 //! is marked down and skipped; only the background probe brings it back, and not before its

@@ -29,9 +29,9 @@ impl Grpc {
         let held = match ingest.inflight.admit(size as u64) {
             Ok(held) => held,
             Err(busy) => {
-                ingest.metrics.busy(R::SIGNAL, busy.reason());
+                ingest.metrics.busy(R::SIGNAL, busy.reason(), &busy);
                 ingest.metrics.answered(R::SIGNAL, "grpc", "busy");
-                let message = format!("ingest is busy ({}), retry later", busy.reason());
+                let message = format!("ingest is busy ({}: {busy}), retry later", busy.reason());
                 return Err(retry_later(message, BUSY_RETRY_AFTER_SECS));
             }
         };
@@ -221,6 +221,31 @@ impl<T: Send + 'static> Decoder for RawCodec<T> {
     fn decode(&mut self, buf: &mut DecodeBuf<'_>) -> Result<Option<Bytes>, Status> {
         Ok(Some(buf.copy_to_bytes(buf.remaining())))
     }
+}
+
+/// `MetricsService/Export` (and anything else under the metrics service): Tayga does not
+/// store metrics, and says so with UNIMPLEMENTED, which exporters do not retry, instead of
+/// leaving a Collector pipeline that exports all three signals to guess.
+#[derive(Clone)]
+pub struct MetricsRefused(pub Arc<Ingest>);
+
+impl tonic::codegen::Service<http::Request<tonic::body::Body>> for MetricsRefused {
+    type Response = http::Response<tonic::body::Body>;
+    type Error = std::convert::Infallible;
+    type Future = BoxFuture<Self::Response, Self::Error>;
+
+    fn poll_ready(&mut self, _cx: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Self::Error>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, _request: http::Request<tonic::body::Body>) -> Self::Future {
+        self.0.metrics.answered("metrics", "grpc", "not_implemented");
+        Box::pin(async { Ok(Status::unimplemented(super::METRICS_REFUSED).into_http()) })
+    }
+}
+
+impl tonic::server::NamedService for MetricsRefused {
+    const NAME: &'static str = "opentelemetry.proto.collector.metrics.v1.MetricsService";
 }
 
 pub fn services(

@@ -12,6 +12,9 @@ use axum::routing::post;
 use axum::Router;
 use prost::Message;
 
+use futures_util::StreamExt as _;
+
+use super::listen::{Busy, Held, Inflight};
 use super::pipeline::{ExportRequest, Unavailable};
 use super::{Ingest, BUSY_RETRY_AFTER_SECS};
 use crate::otlp::decode::{decompress, encoding_of, parse, DecodeError, Encoding};
@@ -21,7 +24,16 @@ pub fn router(ingest: Arc<Ingest>) -> Router {
     Router::new()
         .route("/v1/traces", post(export::<ExportTraceServiceRequest>))
         .route("/v1/logs", post(export::<ExportLogsServiceRequest>))
+        .route("/v1/metrics", post(metrics_refused))
         .with_state(ingest)
+}
+
+/// `POST /v1/metrics`: 501, which OTLP exporters do not retry, with a google.rpc.Status in
+/// JSON that says what Tayga stores.
+async fn metrics_refused(State(ingest): State<Arc<Ingest>>) -> Response {
+    ingest.metrics.answered("metrics", "http", "not_implemented");
+    let status = RpcStatus { code: tonic::Code::Unimplemented as i32, message: super::METRICS_REFUSED.into() };
+    encoded(StatusCode::NOT_IMPLEMENTED, Encoding::Json, &status, &[])
 }
 
 /// google.rpc.Status, the body of an OTLP/HTTP error (details left out).
@@ -48,14 +60,17 @@ async fn export<R: ExportRequest>(State(ingest): State<Arc<Ingest>>, headers: He
     if declared.is_some_and(|n| n > limit) {
         return ingest.refuse(R::SIGNAL, encoding, &DecodeError::TooLarge { limit });
     }
-    // Admitted before a byte of the body is read: a refused request holds nothing.
-    let mut held = match ingest.inflight.admit(declared.unwrap_or(limit) as u64) {
+    // A declared body is admitted for its length before a byte is read; a chunked one for
+    // what it holds, growing as it arrives (`read_body`). A refused request holds nothing.
+    let mut held = match ingest.inflight.admit(declared.unwrap_or(0) as u64) {
         Ok(held) => held,
-        Err(busy) => return ingest.busy(R::SIGNAL, encoding, busy.reason()),
+        Err(busy) => return ingest.busy(R::SIGNAL, encoding, busy),
     };
-    let body = match tokio::time::timeout(ingest.body_timeout, axum::body::to_bytes(body, limit)).await {
+    let read = read_body(body, declared, limit, &ingest.inflight, &mut held);
+    let body = match tokio::time::timeout(ingest.body_timeout, read).await {
         Ok(Ok(body)) => body,
-        Ok(Err(_)) => return ingest.refuse(R::SIGNAL, encoding, &DecodeError::TooLarge { limit }),
+        Ok(Err(BodyError::Decode(e))) => return ingest.refuse(R::SIGNAL, encoding, &e),
+        Ok(Err(BodyError::Busy(busy))) => return ingest.busy(R::SIGNAL, encoding, busy),
         Err(_) => {
             let secs = ingest.body_timeout.as_secs();
             return ingest.refuse(R::SIGNAL, encoding, &DecodeError::SlowBody { secs });
@@ -73,7 +88,7 @@ async fn export<R: ExportRequest>(State(ingest): State<Arc<Ingest>>, headers: He
             std::borrow::Cow::Owned(decompressed) => body.len() + decompressed.len(),
         };
         if let Err(busy) = ingest.inflight.grow(&mut held, held_bytes as u64) {
-            return ingest.busy(R::SIGNAL, encoding, busy.reason());
+            return ingest.busy(R::SIGNAL, encoding, busy);
         }
         // Protobuf is split where it lies, never decoded; JSON is decoded, then encoded once.
         let prepared = match encoding {
@@ -99,6 +114,41 @@ async fn export<R: ExportRequest>(State(ingest): State<Arc<Ingest>>, headers: He
     );
     ingest.release(held);
     response
+}
+
+/// Why a body was not read whole.
+enum BodyError {
+    Decode(DecodeError),
+    Busy(Busy),
+}
+
+/// Reads a body frame by frame, at most `limit` bytes, holding in `held` what its buffer
+/// takes as it grows: a body of unknown length costs the in-flight bound what it really
+/// holds, never the limit it might reach, so concurrent chunked requests share the bound.
+async fn read_body(
+    body: Body,
+    declared: Option<usize>,
+    limit: usize,
+    inflight: &Inflight,
+    held: &mut Held,
+) -> Result<Vec<u8>, BodyError> {
+    let mut frames = body.into_data_stream();
+    let mut buffer = Vec::with_capacity(declared.unwrap_or(0));
+    while let Some(frame) = frames.next().await {
+        let frame = frame.map_err(|e| BodyError::Decode(DecodeError::BodyRead(e.to_string())))?;
+        if buffer.len() + frame.len() > limit {
+            return Err(BodyError::Decode(DecodeError::TooLarge { limit }));
+        }
+        // What the buffer will hold after this frame (it grows by doubling, up to the limit).
+        let needed = buffer.len() + frame.len();
+        if needed > buffer.capacity() {
+            let capacity = needed.max(buffer.capacity() * 2).min(limit);
+            inflight.grow(held, capacity as u64).map_err(BodyError::Busy)?;
+            buffer.reserve_exact(capacity - buffer.len());
+        }
+        buffer.extend_from_slice(&frame);
+    }
+    Ok(buffer)
 }
 
 fn encoded<M: Message + serde::Serialize>(
@@ -128,11 +178,11 @@ impl Ingest {
         encoded(status, encoding, &RpcStatus { code: 3, message: error.to_string() }, &[])
     }
 
-    /// Refused because ingest is saturated: 503, retry in a second.
-    fn busy(&self, signal: &'static str, encoding: Encoding, reason: &'static str) -> Response {
-        self.metrics.busy(signal, reason);
+    /// Refused because a bound on requests in flight is reached: 503, retry in a second.
+    fn busy(&self, signal: &'static str, encoding: Encoding, busy: Busy) -> Response {
+        self.metrics.busy(signal, busy.reason(), &busy);
         self.metrics.answered(signal, "http", "busy");
-        let message = format!("ingest is busy ({reason}), retry later");
+        let message = format!("ingest is busy ({}: {busy}), retry later", busy.reason());
         encoded(
             StatusCode::SERVICE_UNAVAILABLE,
             encoding,

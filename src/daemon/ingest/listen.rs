@@ -9,15 +9,18 @@
 //!   by the body timeout plus the time to make them durable.
 //! - **Memory**: at most `ingest.max_inflight_requests` requests and
 //!   `ingest.max_inflight_bytes` of request bodies (after decompression) are handled at
-//!   once; a request past either is refused at once (503 / `RESOURCE_EXHAUSTED` with a
-//!   retry delay) and holds nothing. What a request held is released when it is answered.
+//!   once. A body is counted by what it holds: its declared `Content-Length` up front, or,
+//!   for a chunked body of unknown length (the Node.js exporters send every body so), the
+//!   bytes it has delivered so far, growing as it is read. A request past either bound is
+//!   refused at once (503 / `RESOURCE_EXHAUSTED` with a retry delay, naming the bound and
+//!   how full it was). What a request held is released when it is answered, on every path.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
 use axum::Router;
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
@@ -32,6 +35,7 @@ const UNIT: u64 = 1024;
 /// The budgets requests draw from.
 pub struct Inflight {
     requests: Arc<Semaphore>,
+    max_requests: u64,
     kib: Arc<Semaphore>,
     max_kib: u64,
 }
@@ -42,11 +46,14 @@ pub struct Held {
     kib: OwnedSemaphorePermit,
 }
 
-/// Which budget refused a request.
+/// Which budget refused a request, and how full it was: the refusal names both, so a
+/// client's operator can tell a burst from a bound set too low.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Busy {
-    Requests,
-    Bytes,
+    /// `in_flight` of `max` requests were being handled.
+    Requests { in_flight: u64, max: u64 },
+    /// Requests in flight held `held` of `max` bytes; this one needed `wanted` more.
+    Bytes { held: u64, max: u64, wanted: u64 },
 }
 
 impl Held {
@@ -57,10 +64,30 @@ impl Held {
 }
 
 impl Busy {
+    /// The label this refusal is counted and logged under.
     pub fn reason(self) -> &'static str {
         match self {
-            Busy::Requests => "inflight_requests",
-            Busy::Bytes => "inflight_bytes",
+            Busy::Requests { .. } => "inflight_requests",
+            Busy::Bytes { .. } => "inflight_bytes",
+        }
+    }
+}
+
+impl std::fmt::Display for Busy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        const MIB: f64 = (1u64 << 20) as f64;
+        match *self {
+            Busy::Requests { in_flight, max } => {
+                write!(f, "{in_flight} of {max} requests in flight (ingest.max_inflight_requests)")
+            }
+            Busy::Bytes { held, max, wanted } => write!(
+                f,
+                "requests in flight hold {:.1} of {:.1} MiB and this one needs {:.1} MiB more \
+                 (ingest.max_inflight_bytes)",
+                held as f64 / MIB,
+                max as f64 / MIB,
+                wanted as f64 / MIB
+            ),
         }
     }
 }
@@ -70,19 +97,26 @@ impl Inflight {
         let max_kib = max_bytes.div_ceil(UNIT);
         Inflight {
             requests: Arc::new(Semaphore::new(max_requests as usize)),
+            max_requests,
             kib: Arc::new(Semaphore::new(max_kib as usize)),
             max_kib,
         }
     }
 
-    /// A request of (at first) `bytes`, or the budget it does not fit in. Never waits.
+    /// A request that (for now) holds `bytes`, or the budget it does not fit in. Never
+    /// waits. A body of unknown length is admitted with what it holds so far (nothing) and
+    /// grows as it is read.
     pub fn admit(&self, bytes: u64) -> Result<Held, Busy> {
-        let request = self.requests.clone().try_acquire_owned().map_err(|_| Busy::Requests)?;
+        let request = self.requests.clone().try_acquire_owned().map_err(|_| Busy::Requests {
+            in_flight: self.max_requests - self.requests.available_permits() as u64,
+            max: self.max_requests,
+        })?;
         let kib = self.take_kib(bytes)?;
         Ok(Held { _request: request, kib })
     }
 
-    /// The request grew to `bytes` (its body was decompressed).
+    /// The request now holds `bytes` (more of its body arrived, or it was decompressed).
+    /// Never shrinks what it holds; a refusal leaves it holding what it held.
     pub fn grow(&self, held: &mut Held, bytes: u64) -> Result<(), Busy> {
         let have = held.kib.num_permits() as u64;
         let want = kib(bytes);
@@ -95,7 +129,11 @@ impl Inflight {
     fn take_kib(&self, bytes: u64) -> Result<OwnedSemaphorePermit, Busy> {
         let n = kib(bytes).min(self.max_kib).max(1) as u32;
         self.kib.clone().try_acquire_many_owned(n).map_err(|e| match e {
-            TryAcquireError::NoPermits | TryAcquireError::Closed => Busy::Bytes,
+            TryAcquireError::NoPermits | TryAcquireError::Closed => Busy::Bytes {
+                held: (self.max_kib - self.kib.available_permits() as u64) * UNIT,
+                max: self.max_kib * UNIT,
+                wanted: u64::from(n) * UNIT,
+            },
         })
     }
 }
@@ -104,8 +142,54 @@ fn kib(bytes: u64) -> u64 {
     bytes.div_ceil(UNIT)
 }
 
+/// What an HTTP/2 client with prior knowledge (h2c) sends first.
+const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+/// The HTTP version a connection speaks, from its first bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Version {
+    Http1,
+    H2c,
+}
+
+/// Whether `first` (what arrived so far) settles the version: `None` while it is still a
+/// prefix of the HTTP/2 preface.
+fn version_of(first: &[u8]) -> Option<Version> {
+    let n = first.len().min(H2_PREFACE.len());
+    if first[..n] != H2_PREFACE[..n] {
+        Some(Version::Http1)
+    } else if n == H2_PREFACE.len() {
+        Some(Version::H2c)
+    } else {
+        None
+    }
+}
+
+/// Waits for the first bytes of a connection (leaving them to be read) until they tell
+/// HTTP/1 from h2c. `None`: the connection closed or sent nothing in time.
+async fn detect_version(stream: &tokio::net::TcpStream, timeout: Duration) -> Option<Version> {
+    let detect = async {
+        let mut first = [0u8; 24];
+        loop {
+            let n = stream.peek(&mut first).await.ok()?;
+            if n == 0 {
+                return None;
+            }
+            if let Some(version) = version_of(&first[..n]) {
+                return Some(version);
+            }
+            // A preface split across packets: the rest is on its way (rare; a short wait
+            // rather than peeking the same bytes in a busy loop).
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    };
+    tokio::time::timeout(timeout, detect).await.ok().flatten()
+}
+
 /// Serves `app` on `listener` until `shutdown`, within the connection bound and the header
-/// timeout; then lets the connections in flight finish (within `stop_bound`).
+/// timeout; then lets the connections in flight finish (within `stop_bound`). HTTP/1.1
+/// (keep-alive and pipelining included) is what OTLP/HTTP clients speak; HTTP/2 over
+/// cleartext is served to a client that starts with its preface (prior knowledge).
 pub async fn serve_http(
     listener: TcpListener,
     app: Router,
@@ -114,11 +198,17 @@ pub async fn serve_http(
     stop_bound: Duration,
 ) -> anyhow::Result<()> {
     let permits = Arc::new(Semaphore::new(config.max_connections as usize));
-    // HTTP/1 (what OTLP/HTTP clients speak), not hyper-util's automatic version detection:
-    // that waits for a first byte with no timeout, so a connection that never sent one
-    // stayed open for good.
-    let mut builder = hyper::server::conn::http1::Builder::new();
-    builder.timer(TokioTimer::new()).header_read_timeout(Duration::from_secs(config.header_timeout_secs));
+    let header_timeout = Duration::from_secs(config.header_timeout_secs);
+    // The version is told from the first bytes under the header timeout, not by
+    // hyper-util's automatic detection: that waits for a first byte with no timeout, so a
+    // connection that never sent one stayed open for good.
+    let mut http1 = hyper::server::conn::http1::Builder::new();
+    http1.timer(TokioTimer::new()).header_read_timeout(header_timeout);
+    let mut h2 = hyper::server::conn::http2::Builder::new(TokioExecutor::new());
+    // A peer that stops answering pings is gone: its connection is closed.
+    h2.timer(TokioTimer::new())
+        .keep_alive_interval(Duration::from_secs(30))
+        .keep_alive_timeout(Duration::from_secs(10));
     let graceful = GracefulShutdown::new();
     loop {
         let permit = tokio::select! {
@@ -139,9 +229,17 @@ pub async fn serve_http(
         };
         let _ = stream.set_nodelay(true);
         let service = TowerToHyperService::new(app.clone());
-        let connection = graceful.watch(builder.serve_connection(TokioIo::new(stream), service));
+        let (http1, h2, watcher) = (http1.clone(), h2.clone(), graceful.watcher());
         tokio::spawn(async move {
-            let _ = connection.await;
+            match detect_version(&stream, header_timeout).await {
+                Some(Version::Http1) => {
+                    let _ = watcher.watch(http1.serve_connection(TokioIo::new(stream), service)).await;
+                }
+                Some(Version::H2c) => {
+                    let _ = watcher.watch(h2.serve_connection(TokioIo::new(stream), service)).await;
+                }
+                None => {}
+            }
             drop(permit);
         });
     }
@@ -222,15 +320,33 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_first_bytes_tell_http1_from_h2c() {
+        assert_eq!(version_of(b"POST /v1/traces HTTP/1.1\r\n"), Some(Version::Http1));
+        assert_eq!(version_of(b"P"), None, "could still be either");
+        assert_eq!(version_of(b"PRI * HTTP/2.0\r\n"), None);
+        assert_eq!(version_of(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00"), Some(Version::H2c));
+        assert_eq!(version_of(b"PRI * HTTP/1.1"), Some(Version::Http1));
+        assert_eq!(version_of(b"POST"), Some(Version::Http1), "settled by the second byte");
+    }
+
+    #[test]
     fn requests_draw_from_both_budgets_and_give_back_when_dropped() {
         let inflight = Inflight::new(2, 10 * UNIT);
         let a = inflight.admit(4 * UNIT).unwrap();
         let mut b = inflight.admit(4 * UNIT).unwrap();
-        assert_eq!(inflight.admit(1).err(), Some(Busy::Requests));
+        assert_eq!(inflight.admit(1).err(), Some(Busy::Requests { in_flight: 2, max: 2 }));
         drop(a);
-        assert_eq!(inflight.grow(&mut b, 12 * UNIT).err(), Some(Busy::Bytes), "10 KiB in all");
+        assert_eq!(
+            inflight.grow(&mut b, 12 * UNIT).err(),
+            Some(Busy::Bytes { held: 4 * UNIT, max: 10 * UNIT, wanted: 8 * UNIT }),
+            "10 KiB in all"
+        );
         inflight.grow(&mut b, 6 * UNIT).unwrap();
-        assert_eq!(inflight.admit(5 * UNIT).err(), Some(Busy::Bytes), "6 of 10 KiB are held");
+        assert_eq!(
+            inflight.admit(5 * UNIT).err(),
+            Some(Busy::Bytes { held: 6 * UNIT, max: 10 * UNIT, wanted: 5 * UNIT }),
+            "6 of 10 KiB are held"
+        );
         let c = inflight.admit(4 * UNIT).unwrap();
         drop((b, c));
         assert!(inflight.admit(10 * UNIT).is_ok(), "everything was given back");

@@ -1,8 +1,10 @@
 //! What ingest reports, shared by the HTTP and gRPC front ends: one method per event, each
 //! counting (and logging where an operator needs the line) together (docs/metrics.md).
 
+use std::collections::HashMap;
 use std::fmt::Display;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -18,7 +20,7 @@ pub struct RequestLabels {
     pub signal: &'static str,
     /// `http` or `grpc`.
     pub transport: &'static str,
-    /// `ok`, `partial`, `bad_request`, `unavailable` or `busy`.
+    /// `ok`, `partial`, `bad_request`, `unavailable`, `busy` or `not_implemented`.
     pub outcome: &'static str,
 }
 
@@ -63,6 +65,38 @@ pub struct IngestMetrics {
     backlog_replayed_bytes: Counter,
     backlog_replay_errors: Counter,
     backlog_overflow: Counter,
+    busy_log: Arc<OncePerSecond>,
+}
+
+/// Lets one event per key through each second, counting those held back: the next line
+/// says how many it stands for.
+#[derive(Default)]
+pub struct OncePerSecond {
+    last: Mutex<HashMap<&'static str, (Instant, u64)>>,
+}
+
+impl OncePerSecond {
+    /// `Some(events)` (this one included, and those held back since the last) when this
+    /// event is to be logged now.
+    pub fn admit(&self, key: &'static str, now: Instant) -> Option<u64> {
+        let mut last = self.last.lock().unwrap_or_else(|e| e.into_inner());
+        match last.get_mut(key) {
+            Some((at, held_back)) if now.duration_since(*at) < Duration::from_secs(1) => {
+                *held_back += 1;
+                None
+            }
+            Some((at, held_back)) => {
+                let events = *held_back + 1;
+                *at = now;
+                *held_back = 0;
+                Some(events)
+            }
+            None => {
+                last.insert(key, (now, 0));
+                Some(1)
+            }
+        }
+    }
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -92,6 +126,7 @@ impl IngestMetrics {
             backlog_replayed_bytes: Counter::default(),
             backlog_replay_errors: Counter::default(),
             backlog_overflow: Counter::default(),
+            busy_log: Arc::default(),
         };
         let r = registry.sub_registry_with_prefix("tayga_ingest");
         r.register("requests", "OTLP export requests by signal, transport and outcome", metrics.requests.clone());
@@ -170,9 +205,18 @@ impl IngestMetrics {
     }
 
     /// A request was refused because ingest is saturated (not because a path is down).
-    pub fn busy(&self, signal: &'static str, reason: &'static str) {
+    /// Counted every time; logged at most once a second per reason, with how many were
+    /// refused for it since the last line, so a flood of refusals is one line a second.
+    pub fn busy(&self, signal: &'static str, reason: &'static str, detail: &dyn Display) {
         self.busy.get_or_create(&BusyLabels { signal, reason }).inc();
-        tracing::debug!(signal, reason, "request refused: ingest is busy");
+        if let Some(refused) = self.busy_log.admit(reason, std::time::Instant::now()) {
+            tracing::warn!(
+                signal,
+                reason,
+                refused,
+                "requests refused, ingest is busy: {detail}; clients retry after 1 s"
+            );
+        }
     }
 
     pub fn set_backlog(&self, stats: BacklogStats) {
@@ -234,5 +278,22 @@ impl IngestMetrics {
             max_bytes,
             "the ingest backlog is over 80% of ingest.backlog_max_bytes; past it, direct writes stop being kept for the topics"
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_line_a_second_per_reason_counting_the_rest() {
+        let limit = OncePerSecond::default();
+        let t0 = Instant::now();
+        assert_eq!(limit.admit("inflight_bytes", t0), Some(1));
+        assert_eq!(limit.admit("inflight_bytes", t0 + Duration::from_millis(10)), None);
+        assert_eq!(limit.admit("inflight_requests", t0 + Duration::from_millis(20)), Some(1), "another reason");
+        assert_eq!(limit.admit("inflight_bytes", t0 + Duration::from_millis(999)), None);
+        assert_eq!(limit.admit("inflight_bytes", t0 + Duration::from_secs(1)), Some(3), "two held back and this one");
+        assert_eq!(limit.admit("inflight_bytes", t0 + Duration::from_millis(1500)), None);
     }
 }

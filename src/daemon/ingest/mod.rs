@@ -2,7 +2,7 @@
 //!
 //! A request is split into records (`otlp::split`), then made durable on the first usable
 //! path (`pipeline.rs`): the broker when one answers, ClickHouse directly otherwise
-//! (`failover.rs`, seed 001). Only then is the client answered. The broker is probed before
+//! (`failover.rs`, docs/ingest.md *Failover*). Only then is the client answered. The broker is probed before
 //! any request is served (requests that arrive first wait for it, and `/health` says
 //! `starting`). A background probe notices a path that came back, including a broker that
 //! appears after boot (whose topics it then creates); what was written directly meanwhile
@@ -45,6 +45,13 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(2);
 const PROBE_BOUND: Duration = Duration::from_secs(4);
 /// How long reading the backlog's size may take at start.
 const BACKLOG_READ_BOUND: Duration = Duration::from_secs(2);
+
+/// The signals ingest accepts (`/health` lists them).
+pub const SIGNALS: [&str; 2] = ["traces", "logs"];
+
+/// The answer to a metrics export, over HTTP (501) and gRPC (UNIMPLEMENTED).
+pub const METRICS_REFUSED: &str = "Tayga stores traces and logs, not metrics: send metrics to a metrics backend \
+     (remove the metrics pipeline's Tayga exporter); nothing of this request was stored";
 
 /// The Retry-After (seconds) of a request refused because ingest is busy.
 pub const BUSY_RETRY_AFTER_SECS: u64 = 1;
@@ -174,6 +181,7 @@ pub async fn start(config: &Config, shutdown: Shutdown) -> anyhow::Result<Runnin
             "status": "ok",
             "clickhouse": if direct_up { "up" } else { "down" },
             "ingest": health_of.pipeline.health(),
+            "signals": SIGNALS,
         })
     });
     let health = honest_health(inner, known.clone(), config.kafka.brokers.clone());
@@ -195,6 +203,7 @@ pub async fn start(config: &Config, shutdown: Shutdown) -> anyhow::Result<Runnin
         listen::serve_http(http_listener, app, &limits, stop, STOP_BOUND).await.context("the OTLP/HTTP server failed")
     }));
     let (traces, logs) = grpc::services(ingest.clone());
+    let metrics_refused = grpc::MetricsRefused(ingest.clone());
     let stop = shutdown.clone();
     let incoming = listen::bounded_incoming(grpc_listener, config.ingest.max_connections);
     // A request as a whole: its body, then at most the delivery timeout and the direct
@@ -207,6 +216,7 @@ pub async fn start(config: &Config, shutdown: Shutdown) -> anyhow::Result<Runnin
             .http2_keepalive_timeout(Some(Duration::from_secs(10)))
             .add_service(traces)
             .add_service(logs)
+            .add_service(metrics_refused)
             .serve_with_incoming_shutdown(incoming, stop.triggered())
             .await
             .context("the OTLP/gRPC server failed")
@@ -245,7 +255,7 @@ async fn probe_loop(
         for path in due {
             let ok = match path {
                 // A broker that answers gets its topics now: whichever service starts
-                // first creates them (seed 000).
+                // first creates them.
                 Path::Redpanda => tokio::time::timeout(PROBE_BOUND, async {
                     broker_answers(&config.kafka, PROBE_TIMEOUT).await
                         && match ensure_topics(&config.kafka, &names).await {

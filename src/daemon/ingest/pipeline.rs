@@ -184,7 +184,7 @@ impl Pipeline {
                 }
                 // Load is not an outage: the broker stays up, the client retries later.
                 Err(PathError::Busy(e)) => {
-                    self.metrics.busy(signal, "producer_queue");
+                    self.metrics.busy(signal, "producer_queue", &e);
                     return Err(Unavailable::Busy(e.to_string()));
                 }
                 Err(PathError::Failed(e)) => {
