@@ -13,6 +13,7 @@ pub mod identity;
 pub mod mine;
 pub mod otlp;
 pub mod store;
+pub mod time;
 pub mod wire;
 
 /// glibc's malloc took ~12% of ingest's CPU under load (perf, docs/ingest.md): mimalloc's

@@ -10,6 +10,7 @@
 use std::time::{Duration, Instant};
 
 use crate::store::now_ns;
+use crate::time::civil_from_days;
 
 /// The variable that starts the clock of a command at a chosen time (for tests).
 pub const NOW_VAR: &str = "TAYGA_NOW_NS";
@@ -101,20 +102,6 @@ pub fn format_age_short(age: Duration) -> String {
         3600..86_400 => format!("{}h", s / 3600),
         _ => format!("{}d", s / 86_400),
     }
-}
-
-/// Howard Hinnant's days-to-civil algorithm (proleptic Gregorian).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
 }
 
 /// A short age for one-line messages: `45s`, `2m 5s`, `3h 0m`, `2d 4h`.

@@ -21,6 +21,7 @@ use opentelemetry_proto::tonic::logs::v1::{LogRecord, ResourceLogs, ScopeLogs};
 use opentelemetry_proto::tonic::trace::v1::{span::SpanKind, status, ResourceSpans, ScopeSpans, Span, Status};
 
 use crate::otlp::{service_resource, string_attr, ExportLogsServiceRequest, ExportTraceServiceRequest};
+use crate::time::SECOND_NS;
 
 /// The services, in call order.
 pub const SERVICES: [&str; 4] = ["frontend", "checkout", "payment", "database"];
@@ -138,7 +139,6 @@ const VIEWS_PER_SEC: u64 = 2;
 /// Cache misses per second during the burst (steady: one view in two misses).
 const BURST_MISSES_PER_SEC: u64 = 60;
 const MS: u64 = 1_000_000;
-const SECOND_NS: u64 = 1_000_000_000;
 
 impl Scenario {
     pub fn new(timeline: Timeline, seed: u64) -> Scenario {

@@ -10,6 +10,7 @@ use prost::Message;
 use super::scenario::{Scenario, Second};
 use crate::daemon::Shutdown;
 use crate::store::now_ns;
+use crate::time::SECOND_NS;
 
 /// What was sent.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -21,7 +22,6 @@ pub struct Sent {
     pub failed_requests: u64,
 }
 
-const SECOND_NS: u64 = 1_000_000_000;
 const ATTEMPTS: u32 = 5;
 
 /// Runs `scenario` against the OTLP/HTTP endpoint `base` (`http://host:port`) from scenario

@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use super::encoded::EncodedRows;
 use super::{schema, Store, StoreError, TableRow};
+use crate::time::DAY_NS;
 
 /// An insert that has not answered in this long is failed (and retried by its caller).
 pub const INSERT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -28,8 +29,6 @@ pub const MAX_PARTITIONS_PER_INSERT_BLOCK: usize = 100;
 /// (`toYYYYMMDD(toDateTime(…))`) in its own time zone, and one UTC day overlaps at most two
 /// days of any zone, so half the server's limit holds wherever the server runs.
 pub const MAX_UTC_DAYS_PER_INSERT: usize = MAX_PARTITIONS_PER_INSERT_BLOCK / 2;
-
-const DAY_NS: u64 = 86_400 * 1_000_000_000;
 
 /// Is `insert_deduplication_token` a setting of this server? (0 on 18.16, 1 on current.)
 pub const TOKEN_SUPPORT_SQL: &str = "SELECT count() FROM system.settings WHERE name = 'insert_deduplication_token'";

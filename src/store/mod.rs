@@ -176,7 +176,4 @@ impl Store {
 /// exists.
 pub const SERVER_VERSION_SQL: &str = "SELECT version()";
 
-/// Nanoseconds since the Unix epoch, the unit of every timestamp column.
-pub fn now_ns() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
-}
+pub use crate::time::now_ns;

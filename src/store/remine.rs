@@ -15,6 +15,7 @@ use serde::Deserialize;
 
 use super::statements::Statement;
 use super::{LogRow, Store, StoreError};
+use crate::time::MINUTE_NS;
 
 /// Logs per service at or after a time. Binds: since (ns).
 pub const SERVICE_SUMMARY_SQL: &str = "SELECT service, count() AS logs, min(time_ns) AS oldest_ns, \
@@ -95,8 +96,6 @@ pub async fn minute_counts(store: &Store, since_ns: u64) -> Result<Vec<MinuteLog
         .await
         .map_err(|e| store.query_error("counting stored logs per minute", e))
 }
-
-const MINUTE_NS: u64 = 60_000_000_000;
 
 /// A time range of logs, `[from_ns, until_ns)`, expected to hold about `logs` of them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -8,13 +8,12 @@ use serde::de::DeserializeOwned;
 
 use super::error::ApiError;
 use crate::store::query::{Window, MAX_LIMIT};
+pub use crate::time::{DAY_NS, HOUR_NS};
 
 /// The page size when `limit` is not given.
 pub const DEFAULT_LIMIT: u64 = 100;
 /// The longest text parameter accepted, in bytes.
 pub const MAX_TEXT_BYTES: usize = 1024;
-pub const HOUR_NS: u64 = 3_600 * 1_000_000_000;
-pub const DAY_NS: u64 = 24 * HOUR_NS;
 
 /// A query string read into `T` (a struct with `deny_unknown_fields`); a failure is a 400
 /// naming the parameter.

@@ -12,6 +12,7 @@ use super::{AppState, Page};
 use crate::daemon::api::error::{ApiError, ErrorBody};
 use crate::daemon::api::params::{self, Query, DAY_NS, HOUR_NS};
 use crate::store::query::templates;
+use crate::time::MINUTE_NS;
 use crate::wire::alert::format_id;
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -46,8 +47,6 @@ pub struct Template {
     /// Distinct lines per minute in the window; minutes without a line are left out.
     pub minutes: Vec<MinuteCount>,
 }
-
-const MINUTE_NS: u64 = 60_000_000_000;
 
 #[utoipa::path(get, path = "/api/v1/templates", tag = "templates", params(TemplatesParams),
     responses((status = 200, body = Page<Template>), (status = 400, body = ErrorBody), (status = 503, body = ErrorBody)))]

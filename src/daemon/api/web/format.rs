@@ -4,15 +4,8 @@
 
 use crate::daemon::api::error::ApiError;
 
-pub const SECOND_NS: u64 = 1_000_000_000;
-pub const MINUTE_NS: u64 = 60 * SECOND_NS;
-pub const HOUR_NS: u64 = 60 * MINUTE_NS;
-
-/// Nanoseconds since the epoch as RFC 3339 UTC with milliseconds, for `<time datetime>`.
-pub fn rfc3339(ns: u64) -> String {
-    let (date, h, m, s) = civil(ns);
-    format!("{date}T{h:02}:{m:02}:{s:02}.{:03}Z", (ns % SECOND_NS) / 1_000_000)
-}
+use crate::time::civil;
+pub use crate::time::{rfc3339, HOUR_NS, MINUTE_NS, SECOND_NS};
 
 /// The same instant as a person reads it: `2026-12-01 11:37:38 UTC`.
 pub fn utc(ns: u64) -> String {
@@ -24,22 +17,6 @@ pub fn utc(ns: u64) -> String {
 pub fn utc_clock(ns: u64) -> String {
     let (_, h, m, _) = civil(ns);
     format!("{h:02}:{m:02}")
-}
-
-/// (`YYYY-MM-DD`, hours, minutes, seconds) in UTC, by Howard Hinnant's days-to-civil algorithm.
-fn civil(ns: u64) -> (String, u64, u64, u64) {
-    let secs = ns / SECOND_NS;
-    let z = (secs / 86_400) as i64 + 719_468;
-    let rem = secs % 86_400;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (format!("{y:04}-{m:02}-{d:02}"), rem / 3600, rem % 3600 / 60, rem % 60)
 }
 
 /// A duration in the unit that keeps it short: `850 µs`, `12.3 ms`, `1.20 s`, `3.5 min`.
