@@ -2,7 +2,8 @@
 # The whole test suite, on a fresh machine or a developer's: installs what is missing
 # (ClickHouse 18.16, the Tansu broker, Chromium and chromedriver for the web app's browser
 # tests, chdb-core for the portability test, the stock OpenTelemetry Python SDK exporters
-# for the ingest compatibility test and the JavaScript SDK for the Node.js one), starts the
+# for the ingest compatibility test and the JavaScript SDK for the Node.js one, the
+# Standard Webhooks and Slack SDK verifiers for the notifier's payloads), starts the
 # services that are not already answering, runs every test, and stops what it started.
 # Extra arguments go to `cargo test` (e.g. scripts/test.sh --test it cli::).
 set -euo pipefail
@@ -19,6 +20,8 @@ trap cleanup EXIT
 python3 -c 'import chdb' 2>/dev/null || python3 -m pip install -q chdb-core
 python3 -c 'import opentelemetry.exporter.otlp.proto.grpc, opentelemetry.exporter.otlp.proto.http' 2>/dev/null ||
   python3 -m pip install -q opentelemetry-sdk opentelemetry-exporter-otlp-proto-http opentelemetry-exporter-otlp-proto-grpc
+# Webhook receivers' own verifiers, which judge the notifier's payloads.
+python3 -c 'import standardwebhooks, slack_sdk' 2>/dev/null || python3 -m pip install -q standardwebhooks slack-sdk
 
 # The OpenTelemetry JavaScript SDK, for the Node.js client tests: the versions
 # tests/sdk/node/package-lock.json pins, in that folder only.

@@ -21,6 +21,13 @@ pub fn template_id(service: &str, template: &str) -> u64 {
     hash_fields(&[b"template", service.as_bytes(), template.as_bytes()])
 }
 
+/// The id of one message to a webhook (its `webhook-id`): a hash of the alert, the target
+/// and the alert's state (`firing`, …), so every attempt and every replica sends the same
+/// id and a receiver can deduplicate on it.
+pub fn webhook_message_id(alert_id: u64, target: &str, state: &str) -> u64 {
+    hash_fields(&[b"webhook", &alert_id.to_be_bytes(), target.as_bytes(), state.as_bytes()])
+}
+
 /// An alert's id: a hash of its kind, its subject (the template) and its start
 /// (DESIGN.md §3), so the same alert gets the same id on any replica and after a re-read.
 /// A template is new only once, so a `new_template` alert's start is not part of it; a

@@ -124,8 +124,7 @@ async fn serve_until_stopped(
             config.notifier.targets.push(TargetConfig {
                 name: sink::TARGET.into(),
                 url: sink.url(),
-                headers: Default::default(),
-                kinds: Vec::new(),
+                ..Default::default()
             });
         }
         writeln!(out, "demo: the notifier delivers every alert to {} ({})", sink::TARGET, sink.url())?;

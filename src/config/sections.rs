@@ -310,7 +310,52 @@ pub struct TargetConfig {
     /// Alert kinds sent to this target; empty means every kind.
     #[serde(default)]
     pub kinds: Vec<String>,
+    /// Services whose alerts are sent to this target, as globs (`*` any run of
+    /// characters, `?` one); empty means every service.
+    #[serde(default)]
+    pub services: Vec<String>,
+    /// The body: `json` (the alert document), `slack` (an incoming-webhook message) or
+    /// `pagerduty` (an Events API v2 event).
+    #[serde(default = "default_format")]
+    pub format: String,
+    /// A file, or the name of an environment variable, holding the Standard Webhooks
+    /// signing secrets (`whsec_…`, several separated by white space during a rotation).
+    /// Secrets never sit in the configuration itself, so `config show` has none to show.
+    #[serde(default)]
+    pub secrets_file: String,
+    #[serde(default)]
+    pub secrets_env: String,
+    /// For `format = "pagerduty"`: a file or an environment variable holding the Events
+    /// API v2 routing key.
+    #[serde(default)]
+    pub routing_key_file: String,
+    #[serde(default)]
+    pub routing_key_env: String,
 }
+
+fn default_format() -> String {
+    "json".into()
+}
+
+impl Default for TargetConfig {
+    fn default() -> Self {
+        TargetConfig {
+            name: String::new(),
+            url: String::new(),
+            headers: BTreeMap::new(),
+            kinds: Vec::new(),
+            services: Vec::new(),
+            format: default_format(),
+            secrets_file: String::new(),
+            secrets_env: String::new(),
+            routing_key_file: String::new(),
+            routing_key_env: String::new(),
+        }
+    }
+}
+
+/// The payload formats a target may name.
+pub const TARGET_FORMATS: [&str; 3] = ["json", "slack", "pagerduty"];
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -363,6 +408,9 @@ pub struct ApiConfig {
     pub token: String,
     /// Every ClickHouse query an API request makes is cut off after this long (503).
     pub query_timeout_secs: u64,
+    /// The app's address as people reach it (`https://tayga.example.com`): webhook
+    /// payloads link to an alert's page under it. Empty: no links.
+    pub public_url: String,
 }
 
 impl Default for ApiConfig {
@@ -377,6 +425,7 @@ impl Default for ApiConfig {
             notifier_metrics: String::new(),
             token: String::new(),
             query_timeout_secs: 10,
+            public_url: String::new(),
         }
     }
 }
@@ -517,6 +566,23 @@ impl Config {
                     format!("{at}.kinds: `{kind}` is not one of {}", ALERT_KINDS.join(", ")),
                 );
             }
+            check(
+                TARGET_FORMATS.contains(&target.format.as_str()),
+                format!("{at}.format: `{}` is not one of {}", target.format, TARGET_FORMATS.join(", ")),
+            );
+            check(
+                target.secrets_file.is_empty() || target.secrets_env.is_empty(),
+                format!("{at}: set secrets_file or secrets_env, not both"),
+            );
+            check(
+                target.routing_key_file.is_empty() || target.routing_key_env.is_empty(),
+                format!("{at}: set routing_key_file or routing_key_env, not both"),
+            );
+            check(
+                target.format != "pagerduty"
+                    || !(target.routing_key_file.is_empty() && target.routing_key_env.is_empty()),
+                format!("{at}: a pagerduty target needs its routing key in routing_key_file or routing_key_env"),
+            );
         }
         let d = &self.logminer.drain;
         check(
@@ -580,6 +646,7 @@ mod tests {
             url: "ftp://x".into(),
             headers: BTreeMap::new(),
             kinds: vec!["panic".into()],
+            ..Default::default()
         });
         let problems = config.validate();
         assert_eq!(problems.len(), 4, "{problems:?}");

@@ -463,17 +463,8 @@ impl OwnBroker {
 /// each a SQL string, or `{"sql": …, "expect": …}` to check what it returns. Panics, naming
 /// `what`, unless every item ran.
 pub fn run_in_chdb(what: &str, items: &[serde_json::Value]) {
-    use std::io::Write;
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/chdb_check.py");
-    let mut child = Command::new("python3")
-        .arg(script)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("python3 runs");
-    child.stdin.take().unwrap().write_all(serde_json::to_string(items).unwrap().as_bytes()).unwrap();
-    let output = child.wait_with_output().unwrap();
+    let output = run_python(script, serde_json::to_string(items).unwrap().as_bytes());
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
         output.status.success(),
@@ -481,6 +472,20 @@ pub fn run_in_chdb(what: &str, items: &[serde_json::Value]) {
         String::from_utf8_lossy(&output.stderr)
     );
     assert_eq!(stdout.lines().filter(|l| l.starts_with("ok")).count(), items.len(), "{stdout}");
+}
+
+/// Runs the Python script `script` with `input` on its standard input, to its end.
+pub fn run_python(script: &str, input: &[u8]) -> std::process::Output {
+    use std::io::Write;
+    let mut child = Command::new("python3")
+        .arg(script)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3 runs");
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    child.wait_with_output().unwrap()
 }
 
 /// A client of consumer group `group` that never joins it: it reads or sets the group's

@@ -27,6 +27,7 @@ mod mine_cli;
 mod mine_loghub;
 mod mine_props;
 mod notifier;
+mod notifier_formats;
 mod notifier_process;
 mod packed;
 mod replicas;

@@ -144,6 +144,8 @@ impl Reply {
 #[derive(Debug, Clone)]
 pub struct Received {
     pub body: serde_json::Value,
+    /// The body as sent (what a signature covers).
+    pub raw: Vec<u8>,
     pub headers: HeaderMap,
     pub at: Instant,
     /// The status it was answered with.
@@ -199,7 +201,7 @@ impl Hook {
     }
 
     pub fn target(&self, name: &str) -> TargetConfig {
-        TargetConfig { name: name.into(), url: self.url.clone(), headers: Default::default(), kinds: Vec::new() }
+        TargetConfig { name: name.into(), url: self.url.clone(), ..Default::default() }
     }
 }
 
@@ -209,6 +211,7 @@ async fn answer(State(state): State<Arc<Mutex<HookState>>>, headers: HeaderMap, 
         let reply = s.script.pop_front().unwrap_or_else(|| s.default.clone());
         s.received.push(Received {
             body: serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null),
+            raw: body.to_vec(),
             headers,
             at: Instant::now(),
             status: reply.status,

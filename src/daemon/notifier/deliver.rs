@@ -9,12 +9,13 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE, RETRY_AF
 use super::backoff::{backoff_wait, classify_status, parse_retry_after, AttemptOutcome, StatusClass};
 use super::breaker::{Breaker, Event, Mode};
 use super::metrics::{AttemptLabel, DeliveryResult, NotifierMetrics};
+use super::payload::{self, Format, Signer};
 use super::store::write_row;
 use crate::config::{NotifierConfig, TargetConfig};
 use crate::daemon::Shutdown;
 use crate::store::deliveries::Status;
 use crate::store::{now_ns, DeliveryRow, Store};
-use crate::wire::alert::{format_id, AlertKind};
+use crate::wire::alert::{format_id, Alert, AlertKind};
 
 /// A configured webhook, ready to send to.
 pub struct Target {
@@ -23,11 +24,23 @@ pub struct Target {
     headers: HeaderMap,
     /// Empty: every kind.
     kinds: Vec<AlertKind>,
+    /// Globs of the services sent here; empty: every service.
+    services: Vec<String>,
+    format: Format,
+    /// Signs every request (Standard Webhooks) when the target has secrets.
+    signer: Option<Signer>,
+    /// PagerDuty's routing key (empty for other formats).
+    routing_key: String,
+    /// The app's public address, for links in the payload (may be empty).
+    public_url: String,
     breaker: Mutex<Breaker>,
 }
 
+/// The alert state a delivery announces: part of its `webhook-id`.
+const FIRING: &str = "firing";
+
 impl Target {
-    pub fn new(config: &TargetConfig, breaker_cooldown: Duration) -> anyhow::Result<Target> {
+    pub fn new(config: &TargetConfig, breaker_cooldown: Duration, public_url: &str) -> anyhow::Result<Target> {
         let at = format!("notifier target `{}`", config.name);
         let url = reqwest::Url::parse(&config.url)
             .map_err(|e| anyhow::anyhow!("{at}: url `{}`: {e}", crate::config::redact::target_url(&config.url)))?;
@@ -48,17 +61,40 @@ impl Target {
             .iter()
             .map(|k| k.parse::<AlertKind>().map_err(|e| anyhow::anyhow!("{at}: {e}")))
             .collect::<anyhow::Result<Vec<_>>>()?;
+        let format = Format::parse(&config.format).ok_or_else(|| {
+            anyhow::anyhow!("{at}: format `{}` is not one of {}", config.format, Format::NAMES.join(", "))
+        })?;
+        let signer = read_secret(&at, "secrets", &config.secrets_file, &config.secrets_env)?
+            .map(|secrets| Signer::parse(&secrets).map_err(|e| anyhow::anyhow!("{at}: signing secrets: {e}")))
+            .transpose()?;
+        let routing_key =
+            read_secret(&at, "routing_key", &config.routing_key_file, &config.routing_key_env)?.unwrap_or_default();
+        if format == Format::PagerDuty && routing_key.trim().is_empty() {
+            anyhow::bail!("{at}: a pagerduty target needs a routing key (routing_key_file or routing_key_env)");
+        }
         Ok(Target {
             name: config.name.clone(),
             url,
             headers,
             kinds,
+            services: config.services.clone(),
+            format,
+            signer,
+            routing_key: routing_key.trim().to_string(),
+            public_url: public_url.to_string(),
             breaker: Mutex::new(Breaker::new(breaker_cooldown)),
         })
     }
 
-    pub fn accepts(&self, kind: AlertKind) -> bool {
-        self.kinds.is_empty() || self.kinds.contains(&kind)
+    /// Whether this target takes the alert: its kind and its service pass the filters.
+    pub fn accepts(&self, alert: &Alert) -> bool {
+        (self.kinds.is_empty() || self.kinds.contains(&alert.kind))
+            && (self.services.is_empty() || self.services.iter().any(|glob| glob_matches(glob, &alert.service)))
+    }
+
+    /// The body this target is sent for `alert`, in its format.
+    pub fn body(&self, alert: &Alert) -> Vec<u8> {
+        payload::render(self.format, alert, &self.public_url, &self.routing_key)
     }
 
     /// Whether the breaker is open now (an elapsed cooldown closes it).
@@ -73,6 +109,47 @@ impl Target {
     fn record(&self, event: Event) {
         self.breaker.lock().expect("breaker lock").record(event, Instant::now());
     }
+}
+
+/// A secret from the file or the environment variable a target names (`None` when it
+/// names neither). Errors name the file or the variable, never the secret.
+fn read_secret(at: &str, what: &str, file: &str, env: &str) -> anyhow::Result<Option<String>> {
+    if !file.is_empty() {
+        let text =
+            std::fs::read_to_string(file).map_err(|e| anyhow::anyhow!("{at}: cannot read {what}_file {file}: {e}"))?;
+        return Ok(Some(text));
+    }
+    if !env.is_empty() {
+        let text = std::env::var(env)
+            .map_err(|_| anyhow::anyhow!("{at}: {what}_env names ${env}, which is not set (or not UTF-8)"))?;
+        return Ok(Some(text));
+    }
+    Ok(None)
+}
+
+/// Whether `text` matches `glob`: `*` any run of characters (none included), `?` exactly
+/// one, anything else itself.
+fn glob_matches(glob: &str, text: &str) -> bool {
+    let (glob, text): (Vec<char>, Vec<char>) = (glob.chars().collect(), text.chars().collect());
+    // The classic two-pointer match: on a mismatch, let the last `*` take one more char.
+    let (mut g, mut t, mut star, mut star_t) = (0, 0, None, 0);
+    while t < text.len() {
+        if g < glob.len() && (glob[g] == '?' || glob[g] == text[t]) {
+            g += 1;
+            t += 1;
+        } else if g < glob.len() && glob[g] == '*' {
+            star = Some(g);
+            star_t = t;
+            g += 1;
+        } else if let Some(s) = star {
+            g = s + 1;
+            star_t += 1;
+            t = star_t;
+        } else {
+            return false;
+        }
+    }
+    glob[g..].iter().all(|&c| c == '*')
 }
 
 /// The notifier's settings, in the units the code uses.
@@ -128,9 +205,30 @@ pub enum TargetEnd {
     Interrupted,
 }
 
-/// One HTTP POST of `body` to `target`.
-pub async fn attempt(http: &reqwest::Client, target: &Target, body: Vec<u8>, timeout: Duration) -> AttemptOutcome {
-    let response = http.post(target.url.clone()).headers(target.headers.clone()).body(body).send().await;
+/// One HTTP POST of `body` to `target`, signed when the target has secrets: every attempt
+/// with its own timestamp, every attempt of one message with the same `webhook-id`.
+pub async fn attempt(
+    http: &reqwest::Client,
+    target: &Target,
+    message_id: &str,
+    body: Vec<u8>,
+    timeout: Duration,
+) -> AttemptOutcome {
+    let mut headers = target.headers.clone();
+    if let Some(signer) = &target.signer {
+        let timestamp = crate::time::now_ns() / crate::time::SECOND_NS;
+        let signature = signer.signature(message_id, timestamp, &body);
+        for (name, value) in [
+            ("webhook-id", message_id.to_string()),
+            ("webhook-timestamp", timestamp.to_string()),
+            ("webhook-signature", signature),
+        ] {
+            if let Ok(value) = HeaderValue::from_str(&value) {
+                headers.insert(HeaderName::from_static(name), value);
+            }
+        }
+    }
+    let response = http.post(target.url.clone()).headers(headers).body(body).send().await;
     match response {
         Ok(response) => {
             let status = response.status();
@@ -178,12 +276,14 @@ fn error_chain(e: &dyn std::error::Error) -> String {
 pub async fn deliver(
     ctx: Arc<Ctx>,
     target: Arc<Target>,
-    alert_id: u64,
+    alert: Arc<Alert>,
     existing: Option<DeliveryRow>,
-    body: Arc<Vec<u8>>,
     read_at: Instant,
 ) -> TargetEnd {
+    let alert_id = alert.alert_id;
     let id = format_id(alert_id);
+    let body = target.body(&alert);
+    let message_id = payload::message_id(alert_id, &target.name, FIRING);
     let name = target.name.as_str();
     let s = &ctx.settings;
     let mut row = match existing {
@@ -224,7 +324,7 @@ pub async fn deliver(
         }
         row.attempts += 1;
         // Not raced against shutdown: an attempt in flight finishes (within the timeout).
-        let outcome = attempt(&ctx.http, &target, body.as_ref().clone(), s.timeout).await;
+        let outcome = attempt(&ctx.http, &target, &message_id, body.clone(), s.timeout).await;
         match outcome {
             AttemptOutcome::Delivered => {
                 ctx.metrics.attempt(name, AttemptLabel::success);
@@ -312,6 +412,45 @@ async fn persist(ctx: &Ctx, row: &mut DeliveryRow) -> bool {
                 ctx.shutdown.sleep(Duration::from_secs(1)).await;
                 row.updated_ns = now_ns().max(row.updated_ns + 1);
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{glob_matches, read_secret};
+
+    #[test]
+    fn secrets_come_from_a_file_or_a_variable_and_errors_never_show_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("secret");
+        std::fs::write(&file, "whsec_c2VjcmV0\n").unwrap();
+        let path = file.display().to_string();
+        assert_eq!(read_secret("t", "secrets", &path, "").unwrap().as_deref(), Some("whsec_c2VjcmV0\n"));
+        // PATH is set wherever the tests run.
+        assert_eq!(read_secret("t", "secrets", "", "PATH").unwrap(), std::env::var("PATH").ok());
+        assert_eq!(read_secret("t", "secrets", "", "").unwrap(), None);
+        let missing = read_secret("t", "secrets", "", "TAYGA_TEST_NO_SUCH_SECRET_VARIABLE").unwrap_err().to_string();
+        assert!(missing.contains("$TAYGA_TEST_NO_SUCH_SECRET_VARIABLE"), "{missing}");
+        let unreadable = read_secret("t", "secrets", "/nonexistent/secret", "").unwrap_err().to_string();
+        assert!(unreadable.contains("/nonexistent/secret"), "{unreadable}");
+    }
+
+    #[test]
+    fn service_globs() {
+        for (glob, text, matches) in [
+            ("checkout", "checkout", true),
+            ("checkout", "checkout-v2", false),
+            ("check*", "checkout", true),
+            ("*-prod", "payments-prod", true),
+            ("*-prod", "payments-staging", false),
+            ("pay?ent", "payment", true),
+            ("*", "", true),
+            ("a*b*c", "aXXbYYc", true),
+            ("a*b*c", "aXXbYY", false),
+            ("*é*", "café", true),
+        ] {
+            assert_eq!(glob_matches(glob, text), matches, "{glob} ~ {text}");
         }
     }
 }

@@ -13,6 +13,7 @@ pub mod backoff;
 pub mod breaker;
 pub mod deliver;
 pub mod metrics;
+pub mod payload;
 pub mod store;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -81,7 +82,7 @@ impl Notifier {
             .notifier
             .targets
             .iter()
-            .map(|t| Target::new(t, settings.breaker_cooldown).map(Arc::new))
+            .map(|t| Target::new(t, settings.breaker_cooldown, &config.api.public_url).map(Arc::new))
             .collect::<anyhow::Result<Vec<_>>>()?;
         for t in &targets {
             metrics.set_breaker(&t.name, false);
@@ -178,7 +179,7 @@ impl Notifier {
         let stale = too_old(alert.last_at);
         let mut wanted = Vec::new();
         for target in self.targets.iter() {
-            if !target.accepts(alert.kind) {
+            if !target.accepts(&alert) {
                 self.ctx.metrics.result(&target.name, DeliveryResult::skipped);
             } else if stale && !manual_retry {
                 self.ctx.metrics.result(&target.name, DeliveryResult::stale);
@@ -204,7 +205,7 @@ impl Notifier {
                 }
             }
         };
-        let body = Arc::new(alert.to_json().unwrap_or_else(|_| payload.to_vec()));
+        let shared = Arc::new(alert.clone());
         let mut tasks = JoinSet::new();
         for target in wanted {
             let row = existing.remove(&target.name);
@@ -224,7 +225,7 @@ impl Notifier {
                 }
                 None => {}
             }
-            tasks.spawn(deliver::deliver(self.ctx.clone(), target, alert.alert_id, row, body.clone(), read_at));
+            tasks.spawn(deliver::deliver(self.ctx.clone(), target, shared.clone(), row, read_at));
         }
         let mut end = RecordEnd::Done;
         while let Some(result) = tasks.join_next().await {
