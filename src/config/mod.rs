@@ -256,7 +256,7 @@ impl Loaded {
 /// Keys whose values are never printed.
 pub fn is_secret(path: &str) -> bool {
     let last = path.rsplit('.').next().unwrap_or(path);
-    matches!(last, "password" | "token" | "secret") || path.contains(".headers")
+    matches!(last, "password" | "token" | "secret" | "auth_tokens") || path.contains(".headers")
 }
 
 /// Calls `f` for every leaf of a TOML tree. Arrays are leaves: their elements have no
@@ -528,6 +528,10 @@ mod tests {
     #[test]
     fn secrets_are_redacted() {
         assert_eq!(display_value("clickhouse.password", &Value::String("pw".into())), "<redacted>");
+        let tokens = Value::Array(vec![Value::String("t0ken".into())]);
+        assert_eq!(display_value("ingest.auth_tokens", &tokens), "<redacted>");
+        assert_eq!(json_value("ingest.auth_tokens", &tokens), serde_json::json!("<redacted>"));
+        assert_eq!(display_value("ingest.auth_tokens_file", &Value::String("/run/t".into())), "\"/run/t\"");
         assert_eq!(display_value("clickhouse.password", &Value::String(String::new())), "\"\"");
         assert_eq!(
             display_value("clickhouse.url", &Value::String("http://u:pw@h:8123".into())),

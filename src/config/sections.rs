@@ -157,6 +157,47 @@ pub struct IngestConfig {
     pub body_timeout_secs: u64,
     /// Open connections per listener; more wait in the kernel's accept queue.
     pub max_connections: u64,
+    /// When any is set, every OTLP request must carry one of these tokens (HTTP 401 and
+    /// gRPC `UNAUTHENTICATED` otherwise). An entry is a token, or `{ token = "…",
+    /// services = ["…"] }` for a token that may send only those services' data. Give them
+    /// in the environment (`TAYGA_INGEST_AUTH_TOKENS`) or in `auth_tokens_file`, not in a
+    /// file others read; `config show` never shows them.
+    pub auth_tokens: Vec<AuthToken>,
+    /// A file of tokens, one per line: `TOKEN`, or `TOKEN service-a,service-b` for a token
+    /// bound to services; `#` starts a comment. Read at start, added to `auth_tokens`.
+    pub auth_tokens_file: String,
+    /// The header that carries the token: `authorization` (as `Bearer <token>`, the
+    /// default), or another header whose whole value is the token (as the OpenTelemetry
+    /// Collector's `bearertokenauth` allows).
+    pub auth_header: String,
+}
+
+/// One accepted OTLP token.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum AuthToken {
+    Any(String),
+    Bound {
+        token: String,
+        /// The service names (`service.name`) this token may send; empty: any.
+        services: Vec<String>,
+    },
+}
+
+impl AuthToken {
+    pub fn token(&self) -> &str {
+        match self {
+            AuthToken::Any(token) | AuthToken::Bound { token, .. } => token,
+        }
+    }
+
+    /// The services it may send, or `None` for any.
+    pub fn services(&self) -> Option<&[String]> {
+        match self {
+            AuthToken::Bound { services, .. } if !services.is_empty() => Some(services),
+            _ => None,
+        }
+    }
 }
 
 impl Default for IngestConfig {
@@ -175,6 +216,9 @@ impl Default for IngestConfig {
             header_timeout_secs: 10,
             body_timeout_secs: 30,
             max_connections: 1024,
+            auth_tokens: Vec::new(),
+            auth_tokens_file: String::new(),
+            auth_header: "authorization".into(),
         }
     }
 }
@@ -550,6 +594,10 @@ impl Config {
         check(
             self.notifier.backoff_cap_secs >= self.notifier.backoff_base_secs,
             "notifier.backoff_cap_secs must be at least notifier.backoff_base_secs".into(),
+        );
+        check(
+            reqwest::header::HeaderName::from_bytes(self.ingest.auth_header.trim().as_bytes()).is_ok(),
+            format!("ingest.auth_header: `{}` is not a header name", self.ingest.auth_header),
         );
         let mut names = std::collections::BTreeSet::new();
         for (i, target) in self.notifier.targets.iter().enumerate() {

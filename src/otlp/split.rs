@@ -336,6 +336,23 @@ pub fn split_encoded_by<R: OtlpRequest>(
     Ok(groupings.iter().map(|g| parts.split(*g, R::TRACE_ID_TAG, max_bytes)).collect())
 }
 
+/// The service of every resource of an `R` that holds at least one item, once each, in
+/// order of appearance (what a token bound to services is judged by).
+pub fn item_services<R: OtlpRequest>(bytes: &[u8]) -> Result<Vec<String>, WireError> {
+    wire::check(bytes, R::MESSAGE)?;
+    let parts = Parts::of(bytes);
+    let mut resources: Vec<usize> = parts.items.iter().map(|item| parts.scopes[item.scope].resource).collect();
+    resources.dedup();
+    let mut services: Vec<String> = Vec::new();
+    for ri in resources {
+        let service = parts.service(ri);
+        if !services.contains(&service) {
+            services.push(service);
+        }
+    }
+    Ok(services)
+}
+
 impl Parts<'_> {
     fn split(&self, grouping: Grouping, trace_id_tag: u32, max_bytes: usize) -> Split<Vec<u8>> {
         let parts = self;
@@ -463,6 +480,30 @@ mod tests {
         let trace2 = flat(&split.records[1].request);
         assert_eq!(trace2.iter().map(|(s, _, _)| s.as_str()).collect::<Vec<_>>(), vec!["a", "b"]);
         assert!(split.rejected.is_empty());
+    }
+
+    #[test]
+    fn the_services_that_hold_items() {
+        let request = ExportTraceServiceRequest {
+            resource_spans: ["web", "db", "web", "idle"]
+                .iter()
+                .map(|svc| ResourceSpans {
+                    resource: resource(svc),
+                    scope_spans: if *svc == "idle" {
+                        Vec::new()
+                    } else {
+                        vec![ScopeSpans { spans: vec![span(1, 1, 0)], ..Default::default() }]
+                    },
+                    ..Default::default()
+                })
+                .collect(),
+        };
+        let services = item_services::<ExportTraceServiceRequest>(&request.encode_to_vec()).unwrap();
+        assert_eq!(
+            services,
+            vec!["web".to_string(), "db".to_string()],
+            "once each; a resource without spans sends nothing"
+        );
     }
 
     #[test]

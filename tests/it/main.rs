@@ -15,6 +15,7 @@ mod cluster;
 mod demo;
 mod fuzz_replay;
 mod ingest;
+mod ingest_auth;
 mod ingest_backlog;
 mod ingest_clients;
 mod ingest_limits;

@@ -12,6 +12,7 @@ use tonic::codec::{Codec, CompressionEncoding, DecodeBuf, Decoder, EnabledCompre
 use tonic::codegen::{http, BoxFuture};
 use tonic::{Request, Response, Status};
 
+use super::auth::Refusal;
 use super::pipeline::{ExportRequest, Unavailable};
 use super::{Ingest, BUSY_RETRY_AFTER_SECS};
 
@@ -20,8 +21,10 @@ pub struct Grpc(pub Arc<Ingest>);
 
 impl Grpc {
     async fn export<R: ExportRequest>(&self, request: Request<Bytes>) -> Result<Response<R::Response>, Status> {
-        let request = request.into_inner();
         let ingest = &self.0;
+        let token = request.metadata().get(ingest.auth.header()).and_then(|v| v.to_str().ok());
+        let grant = ingest.auth.check(token).map_err(|refusal| unauthorized::<R>(ingest, &refusal))?;
+        let request = request.into_inner();
         let size = request.len();
         ingest.metrics.received(R::SIGNAL, size);
         // Tonic has read the message already (bounded by the size limit); past the caps it
@@ -35,6 +38,9 @@ impl Grpc {
                 return Err(retry_later(message, BUSY_RETRY_AFTER_SECS));
             }
         };
+        if let Err(refusal) = ingest.allowed::<R>(&grant, &request) {
+            return Err(unauthorized::<R>(ingest, &refusal));
+        }
         let prepared = match ingest.pipeline.prepare::<R>(&request) {
             Ok(prepared) => prepared,
             Err(e) => {
@@ -58,6 +64,17 @@ impl Grpc {
             // Real backpressure: RESOURCE_EXHAUSTED is retryable only with RetryInfo (OTLP).
             Unavailable::Busy(_) => retry_later(e.to_string(), BUSY_RETRY_AFTER_SECS),
         })
+    }
+}
+
+/// Refused for its token: UNAUTHENTICATED, or PERMISSION_DENIED for a service the token
+/// may not send; neither is retried by exporters.
+fn unauthorized<R: ExportRequest>(ingest: &Ingest, refusal: &Refusal) -> Status {
+    ingest.metrics.unauthorized("grpc", refusal);
+    ingest.metrics.answered(R::SIGNAL, "grpc", "unauthorized");
+    match refusal {
+        Refusal::Service(_) => Status::permission_denied(refusal.to_string()),
+        Refusal::Missing(_) | Refusal::Invalid => Status::unauthenticated(refusal.to_string()),
     }
 }
 

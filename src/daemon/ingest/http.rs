@@ -14,6 +14,7 @@ use prost::Message;
 
 use futures_util::StreamExt as _;
 
+use super::auth::Refusal;
 use super::listen::{Busy, Held, Inflight};
 use super::pipeline::{ExportRequest, Unavailable};
 use super::{Ingest, BUSY_RETRY_AFTER_SECS};
@@ -55,6 +56,12 @@ async fn export<R: ExportRequest>(State(ingest): State<Arc<Ingest>>, headers: He
         Ok(encoding) => encoding,
         Err(e) => return ingest.refuse(R::SIGNAL, Encoding::Json, &e),
     };
+    // Judged before a byte of the body is read: a client without a token costs nothing.
+    let token = headers.get(ingest.auth.header()).and_then(|v| v.to_str().ok());
+    let grant = match ingest.auth.check(token) {
+        Ok(grant) => grant,
+        Err(refusal) => return ingest.unauthorized(R::SIGNAL, encoding, &refusal),
+    };
     let limit = ingest.max_body_bytes;
     let declared = header_str(&headers, header::CONTENT_LENGTH).and_then(|v| v.parse::<usize>().ok());
     if declared.is_some_and(|n| n > limit) {
@@ -91,13 +98,17 @@ async fn export<R: ExportRequest>(State(ingest): State<Arc<Ingest>>, headers: He
             return ingest.busy(R::SIGNAL, encoding, busy);
         }
         // Protobuf is split where it lies, never decoded; JSON is decoded, then encoded once.
-        let prepared = match encoding {
-            Encoding::Protobuf => ingest.pipeline.prepare::<R>(&bytes),
-            Encoding::Json => {
-                parse::<R>(&bytes, encoding).and_then(|r| ingest.pipeline.prepare::<R>(&r.encode_to_vec()))
-            }
+        let protobuf = match encoding {
+            Encoding::Protobuf => std::borrow::Cow::Borrowed(bytes.as_ref()),
+            Encoding::Json => match parse::<R>(&bytes, encoding) {
+                Ok(request) => std::borrow::Cow::Owned(request.encode_to_vec()),
+                Err(e) => return ingest.refuse(R::SIGNAL, encoding, &e),
+            },
         };
-        match prepared {
+        if let Err(refusal) = ingest.allowed::<R>(&grant, &protobuf) {
+            return ingest.unauthorized(R::SIGNAL, encoding, &refusal);
+        }
+        match ingest.pipeline.prepare::<R>(&protobuf) {
             Ok(prepared) => prepared,
             Err(e) => return ingest.refuse(R::SIGNAL, encoding, &e),
         }
@@ -176,6 +187,21 @@ impl Ingest {
         let status = StatusCode::from_u16(error.http_status()).unwrap_or(StatusCode::BAD_REQUEST);
         // gRPC code INVALID_ARGUMENT (3) for bad input, as OTLP maps it.
         encoded(status, encoding, &RpcStatus { code: 3, message: error.to_string() }, &[])
+    }
+
+    /// Refused for its token: 401 (none, or not accepted; gRPC UNAUTHENTICATED) or 403 (the
+    /// token may not send a service of the request; PERMISSION_DENIED). Not retried.
+    fn unauthorized(&self, signal: &'static str, encoding: Encoding, refusal: &Refusal) -> Response {
+        self.metrics.unauthorized("http", refusal);
+        self.metrics.answered(signal, "http", "unauthorized");
+        let (status, code) = match refusal {
+            Refusal::Service(_) => (StatusCode::FORBIDDEN, tonic::Code::PermissionDenied),
+            Refusal::Missing(_) | Refusal::Invalid => (StatusCode::UNAUTHORIZED, tonic::Code::Unauthenticated),
+        };
+        let challenge = (header::WWW_AUTHENTICATE, "Bearer".to_string());
+        let extra: &[(header::HeaderName, String)] =
+            if status == StatusCode::UNAUTHORIZED { &[challenge] } else { &[] };
+        encoded(status, encoding, &RpcStatus { code: code as i32, message: refusal.to_string() }, extra)
     }
 
     /// Refused because a bound on requests in flight is reached: 503, retry in a second.

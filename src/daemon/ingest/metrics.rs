@@ -13,6 +13,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 
+use super::auth::Refusal;
 use crate::store::backlog::BacklogStats;
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -20,7 +21,7 @@ pub struct RequestLabels {
     pub signal: &'static str,
     /// `http` or `grpc`.
     pub transport: &'static str,
-    /// `ok`, `partial`, `bad_request`, `unavailable`, `busy` or `not_implemented`.
+    /// `ok`, `partial`, `bad_request`, `unavailable`, `busy`, `unauthorized` or `not_implemented`.
     pub outcome: &'static str,
 }
 
@@ -66,6 +67,16 @@ pub struct IngestMetrics {
     backlog_replay_errors: Counter,
     backlog_overflow: Counter,
     busy_log: Arc<OncePerSecond>,
+    unauthorized: Family<UnauthorizedLabels, Counter>,
+    unauthorized_log: Arc<OncePerSecond>,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct UnauthorizedLabels {
+    pub transport: &'static str,
+    /// `missing`, `invalid` (no accepted token) or `service` (the token may not send a
+    /// service of the request).
+    pub reason: &'static str,
 }
 
 /// Lets one event per key through each second, counting those held back: the next line
@@ -127,6 +138,8 @@ impl IngestMetrics {
             backlog_replay_errors: Counter::default(),
             backlog_overflow: Counter::default(),
             busy_log: Arc::default(),
+            unauthorized: Family::default(),
+            unauthorized_log: Arc::default(),
         };
         let r = registry.sub_registry_with_prefix("tayga_ingest");
         r.register("requests", "OTLP export requests by signal, transport and outcome", metrics.requests.clone());
@@ -139,6 +152,11 @@ impl IngestMetrics {
         r.register("path_up", "Whether an ingest path is in use (1) or skipped (0)", metrics.path_up.clone());
         r.register("request_duration_seconds", "Time to store or publish a request", metrics.latency.clone());
         r.register("busy_requests", "Requests refused as overload (503, Retry-After), by reason", metrics.busy.clone());
+        r.register(
+            "unauthorized_requests",
+            "Requests refused for their token (401/403, UNAUTHENTICATED/PERMISSION_DENIED), by reason",
+            metrics.unauthorized.clone(),
+        );
         r.register(
             "backlog_records",
             "Direct-path records waiting to be replayed to the topics",
@@ -216,6 +234,16 @@ impl IngestMetrics {
                 refused,
                 "requests refused, ingest is busy: {detail}; clients retry after 1 s"
             );
+        }
+    }
+
+    /// A request was refused for its token. Counted every time; logged at most once a
+    /// second per reason, never with the token.
+    pub fn unauthorized(&self, transport: &'static str, refusal: &Refusal) {
+        let reason = refusal.reason();
+        self.unauthorized.get_or_create(&UnauthorizedLabels { transport, reason }).inc();
+        if let Some(refused) = self.unauthorized_log.admit(reason, std::time::Instant::now()) {
+            tracing::warn!(transport, reason, refused, "OTLP requests refused: {refusal}");
         }
     }
 

@@ -9,6 +9,7 @@
 //! is replayed to the topics from the backlog (`backlog.rs`). `/health` and `/metrics` are
 //! served on the OTLP/HTTP port.
 
+pub mod auth;
 pub mod backlog;
 pub mod failover;
 mod grpc;
@@ -59,6 +60,7 @@ pub const BUSY_RETRY_AFTER_SECS: u64 = 1;
 /// What the front ends share.
 pub struct Ingest {
     pub pipeline: Pipeline,
+    pub auth: auth::Auth,
     pub metrics: IngestMetrics,
     pub max_body_bytes: usize,
     pub probe_interval: Duration,
@@ -70,6 +72,18 @@ pub struct Ingest {
 const TRIM_AFTER_BYTES: u64 = 1 << 20;
 
 impl Ingest {
+    /// Whether the request (protobuf bytes) holds only services its token may send. Bytes
+    /// the check cannot read are left to `prepare`, which refuses them as bad input.
+    fn allowed<R: pipeline::ExportRequest>(&self, grant: &auth::Grant, protobuf: &[u8]) -> Result<(), auth::Refusal> {
+        if *grant == auth::Grant::Any {
+            return Ok(());
+        }
+        match crate::otlp::split::item_services::<R>(protobuf) {
+            Ok(services) => grant.allows(services.iter().map(String::as_str)),
+            Err(_) => Ok(()),
+        }
+    }
+
     /// A request was answered: its budget goes back, and after a large one the allocator
     /// gives the freed memory back to the system (glibc keeps it otherwise, and a burst of
     /// large requests would stay resident long after it ended).
@@ -150,8 +164,10 @@ pub async fn start(config: &Config, shutdown: Shutdown) -> anyhow::Result<Runnin
         tracing::warn!(error = %e, "ClickHouse is not ready; the direct path starts down");
         failover.failed(Path::Direct, Instant::now());
     }
+    let auth = auth::Auth::from_config(&config.ingest)?;
     let (ready_tx, ready) = tokio::sync::watch::channel(false);
     let ingest = Arc::new(Ingest {
+        auth,
         pipeline: Pipeline::new(
             failover,
             publisher,
