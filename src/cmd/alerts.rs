@@ -1,9 +1,9 @@
 //! `tayga alerts list` and `tayga alerts republish` (docs/logminer-commands.md).
 //!
 //! `list` shows the newest version of each alert with two facts the alert document does not
-//! carry: whether it is active (its `last_at` within `store::logminer::ACTIVE_WINDOW_NS`; seed
-//! 000: a silence is refreshed only while its service logs, so an unrefreshed one is
-//! inactive) and whether that version reached the alerts topic.
+//! carry: whether it is active (its `last_at` within `store::logminer::ACTIVE_WINDOW_NS`;
+//! docs/design.md#active-alerts: a silence is refreshed only while its service logs, so an
+//! unrefreshed one is inactive) and whether that version reached the alerts topic.
 //!
 //! `republish` sends through `bus::alerts::publish_and_mark`, the logminer's own path, so a
 //! publication mark means the same whoever wrote it.
@@ -260,7 +260,7 @@ async fn republish(
 }
 
 /// Every unmarked alert updated at or after `since_ns`, oldest first, in chunks of `chunk`
-/// (seed 000's bound per pass), until none is left or a send fails. Returns how many were
+/// (the logminer's bound per pass, docs/design.md#republication), until none is left or a send fails. Returns how many were
 /// published and why it stopped early.
 async fn republish_unmarked(
     publisher: &Publisher,

@@ -1,5 +1,5 @@
 //! `tayga remine [--dry-run]`: re-mine the stored logs with the current masking rules and
-//! rebuild templates and hits (seed 000; docs/logminer-commands.md).
+//! rebuild templates and hits (docs/design.md#watermarks; docs/logminer-commands.md).
 //!
 //! The order is what makes an interrupted run safe to repeat: the heartbeat rule first, then
 //! the current masking version's templates and merges are deleted, hits are stored page by
@@ -56,8 +56,8 @@ pub enum RemineError {
     StartedDuring { replica: String, age: Duration },
 }
 
-/// The youngest heartbeat, when it is younger than `fresh` at `now_ns` (seed 000: remine
-/// refuses while any heartbeat is under 3 minutes old). A heartbeat from the future (a
+/// The youngest heartbeat, when it is younger than `fresh` at `now_ns` (docs/design.md#watermarks:
+/// remine refuses while any heartbeat is under 3 minutes old). A heartbeat from the future (a
 /// replica whose clock is ahead) counts as age 0: live.
 pub fn live_heartbeat(state: &State, now_ns: u64, fresh: Duration) -> Option<(Heartbeat, Duration)> {
     let youngest = state.heartbeats().into_iter().next()?;

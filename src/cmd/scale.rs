@@ -7,7 +7,7 @@
 //!    partition's watermark (a partition without a key resolves to the global one, which is
 //!    exactly what is written), `logminer.replicas` as this shell sees it need not be what
 //!    runs, and once every partition has a key a survivor of any later scale-down resumes
-//!    from the slowest partition it takes over (seed 000);
+//!    from the slowest partition it takes over (docs/design.md#watermarks);
 //! 3. set `LOGMINER_REPLICAS=N` in the Compose env file;
 //! 4. run `docker compose up -d --scale logminer=N`, or print it when docker is not on PATH.
 

@@ -24,7 +24,7 @@ use crate::store::{migrate, now_ns, Store};
 use super::serve;
 
 /// The services get this long to stop after a signal, and the processes `up` started the
-/// rest of the 40 s a supervisor allows (seed 000's stop bound).
+/// rest of the 40 s a supervisor allows (docs/design.md#shutdown).
 const SERVICES_STOP: Duration = Duration::from_secs(28);
 const CHILD_STOP: Duration = Duration::from_secs(5);
 

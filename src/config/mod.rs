@@ -2,7 +2,7 @@
 //!
 //! Loading is layered so that `tayga config show` can say where every value came from:
 //! the built-in defaults, then the file, then the environment (`TAYGA_<SECTION>_<KEY>`, plus
-//! the names the seeds use, such as `LOGMINER_REPLICAS`). Every layer is merged as a TOML
+//! the names Compose files use, such as `LOGMINER_REPLICAS`). Every layer is merged as a TOML
 //! tree before anything is deserialised, so an unknown key or a wrongly typed value is
 //! reported by its dotted path, every problem at once, instead of one serde error at a time.
 
@@ -20,7 +20,7 @@ use toml::Value;
 pub use names::Names;
 pub use sections::*;
 
-/// Environment names the seeds use, beside the generic `TAYGA_<SECTION>_<KEY>` form.
+/// Environment names Compose files use, beside the generic `TAYGA_<SECTION>_<KEY>` form.
 /// The generic name wins when both are set.
 const ENV_ALIASES: &[(&str, &str)] = &[("LOGMINER_REPLICAS", "logminer.replicas")];
 

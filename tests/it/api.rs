@@ -585,7 +585,7 @@ async fn a_browser_signs_in_with_the_token_and_its_cookie_opens_the_app() {
     assert_eq!(away.headers()["location"], "/", "a sign-in never sends the browser to another site");
 }
 
-/// Seed 000: two logminer replicas behind one name are both scraped and labelled with their
+/// docs/design.md#replica-metrics: two logminer replicas behind one name are both scraped and labelled with their
 /// `ip:port`; the pipeline's template count is the larger replica's, counter rates are
 /// summed, and a replica that does not answer is `up = 0`.
 #[tokio::test]

@@ -1,4 +1,4 @@
-//! The assembler against the real broker and ClickHouse (issue 8): shapes and fingerprints,
+//! The assembler against the real broker and ClickHouse (docs/stories.md): shapes and fingerprints,
 //! kill -9 and restart, late spans, and the memory caps under load. Each test produces
 //! `signals` records itself (OTLP protobuf + the `tayga-kind`/`tayga-ingest-ns` headers).
 

@@ -1,5 +1,5 @@
-//! `/alerts`: active and inactive alerts (seed 000's Note: an alert whose `last_at` stopped
-//! advancing is inactive), and `/alerts/{id}`: one alert with its count against its
+//! `/alerts`: active and inactive alerts (docs/design.md#active-alerts: an alert whose
+//! `last_at` stopped advancing is inactive), and `/alerts/{id}`: one alert with its count against its
 //! baseline, the lines that raised it and a chip per delivery target.
 
 use axum::extract::{Path, State};
