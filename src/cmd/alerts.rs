@@ -31,9 +31,10 @@ pub async fn run(
     timeout: Duration,
     json: bool,
     out: &mut dyn Write,
+    err: &mut dyn Write,
 ) -> anyhow::Result<()> {
     match sub {
-        AlertsCommand::List(args) => list(config, args, timeout, json, out).await,
+        AlertsCommand::List(args) => list(config, args, timeout, json, out, err).await,
         AlertsCommand::Republish(args) => republish(config, args, timeout, json, out).await,
     }
 }
@@ -68,6 +69,7 @@ async fn list(
     timeout: Duration,
     json: bool,
     out: &mut dyn Write,
+    err: &mut dyn Write,
 ) -> anyhow::Result<()> {
     // One reading of the clock: the active rule and the ages in the table agree.
     let now = Clock::from_env()?.now_ns();
@@ -104,10 +106,17 @@ async fn list(
             })
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
-    write_list(&listed, total, now, json, out)
+    write_list(&listed, total, now, json, out, err)
 }
 
-fn write_list(listed: &[Listed], total: u64, now: u64, json: bool, out: &mut dyn Write) -> anyhow::Result<()> {
+fn write_list(
+    listed: &[Listed],
+    total: u64,
+    now: u64,
+    json: bool,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> anyhow::Result<()> {
     if json {
         writeln!(out, "{}", serde_json::to_string_pretty(listed)?)?;
         return Ok(());
@@ -127,7 +136,7 @@ fn write_list(listed: &[Listed], total: u64, now: u64, json: bool, out: &mut dyn
         if layout.is_terminal() {
             writeln!(out, "{cut}")?;
         } else {
-            eprintln!("{cut}");
+            writeln!(err, "{cut}")?;
         }
     }
     Ok(())

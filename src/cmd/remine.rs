@@ -12,10 +12,10 @@
 //! templates are retired, and their survivors keep the ids the logminer gave them.
 
 use std::collections::BTreeMap;
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::time::Duration;
 
-use crate::cmd::table::{count, Layout, Table};
+use crate::cmd::table::{count, stderr_is_terminal, Layout, Table};
 use anyhow::Context;
 use serde::Serialize;
 
@@ -257,7 +257,7 @@ pub async fn run(config: &Config, args: &RemineArgs, json: bool, out: &mut dyn W
 
 /// Logs done of the total, on stderr; hidden when stderr is not a terminal or with `--json`.
 fn progress(total: u64, json: bool) -> indicatif::ProgressBar {
-    if json || !std::io::stderr().is_terminal() {
+    if json || !stderr_is_terminal() {
         return indicatif::ProgressBar::hidden();
     }
     let bar = indicatif::ProgressBar::new(total);

@@ -28,8 +28,8 @@ use super::serve;
 const SERVICES_STOP: Duration = Duration::from_secs(28);
 const CHILD_STOP: Duration = Duration::from_secs(5);
 
-pub async fn run(loaded: Loaded, args: &UpArgs, out: &mut dyn Write) -> anyhow::Result<()> {
-    serve::refuse_problems(&loaded)?;
+pub async fn run(loaded: Loaded, args: &UpArgs, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Result<()> {
+    serve::refuse_problems(&loaded, err)?;
     let mut config = loaded.config.clone();
     let shutdown = Shutdown::new();
     shutdown.trigger_on_signals()?;

@@ -64,6 +64,7 @@ pub fn statements() -> Vec<Statement> {
         seed::statements(&tiny).into_iter().map(|(table, sql)| Statement::new(format!("query.seed_{table}"), sql)),
     );
     all.push(Statement::new("query.seed_trace_id", seed::trace_id_sql(1)));
+    all.push(Statement::new("query.seed_optimize", seed::optimize_sql("spans")));
     all
 }
 

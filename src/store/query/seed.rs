@@ -135,19 +135,26 @@ pub async fn seed(store: &Store, s: &Seed) -> Result<(), StoreError> {
     for (table, sql) in statements(s) {
         store.execute(&format!("seeding {table}"), &sql).await?;
     }
-    let tables = [
-        "spans",
-        "logs",
-        "trace_logs",
-        "log_hits",
-        "log_templates",
-        "stories",
-        "log_alerts",
-        "log_alert_publications",
-        "notifier_deliveries",
-    ];
-    for table in tables {
-        store.execute(&format!("merging {table}"), &format!("OPTIMIZE TABLE {table} FINAL")).await?;
+    for table in MERGED_TABLES {
+        store.execute(&format!("merging {table}"), &optimize_sql(table)).await?;
     }
     Ok(())
+}
+
+/// The tables [`seed`] fills, merged afterwards.
+const MERGED_TABLES: [&str; 9] = [
+    "spans",
+    "logs",
+    "trace_logs",
+    "log_hits",
+    "log_templates",
+    "stories",
+    "log_alerts",
+    "log_alert_publications",
+    "notifier_deliveries",
+];
+
+/// Merges `table` into one part per partition, as a settled table is.
+pub fn optimize_sql(table: &str) -> String {
+    format!("OPTIMIZE TABLE {table} FINAL")
 }

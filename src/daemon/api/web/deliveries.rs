@@ -23,7 +23,7 @@ use crate::daemon::api::handlers::deliveries::{self, DeliveriesParams, Delivery,
 use crate::daemon::api::handlers::pipeline::{self, PipelineParams};
 use crate::daemon::api::handlers::AppState;
 use crate::daemon::api::params::Query;
-use crate::store::query::MAX_LIMIT;
+use crate::daemon::api::params::MAX_LIMIT;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
