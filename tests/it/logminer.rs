@@ -463,8 +463,8 @@ async fn new_template_alert_of(store: &Store, template_id: u64) -> Option<AlertR
     alerts(store).await.into_iter().find(|a| a.kind == "new_template" && a.template_id == template_id)
 }
 
-/// docs/design.md#logminer-rebalances: a template mined just before a revoke or a clean stop is still announced, by
-/// the bounded new-template pass each of them runs. Detection ticks are 10 minutes apart
+/// docs/design.md#logminer-rebalances: a template mined just before a revoke or a clean
+/// stop is still announced, by the bounded new-template pass each of them runs. Detection ticks are 10 minutes apart
 /// here, so only those passes can announce it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_template_mined_just_before_a_revoke_or_a_clean_stop_is_still_announced() {
@@ -502,7 +502,18 @@ async fn a_template_mined_just_before_a_revoke_or_a_clean_stop_is_still_announce
     // A template mined just before a clean stop: announced by the shutdown pass.
     produce(&env.config, "before-stop", &[(now_ns(), "nightly report mailed to 3 people".into())]).await;
     let t = wait_for_template(&store, "before-stop").await;
-    let (owner, other) = if a.ownership().await.unwrap().1.contains("before-stop") { (a, b) } else { (b, a) };
+    // The owner reports the service once its loop has taken the record in; until exactly one
+    // replica reports it, stopping either could stop one that never owned it.
+    let a_owns = wait_for("exactly one replica to report owning before-stop", WAIT, || {
+        let (a, b) = (&a, &b);
+        async move {
+            let a_owns = a.ownership().await?.1.contains("before-stop");
+            let b_owns = b.ownership().await?.1.contains("before-stop");
+            (a_owns != b_owns).then_some(a_owns)
+        }
+    })
+    .await;
+    let (owner, other) = if a_owns { (a, b) } else { (b, a) };
     assert!(owner.stop().await.success());
     let announced = new_template_alert_of(&store, t.template_id).await;
     assert!(announced.is_some(), "the shutdown pass announced the template before the process exited");
