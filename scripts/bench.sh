@@ -276,7 +276,8 @@ if found:
 sample = "target/bench-hdfs100k.txt"
 seed = "target/bench-hdfs.txt"
 shared = os.environ.get("TAYGA_SHARED_DIR", "/work/shared")
-structured = f"{shared}/data/loghub2k/HDFS/HDFS_2k.log_structured.csv"
+loghub = os.environ.get("TAYGA_LOGHUB_2K") or f"{shared}/data/loghub2k"
+structured = f"{loghub}/HDFS/HDFS_2k.log_structured.csv"
 if not os.path.exists(seed) and os.path.exists(structured):
     with open(seed, "w") as f:
         subprocess.run([sys.executable, f"{shared}/tools/loghub_score.py", "extract", structured], check=True, stdout=f)
