@@ -10,6 +10,8 @@
 //!   part of a statement the registry holds.
 //! - **`cmd/` writes only to the writers it is given**, never to stdout or stderr itself.
 //! - **The web app reads through the handlers**: nothing under `daemon/api/web/` names `store`.
+//! - **The code map names every file**: each `.rs` file under `src/` is in ARCHITECTURE.md's
+//!   code map, by path or in its folder's row.
 //! - **The repository explains itself**: no pointer at a seed or issue number, `DESIGN.md` or
 //!   `../shared` in `src/`, `docs/`, README.md or ARCHITECTURE.md.
 
@@ -716,4 +718,88 @@ fn the_new_checks_see_what_they_look_for() {
         web_reaching_the_store(&web),
         ["src/daemon/api/web/x.rs:1: the web app imports `store` (read through the handlers)"]
     );
+}
+
+/// The code map of ARCHITECTURE.md: each row's paths (first cell) and its whole text.
+fn code_map() -> Vec<(Vec<String>, String)> {
+    let doc = std::fs::read_to_string(root().join("ARCHITECTURE.md")).unwrap();
+    let section = doc.split("\n## Code map").nth(1).expect("ARCHITECTURE.md has a `## Code map` section");
+    let section = section.split("\n## ").next().unwrap();
+    section
+        .lines()
+        .filter(|l| l.starts_with("| `"))
+        .map(|row| {
+            let first = row.split('|').nth(1).unwrap_or("");
+            let paths = first.split(',').map(|p| p.trim().trim_matches('`').to_string()).collect();
+            (paths, row.to_string())
+        })
+        .collect()
+}
+
+/// Whether `pattern` (a path of the code map, `<service>` standing for one folder) names
+/// `path` itself (`exact`) or a folder above it.
+fn map_path_covers(pattern: &str, path: &str, exact: bool) -> bool {
+    let pattern: Vec<&str> = pattern.trim_end_matches('/').split('/').collect();
+    let path: Vec<&str> = path.split('/').collect();
+    let len_ok = if exact { pattern.len() == path.len() } else { pattern.len() < path.len() };
+    len_ok && pattern.iter().zip(&path).all(|(a, b)| a == b || (a.starts_with('<') && a.ends_with('>')))
+}
+
+/// `.rs` files under `src/` the code map does not name: by their path, or in the row of a
+/// folder above them by their path below it, their file name or their name in backticks (a
+/// `mod.rs` by its folder, which is the row's own folder or named in it).
+fn unmapped_files(files: &[String], map: &[(Vec<String>, String)]) -> Vec<String> {
+    files
+        .iter()
+        .filter(|file| {
+            !map.iter().any(|(paths, text)| {
+                paths.iter().any(|p| {
+                    if map_path_covers(p, file, true) {
+                        return true;
+                    }
+                    if !map_path_covers(p, file, false) {
+                        return false;
+                    }
+                    let below = &file[p.trim_end_matches('/').len() + 1..];
+                    let name = below.rsplit('/').next().unwrap();
+                    let stem = name.trim_end_matches(".rs");
+                    let folder = below.rsplit_once('/').map(|(f, _)| format!("`{f}/`"));
+                    text.contains(below)
+                        || text.contains(&format!("`{name}`"))
+                        || text.contains(&format!("`{stem}`"))
+                        || (name == "mod.rs" && folder.is_none_or(|f| text.contains(&f)))
+                })
+            })
+        })
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn the_code_map_names_every_file() {
+    let files: Vec<String> =
+        sources().into_iter().map(|(p, _)| p.strip_prefix(root()).unwrap().display().to_string()).collect();
+    let missing = unmapped_files(&files, &code_map());
+    assert!(missing.is_empty(), "files the code map of ARCHITECTURE.md does not name:\n{}", missing.join("\n"));
+    let map = vec![
+        (vec!["src/cli.rs".to_string()], "| `src/cli.rs` | the clap definition |".to_string()),
+        (
+            vec!["src/store/".to_string()],
+            "| `src/store/` | `schema.rs` (DDL), `query/` the reads: `seed` |".to_string(),
+        ),
+        (vec!["src/daemon/<service>/metrics.rs".to_string()], "| … |".to_string()),
+    ];
+    let probe: Vec<String> = [
+        "src/cli.rs",
+        "src/store/schema.rs",
+        "src/store/query/seed.rs",
+        "src/store/query/mod.rs",
+        "src/store/mod.rs",
+        "src/store/rows.rs",
+        "src/daemon/writer/metrics.rs",
+        "src/daemon/repeats.rs",
+    ]
+    .map(String::from)
+    .to_vec();
+    assert_eq!(unmapped_files(&probe, &map), ["src/store/rows.rs", "src/daemon/repeats.rs"]);
 }
