@@ -803,3 +803,40 @@ fn the_code_map_names_every_file() {
     .to_vec();
     assert_eq!(unmapped_files(&probe, &map), ["src/store/rows.rs", "src/daemon/repeats.rs"]);
 }
+
+/// Pointers `docs/design.md#<anchor>` whose anchor the document does not have (a section
+/// renamed or removed under its readers).
+fn dangling_design_pointers(files: &[(PathBuf, String)], design: &str) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (path, text) in files {
+        let rel = path.strip_prefix(root()).unwrap_or(path).display().to_string();
+        for (n, line) in text.lines().enumerate() {
+            for (at, _) in line.match_indices("design.md#") {
+                let anchor: String = line[at + "design.md#".len()..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+                    .collect();
+                if !design.contains(&format!("<a id=\"{anchor}\"></a>")) {
+                    problems.push(format!("{rel}:{}: docs/design.md has no section `#{anchor}`", n + 1));
+                }
+            }
+        }
+    }
+    problems
+}
+
+#[test]
+fn every_pointer_into_the_design_names_a_section() {
+    let design = std::fs::read_to_string(root().join("docs/design.md")).unwrap();
+    let mut files = explained_files();
+    text_files(&root().join("tests"), &mut files);
+    // This file's probes name missing sections on purpose.
+    files.retain(|(p, _)| !p.ends_with("tests/it/tidy.rs"));
+    let problems = dangling_design_pointers(&files, &design);
+    assert!(problems.is_empty(), "pointers at missing sections of docs/design.md:\n{}", problems.join("\n"));
+    let probe = vec![(root().join("src/x.rs"), "// docs/design.md#topics and docs/design.md#gone.".to_string())];
+    assert_eq!(
+        dangling_design_pointers(&probe, "<a id=\"topics\"></a>"),
+        ["src/x.rs:1: docs/design.md has no section `#gone`"]
+    );
+}
