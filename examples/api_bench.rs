@@ -1,5 +1,5 @@
 //! API latency: p50/p95 of each endpoint over a database seeded on the server
-//! (`store::query::seed`: 5 spans per trace, logs in traces, templates, stories, alerts,
+//! (`store::query::synthetic`: 5 spans per trace, logs in traces, templates, stories, alerts,
 //! deliveries, recorder samples spread over the last 6 hours). docs/api.md records a run.
 //!
 //!     cargo run --release --example api_bench -- [--spans 10000000] [--logs 2000000] [--requests 40] [--examples]
@@ -15,7 +15,7 @@ use prometheus_client::registry::Registry;
 use tayga::config::Config;
 use tayga::daemon::api::handlers::AppState;
 use tayga::daemon::api::router;
-use tayga::store::query::seed::{seed, Seed};
+use tayga::store::query::synthetic::{fill, SyntheticData};
 use tayga::store::{now_ns, Store};
 
 fn arg(name: &str, default: u64) -> u64 {
@@ -62,7 +62,7 @@ async fn main() -> anyhow::Result<()> {
     config.clickhouse.database = format!("api_bench_{}", std::process::id());
     let store = Store::new(&config.clickhouse);
     tayga::store::migrate::migrate(&store).await?;
-    let s = Seed {
+    let s = SyntheticData {
         spans,
         logs,
         services: 40,
@@ -72,7 +72,7 @@ async fn main() -> anyhow::Result<()> {
         span_ns: 6 * 3_600_000_000_000,
     };
     let started = Instant::now();
-    seed(&store, &s).await?;
+    fill(&store, &s).await?;
     eprintln!("seeded {spans} spans and {logs} logs in {:.1} s", started.elapsed().as_secs_f64());
 
     let state = AppState {

@@ -9,13 +9,13 @@
 #   scripts/loghub_eval.sh [DATA_DIR] [MINE_COMMAND...]
 #
 # DATA_DIR holds one folder per dataset with X_2k.log_structured.csv (default
-# ../shared/data/loghub2k beside the repository). MINE_COMMAND defaults to the release build of `tayga mine`
+# $TAYGA_LOGHUB_2K, else ../shared/data/loghub2k beside the repository). MINE_COMMAND defaults to the release build of `tayga mine`
 # ($CARGO_TARGET_DIR/release/tayga mine, built first). The scorer is
 # ../shared/tools/loghub_score.py unless LOGHUB_SCORE names another copy.
 set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
-data=${1:-$repo/../shared/data/loghub2k}
+data=${1:-${TAYGA_LOGHUB_2K:-$repo/../shared/data/loghub2k}}
 shift || true
 score=${LOGHUB_SCORE:-$repo/../shared/tools/loghub_score.py}
 if [ $# -gt 0 ]; then

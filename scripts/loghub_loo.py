@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Leave-one-out validation of mining settings on the Loghub-2k sets in ../shared.
+"""Leave-one-out validation of mining settings on the Loghub-2k sets ($TAYGA_LOGHUB_2K, else ../shared).
 
 Usage:
   scripts/loghub_loo.py [--tayga PATH] [--data DIR] [--score PATH] [--grid NAME=V1,V2 ...]
@@ -42,7 +42,10 @@ def run_set(tayga, score, structured, messages, config_path, work):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tayga", default=os.path.join(os.environ.get("CARGO_TARGET_DIR", "target"), "release", "tayga"))
-    ap.add_argument("--data", default=os.path.join(here, "..", "..", "shared", "data", "loghub2k"))
+    ap.add_argument(
+        "--data",
+        default=os.environ.get("TAYGA_LOGHUB_2K") or os.path.join(here, "..", "..", "shared", "data", "loghub2k"),
+    )
     ap.add_argument("--score", default=os.path.join(here, "..", "..", "shared", "tools", "loghub_score.py"))
     ap.add_argument("--grid", nargs="*", default=[])
     a = ap.parse_args()

@@ -1,4 +1,4 @@
-//! Deterministic identities (DESIGN.md §3). Every row Tayga writes is named by a hash of
+//! Deterministic identities (docs/design.md#identity). Every row Tayga writes is named by a hash of
 //! its content, so a record read twice writes nothing new. These functions are the only
 //! place identities are computed: producers and consumers on every replica must agree, so
 //! the hash must never depend on the process, the platform or the crate's hasher seed.
@@ -29,7 +29,7 @@ pub fn webhook_message_id(alert_id: u64, target: &str, state: &str) -> u64 {
 }
 
 /// An alert's id: a hash of its kind, its subject (the template) and its start
-/// (DESIGN.md §3), so the same alert gets the same id on any replica and after a re-read.
+/// (docs/design.md#identity), so the same alert gets the same id on any replica and after a re-read.
 /// A template is new only once, so a `new_template` alert's start is not part of it; a
 /// spike starts at the first minute over its threshold, a silence at the template's last
 /// log. Callers pass the start as they define it, in nanoseconds.
@@ -100,7 +100,7 @@ pub fn log_id(row: &LogContent<'_>) -> u64 {
 /// call, `R child_service FF child_operation FF` for a root (`C` = 0x43, `R` = 0x52,
 /// `FF` = 0xFF, which never occurs in UTF-8). The encodings are sorted bytewise and
 /// deduplicated, so order and repetition do not matter; the fingerprint is the XXH3-64
-/// (seed 0) of `story FF` followed by the sorted encodings, concatenated.
+/// (with hash seed zero) of `story FF` followed by the sorted encodings, concatenated.
 pub fn story_fingerprint<'a>(edges: impl IntoIterator<Item = (Option<(&'a str, &'a str)>, (&'a str, &'a str))>) -> u64 {
     let mut encoded: Vec<Vec<u8>> = edges
         .into_iter()

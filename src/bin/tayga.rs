@@ -1,6 +1,7 @@
 //! The `tayga` binary: parse, set up logging, run, map the outcome to an exit code
 //! (0 ok, 1 failure, 2 usage; clap exits 2 on a usage error by itself).
 
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser};
@@ -36,7 +37,9 @@ fn main() -> ExitCode {
     // Not `.lock()`: daemons log to stdout from other threads, and a lock held here for the
     // whole run would block them forever.
     let mut stdout = std::io::stdout();
-    let outcome = runtime.block_on(cmd::run(cli, &mut stdout));
+    let mut stderr = std::io::stderr();
+    let terminals = cmd::Terminals { stdout: stdout.is_terminal(), stderr: stderr.is_terminal() };
+    let outcome = runtime.block_on(cmd::run(cli, &mut stdout, &mut stderr, terminals));
     // Daemon threads (librdkafka's among them) may still hold work; do not wait for them.
     runtime.shutdown_background();
     match outcome {

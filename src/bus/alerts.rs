@@ -1,5 +1,5 @@
 //! Publishing alerts to `<prefix>.alerts` and recording each publication in
-//! `log_alert_publications` (seed 000). The logminer publishes every alert update this way,
+//! `log_alert_publications` (docs/design.md#republication). The logminer publishes every alert update this way,
 //! and republishes unmarked ones after every detection pass; `tayga alerts republish` uses
 //! the same function, so a mark means the same thing whoever wrote it.
 
@@ -28,7 +28,7 @@ pub struct Publication {
 }
 
 /// Publishes `alerts` one by one, in order, keyed by template id, stopping at the first
-/// failed send (seed 000), then marks the acknowledged ones. Sending one at a time keeps
+/// failed send (docs/design.md#republication), then marks the acknowledged ones. Sending one at a time keeps
 /// "oldest first" exact: nothing after a failed alert has been sent.
 pub async fn publish_and_mark(publisher: &Publisher, store: &Store, topic: &str, alerts: &[AlertRow]) -> Publication {
     let mut sent: Vec<(u64, u64)> = Vec::with_capacity(alerts.len());

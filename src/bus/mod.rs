@@ -1,4 +1,4 @@
-//! The Kafka side of Tayga: topic and group names (DESIGN.md §2), client settings, and
+//! The Kafka side of Tayga: topic and group names (docs/design.md#topics), client settings, and
 //! topic creation and inspection. Every service creates the topics the same way, through
 //! [`topics::ensure_topics`], so whichever starts first decides the partition counts.
 
@@ -15,7 +15,7 @@ use rdkafka::ClientConfig;
 
 use crate::config::KafkaConfig;
 
-/// Partitions of the stories and alerts topics (seed 000): fixed, not `kafka.partitions`.
+/// Partitions of the stories and alerts topics (docs/design.md#topics): fixed, not `kafka.partitions`.
 pub const SMALL_TOPIC_PARTITIONS: i32 = 3;
 
 /// Settings every client of this install shares.

@@ -1,5 +1,5 @@
-//! The operator's manual retry of a failed delivery (issue 16, docs/notifier.md "Manual
-//! retry"): `tayga deliveries retry` and `POST /api/v1/deliveries/{alert_id}/retry` both
+//! The operator's manual retry of a failed delivery (docs/design.md#manual-retry,
+//! docs/notifier.md "Manual retry"): `tayga deliveries retry` and `POST /api/v1/deliveries/{alert_id}/retry` both
 //! call [`retry`], so the rule lives once.
 //!
 //! A retry resets the chosen `failed` (alert, target) rows to `pending` (with the attempts
@@ -7,8 +7,8 @@
 //! the alert's stored document to the alerts topic with [`MANUAL_RETRY_HEADER`]. The
 //! notifier's usual decision then delivers it exactly once more to those targets: a pending
 //! row means "deliver", every other target's final row means "duplicate". Only an operator
-//! calls this; the notifier never resets a final row on its own, so seed 003's
-//! once-per-target rule holds for everything it does by itself.
+//! calls this; the notifier never resets a final row on its own, so the
+//! once-per-target rule (docs/design.md#notifier-states) holds for everything it does by itself.
 //!
 //! The rows are written before the record is published: the other order would let the
 //! notifier read the record while the row still says `failed`, and send nothing.

@@ -30,7 +30,7 @@ pub struct TopicSpec {
     pub partitions: i32,
 }
 
-/// The four topics of DESIGN.md §2.
+/// The four topics (docs/design.md#topics).
 pub fn topic_specs(names: &Names, kafka: &KafkaConfig) -> Vec<TopicSpec> {
     vec![
         TopicSpec { name: names.signals.clone(), partitions: kafka.partitions },

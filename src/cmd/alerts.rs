@@ -1,9 +1,9 @@
 //! `tayga alerts list` and `tayga alerts republish` (docs/logminer-commands.md).
 //!
 //! `list` shows the newest version of each alert with two facts the alert document does not
-//! carry: whether it is active (its `last_at` within `store::logminer::ACTIVE_WINDOW_NS`; seed
-//! 000: a silence is refreshed only while its service logs, so an unrefreshed one is
-//! inactive) and whether that version reached the alerts topic.
+//! carry: whether it is active (its `last_at` within `store::logminer::ACTIVE_WINDOW_NS`;
+//! docs/design.md#active-alerts: a silence is refreshed only while its service logs, so an
+//! unrefreshed one is inactive) and whether that version reached the alerts topic.
 //!
 //! `republish` sends through `bus::alerts::publish_and_mark`, the logminer's own path, so a
 //! publication mark means the same whoever wrote it.
@@ -31,9 +31,10 @@ pub async fn run(
     timeout: Duration,
     json: bool,
     out: &mut dyn Write,
+    err: &mut dyn Write,
 ) -> anyhow::Result<()> {
     match sub {
-        AlertsCommand::List(args) => list(config, args, timeout, json, out).await,
+        AlertsCommand::List(args) => list(config, args, timeout, json, out, err).await,
         AlertsCommand::Republish(args) => republish(config, args, timeout, json, out).await,
     }
 }
@@ -68,6 +69,7 @@ async fn list(
     timeout: Duration,
     json: bool,
     out: &mut dyn Write,
+    err: &mut dyn Write,
 ) -> anyhow::Result<()> {
     // One reading of the clock: the active rule and the ages in the table agree.
     let now = Clock::from_env()?.now_ns();
@@ -104,10 +106,17 @@ async fn list(
             })
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
-    write_list(&listed, total, now, json, out)
+    write_list(&listed, total, now, json, out, err)
 }
 
-fn write_list(listed: &[Listed], total: u64, now: u64, json: bool, out: &mut dyn Write) -> anyhow::Result<()> {
+fn write_list(
+    listed: &[Listed],
+    total: u64,
+    now: u64,
+    json: bool,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> anyhow::Result<()> {
     if json {
         writeln!(out, "{}", serde_json::to_string_pretty(listed)?)?;
         return Ok(());
@@ -127,7 +136,7 @@ fn write_list(listed: &[Listed], total: u64, now: u64, json: bool, out: &mut dyn
         if layout.is_terminal() {
             writeln!(out, "{cut}")?;
         } else {
-            eprintln!("{cut}");
+            writeln!(err, "{cut}")?;
         }
     }
     Ok(())
@@ -260,7 +269,7 @@ async fn republish(
 }
 
 /// Every unmarked alert updated at or after `since_ns`, oldest first, in chunks of `chunk`
-/// (seed 000's bound per pass), until none is left or a send fails. Returns how many were
+/// (the logminer's bound per pass, docs/design.md#republication), until none is left or a send fails. Returns how many were
 /// published and why it stopped early.
 async fn republish_unmarked(
     publisher: &Publisher,

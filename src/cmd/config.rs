@@ -10,26 +10,33 @@ use super::Reported;
 use crate::cli::ConfigCommand;
 use crate::config::{display_value, json_value, ConfigError, Loaded};
 
-pub fn run(sub: &ConfigCommand, file: Option<&Path>, json: bool, out: &mut dyn Write) -> anyhow::Result<()> {
+pub fn run(
+    sub: &ConfigCommand,
+    file: Option<&Path>,
+    json: bool,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> anyhow::Result<()> {
     let loaded = match Loaded::load(file) {
         Ok(loaded) => loaded,
         Err(e) if json && matches!(sub, ConfigCommand::Check) => return check_json(file, &e.problems, out),
-        Err(e) => return Err(load_failed(e)),
+        Err(e) => return Err(load_failed(e, err)),
     };
     match sub {
         ConfigCommand::Show => show(&loaded, json, out),
-        ConfigCommand::Check => check(&loaded, json, out),
+        ConfigCommand::Check => check(&loaded, json, out, err),
     }
 }
 
 /// A configuration that does not load: one stderr line per problem, then exit 1.
-pub fn load_failed(err: ConfigError) -> anyhow::Error {
-    report(&err.problems)
+pub fn load_failed(e: ConfigError, err: &mut dyn Write) -> anyhow::Error {
+    report(&e.problems, err)
 }
 
-fn report(problems: &[String]) -> anyhow::Error {
+fn report(problems: &[String], err: &mut dyn Write) -> anyhow::Error {
     for problem in problems {
-        eprintln!("config: {problem}");
+        // A stderr that cannot be written to leaves only the failure's own line.
+        let _ = writeln!(err, "config: {problem}");
     }
     Reported(format!("the configuration has {} problem(s)", problems.len())).into()
 }
@@ -60,7 +67,7 @@ fn show(loaded: &Loaded, json: bool, out: &mut dyn Write) -> anyhow::Result<()> 
     Ok(())
 }
 
-fn check(loaded: &Loaded, json: bool, out: &mut dyn Write) -> anyhow::Result<()> {
+fn check(loaded: &Loaded, json: bool, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Result<()> {
     let problems = loaded.problems();
     if json {
         return check_json(loaded.file.as_deref(), &problems, out);
@@ -70,7 +77,7 @@ fn check(loaded: &Loaded, json: bool, out: &mut dyn Write) -> anyhow::Result<()>
         writeln!(out, "config ok ({from})")?;
         return Ok(());
     }
-    Err(report(&problems))
+    Err(report(&problems, err))
 }
 
 /// `config check --json`: `{"ok": …, "file": …, "problems": […]}` on stdout, exit 1 when

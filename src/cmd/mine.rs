@@ -7,7 +7,7 @@
 //! at the time. `--online` prints each line as it is mined instead, for endless pipes.
 
 use crate::cli::{MineArgs, MineFormat as Format};
-use crate::cmd::table::{Layout, Table};
+use crate::cmd::table::{stderr_is_terminal, Layout, Table};
 use crate::mine::{Change, FastMap, Miner, MiningConfig};
 use anyhow::{Context, Result};
 use std::collections::VecDeque;
@@ -19,7 +19,13 @@ use std::time::{Duration, Instant};
 /// Progress is worth drawing only for inputs that take more than a moment.
 const PROGRESS_MIN_BYTES: u64 = 8 << 20;
 
-pub fn run(args: &MineArgs, logminer: &crate::config::LogminerConfig, json: bool) -> Result<()> {
+pub fn run(
+    args: &MineArgs,
+    logminer: &crate::config::LogminerConfig,
+    json: bool,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> Result<()> {
     let format = if json { Format::Json } else { args.format };
     let config = match &args.mining_config {
         Some(path) => {
@@ -36,9 +42,10 @@ pub fn run(args: &MineArgs, logminer: &crate::config::LogminerConfig, json: bool
     let (name, size, input): (String, Option<u64>, Box<dyn Read + Send>) = if args.file == "-" {
         if io::stdin().is_terminal() {
             // Without a file, a terminal would otherwise wait in silence.
-            eprintln!(
+            writeln!(
+                err,
                 "tayga mine: reading log lines from standard input (end with Ctrl-D; `tayga mine FILE` reads a file)"
-            );
+            )?;
         }
         ("standard input".to_string(), None, Box::new(io::stdin()))
     } else {
@@ -48,7 +55,7 @@ pub fn run(args: &MineArgs, logminer: &crate::config::LogminerConfig, json: bool
     };
 
     let progress = match size {
-        Some(size) if size >= PROGRESS_MIN_BYTES && io::stderr().is_terminal() => {
+        Some(size) if size >= PROGRESS_MIN_BYTES && stderr_is_terminal() => {
             let bar = indicatif::ProgressBar::new(size);
             bar.set_style(
                 indicatif::ProgressStyle::with_template("{bar:40} {bytes}/{total_bytes} {bytes_per_sec} eta {eta}")
@@ -59,8 +66,7 @@ pub fn run(args: &MineArgs, logminer: &crate::config::LogminerConfig, json: bool
         _ => None,
     };
 
-    let stdout = io::stdout();
-    let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
+    let mut out = BufWriter::with_capacity(1 << 16, out);
     let mut table = (format == Format::Table).then(new_table);
     let per_line_online = args.online;
     if per_line_online && format == Format::Csv {
@@ -171,7 +177,7 @@ pub fn run(args: &MineArgs, logminer: &crate::config::LogminerConfig, json: bool
     written.and_then(|()| out.flush()).or_else(ignore_broken_pipe)?;
 
     if args.stats {
-        print_stats(lines, live, born, merges, mined_in, miner.masking_version());
+        print_stats(err, lines, live, born, merges, mined_in, miner.masking_version())?;
     }
     Ok(())
 }
@@ -630,20 +636,28 @@ fn json_string(s: &str) -> String {
     serde_json::to_string(s).expect("a str always serialises")
 }
 
-fn print_stats(lines: u64, templates: usize, born: u64, merges: u64, elapsed: Duration, masking_version: &str) {
+fn print_stats(
+    err: &mut dyn Write,
+    lines: u64,
+    templates: usize,
+    born: u64,
+    merges: u64,
+    elapsed: Duration,
+    masking_version: &str,
+) -> io::Result<()> {
     let secs = elapsed.as_secs_f64();
     let rate = if secs > 0.0 { lines as f64 / secs } else { 0.0 };
     let peak = peak_memory_kib().map_or_else(|| "n/a".to_string(), |k| format!("{:.1} MiB", k as f64 / 1024.0));
-    eprintln!("lines        {lines}");
-    eprintln!("templates    {templates}");
+    writeln!(err, "lines        {lines}")?;
+    writeln!(err, "templates    {templates}")?;
     // Born: what the logminer would announce if each birth reached a new-template pass
     // before a merge retired it (the worst case); merges: how many lines merged templates.
-    eprintln!("born         {born}");
-    eprintln!("merges       {merges}");
-    eprintln!("mined in     {secs:.3} s");
-    eprintln!("lines/s      {rate:.0}");
-    eprintln!("peak memory  {peak}");
-    eprintln!("masking      {masking_version}");
+    writeln!(err, "born         {born}")?;
+    writeln!(err, "merges       {merges}")?;
+    writeln!(err, "mined in     {secs:.3} s")?;
+    writeln!(err, "lines/s      {rate:.0}")?;
+    writeln!(err, "peak memory  {peak}")?;
+    writeln!(err, "masking      {masking_version}")
 }
 
 /// Peak resident set size (VmHWM) in KiB, where the platform reports it.

@@ -1,6 +1,6 @@
-//! One file per operator command. Commands print to the writer they are given (stdout in
-//! the binary, a buffer in tests) and return errors; only `src/bin/tayga.rs` decides exit
-//! codes.
+//! One file per operator command. Commands print to the writers they are given (stdout and
+//! stderr in the binary) and return errors; only `src/bin/tayga.rs` decides exit codes and
+//! touches the process's streams (`tests/it/tidy.rs` checks it).
 
 pub mod alerts;
 pub mod config;
@@ -20,6 +20,7 @@ pub mod topics;
 pub mod up;
 
 use std::io::Write;
+use std::path::Path;
 
 use crate::cli::{Cli, Command};
 use crate::config::Loaded;
@@ -28,6 +29,14 @@ use crate::config::Loaded;
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct Reported(pub String);
+
+/// Whether the process's standard output and error are terminals, as the binary found them:
+/// commands lay out tables and show progress by it, never asking the streams themselves.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Terminals {
+    pub stdout: bool,
+    pub stderr: bool,
+}
 
 /// Whether a command prints data (and so takes `--json`). The others refuse `--json` as a
 /// usage error instead of ignoring it.
@@ -61,9 +70,10 @@ fn prose(cli: &Cli) -> bool {
         }
 }
 
-/// Runs one parsed command line.
-pub async fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<()> {
+/// Runs one parsed command line: data and answers to `out`, warnings and progress to `err`.
+pub async fn run(cli: Cli, out: &mut dyn Write, err: &mut dyn Write, terminals: Terminals) -> anyhow::Result<()> {
     table::set_wide(cli.wide);
+    table::set_terminals(terminals);
     let mut wrapped;
     let out: &mut dyn Write = if prose(&cli) {
         wrapped = table::Wrapping::new(out, table::Layout::current());
@@ -71,26 +81,31 @@ pub async fn run(cli: Cli, out: &mut dyn Write) -> anyhow::Result<()> {
     } else {
         out
     };
-    let load = || Loaded::load(cli.config.as_deref()).map_err(config::load_failed);
+    let file = cli.config.as_deref();
     let timeout = cli.timeout;
     match &cli.command {
-        Command::Config(sub) => config::run(sub, cli.config.as_deref(), cli.json, out),
-        Command::Migrate(args) => migrate::run(&load()?.config, args, timeout, cli.json, out).await,
-        Command::Topics(sub) => topics::run(&load()?.config, sub, timeout, cli.json, out).await,
-        Command::Serve(args) => serve::run(load()?, args.service).await,
-        Command::Up(args) => up::run(load()?, args, out).await,
-        Command::Deliveries(sub) => deliveries::run(&load()?.config, sub, timeout, cli.json, out).await,
+        Command::Config(sub) => config::run(sub, file, cli.json, out, err),
+        Command::Migrate(args) => migrate::run(&load(file, err)?.config, args, timeout, cli.json, out).await,
+        Command::Topics(sub) => topics::run(&load(file, err)?.config, sub, timeout, cli.json, out, err).await,
+        Command::Serve(args) => serve::run(load(file, err)?, args.service, err).await,
+        Command::Up(args) => up::run(load(file, err)?, args, out, err).await,
+        Command::Deliveries(sub) => deliveries::run(&load(file, err)?.config, sub, timeout, cli.json, out).await,
         Command::Remine(args) => {
-            let config = load()?.config;
+            let config = load(file, err)?.config;
             reach::clickhouse(&config.clickhouse, timeout).await?;
             remine::run(&config, args, cli.json, out).await
         }
-        Command::Alerts(sub) => alerts::run(&load()?.config, sub, timeout, cli.json, out).await,
-        Command::Scale(sub) => scale::run(&load()?.config, sub, timeout, cli.json, out).await,
+        Command::Alerts(sub) => alerts::run(&load(file, err)?.config, sub, timeout, cli.json, out, err).await,
+        Command::Scale(sub) => scale::run(&load(file, err)?.config, sub, timeout, cli.json, out, err).await,
         Command::Loadgen(args) => loadgen::run(args, cli.json, out).await,
-        Command::Mine(args) => mine::run(args, &load()?.config.logminer, cli.json),
+        Command::Mine(args) => mine::run(args, &load(file, err)?.config.logminer, cli.json, out, err),
         Command::Completions(args) => generate::completions(args.shell, out),
         Command::Man(args) => generate::man(args.dir.as_deref(), out),
         Command::Generate(args) => generate::generate(&args.root, out),
     }
+}
+
+/// The configuration, or its problems on `err` (one line each) and a [`Reported`] failure.
+fn load(file: Option<&Path>, err: &mut dyn Write) -> anyhow::Result<Loaded> {
+    Loaded::load(file).map_err(|e| config::load_failed(e, err))
 }

@@ -1,5 +1,5 @@
 //! `tayga remine [--dry-run]`: re-mine the stored logs with the current masking rules and
-//! rebuild templates and hits (seed 000; docs/logminer-commands.md).
+//! rebuild templates and hits (docs/design.md#watermarks; docs/logminer-commands.md).
 //!
 //! The order is what makes an interrupted run safe to repeat: the heartbeat rule first, then
 //! the current masking version's templates and merges are deleted, hits are stored page by
@@ -12,10 +12,10 @@
 //! templates are retired, and their survivors keep the ids the logminer gave them.
 
 use std::collections::BTreeMap;
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::time::Duration;
 
-use crate::cmd::table::{count, Layout, Table};
+use crate::cmd::table::{count, stderr_is_terminal, Layout, Table};
 use anyhow::Context;
 use serde::Serialize;
 
@@ -56,8 +56,8 @@ pub enum RemineError {
     StartedDuring { replica: String, age: Duration },
 }
 
-/// The youngest heartbeat, when it is younger than `fresh` at `now_ns` (seed 000: remine
-/// refuses while any heartbeat is under 3 minutes old). A heartbeat from the future (a
+/// The youngest heartbeat, when it is younger than `fresh` at `now_ns` (docs/design.md#watermarks:
+/// remine refuses while any heartbeat is under 3 minutes old). A heartbeat from the future (a
 /// replica whose clock is ahead) counts as age 0: live.
 pub fn live_heartbeat(state: &State, now_ns: u64, fresh: Duration) -> Option<(Heartbeat, Duration)> {
     let youngest = state.heartbeats().into_iter().next()?;
@@ -257,7 +257,7 @@ pub async fn run(config: &Config, args: &RemineArgs, json: bool, out: &mut dyn W
 
 /// Logs done of the total, on stderr; hidden when stderr is not a terminal or with `--json`.
 fn progress(total: u64, json: bool) -> indicatif::ProgressBar {
-    if json || !std::io::stderr().is_terminal() {
+    if json || !stderr_is_terminal() {
         return indicatif::ProgressBar::hidden();
     }
     let bar = indicatif::ProgressBar::new(total);

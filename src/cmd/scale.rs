@@ -7,7 +7,7 @@
 //!    partition's watermark (a partition without a key resolves to the global one, which is
 //!    exactly what is written), `logminer.replicas` as this shell sees it need not be what
 //!    runs, and once every partition has a key a survivor of any later scale-down resumes
-//!    from the slowest partition it takes over (seed 000);
+//!    from the slowest partition it takes over (docs/design.md#watermarks);
 //! 3. set `LOGMINER_REPLICAS=N` in the Compose env file;
 //! 4. run `docker compose up -d --scale logminer=N`, or print it when docker is not on PATH.
 
@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use serde::Serialize;
+use tokio::io::AsyncBufReadExt as _;
 
 use crate::bus::topics::partition_counts_within;
 use crate::cli::{ScaleCommand, ScaleLogminerArgs};
@@ -88,9 +89,10 @@ pub async fn run(
     timeout: Duration,
     json: bool,
     out: &mut dyn Write,
+    err: &mut dyn Write,
 ) -> anyhow::Result<()> {
     let ScaleCommand::Logminer(args) = sub;
-    logminer(config, args, timeout, json, out).await
+    logminer(config, args, timeout, json, out, err).await
 }
 
 async fn logminer(
@@ -99,6 +101,7 @@ async fn logminer(
     timeout: Duration,
     json: bool,
     out: &mut dyn Write,
+    err: &mut dyn Write,
 ) -> anyhow::Result<()> {
     let n = args.replicas;
     // clap refuses 0 and more than the maximum as usage errors; this keeps the rule whole
@@ -164,13 +167,18 @@ async fn logminer(
     write_atomically(&args.env_file, &text).with_context(|| format!("writing {}", args.env_file.display()))?;
 
     if let Some(docker) = &docker {
-        // Compose's own output goes to stderr, so stdout stays this command's (and --json's).
-        let status = tokio::process::Command::new(docker)
+        // Compose's own output goes to `err`, line by line as it comes, so `out` stays this
+        // command's (and --json's).
+        let mut child = tokio::process::Command::new(docker)
             .args(&plan.command[1..])
-            .stdout(std::io::stderr())
-            .status()
-            .await
+            .stdout(std::process::Stdio::piped())
+            .spawn()
             .with_context(|| format!("running {}", docker.display()))?;
+        let mut lines = tokio::io::BufReader::new(child.stdout.take().expect("stdout is piped")).lines();
+        while let Some(line) = lines.next_line().await.with_context(|| format!("reading {}", docker.display()))? {
+            writeln!(err, "{line}")?;
+        }
+        let status = child.wait().await.with_context(|| format!("running {}", docker.display()))?;
         anyhow::ensure!(
             status.success(),
             "`{}` failed ({status}); {REPLICAS_VAR}={n} is set in {} and the watermark keys are written, so run it \

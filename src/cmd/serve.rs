@@ -2,6 +2,8 @@
 //! one process. Each daemon prepares what it needs (topics, schema) at start, serves
 //! `/health` and `/metrics`, and stops cleanly on SIGTERM or SIGINT.
 
+use std::io::Write;
+
 use clap::ValueEnum;
 use tokio::task::JoinSet;
 
@@ -14,11 +16,11 @@ use crate::daemon::{self, Shutdown};
 pub const AVAILABLE: &[Service] =
     &[Service::Ingest, Service::Writer, Service::Assembler, Service::Logminer, Service::Notifier, Service::Api];
 
-pub async fn run(loaded: Loaded, service: Service) -> anyhow::Result<()> {
+pub async fn run(loaded: Loaded, service: Service, err: &mut dyn Write) -> anyhow::Result<()> {
     if service != Service::All && !AVAILABLE.contains(&service) {
         anyhow::bail!("`tayga serve {}` is not in this build yet", name(service));
     }
-    refuse_problems(&loaded)?;
+    refuse_problems(&loaded, err)?;
     let config = loaded.config;
     let shutdown = Shutdown::new();
     shutdown.trigger_on_signals()?;
@@ -28,11 +30,11 @@ pub async fn run(loaded: Loaded, service: Service) -> anyhow::Result<()> {
 
 /// Every problem of the configuration on stderr, then a refusal; a daemon never starts on
 /// a configuration with problems.
-pub fn refuse_problems(loaded: &Loaded) -> anyhow::Result<()> {
+pub fn refuse_problems(loaded: &Loaded, err: &mut dyn Write) -> anyhow::Result<()> {
     let problems = loaded.problems();
     if !problems.is_empty() {
         for problem in &problems {
-            eprintln!("config: {problem}");
+            writeln!(err, "config: {problem}")?;
         }
         return Err(Reported(format!("the configuration has {} problem(s)", problems.len())).into());
     }

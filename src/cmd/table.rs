@@ -8,7 +8,6 @@
 //! `TAYGA_FORCE_TTY` forces terminal output (with a number, at that width), as
 //! `GH_FORCE_TTY` does for gh, so tests can see what an operator sees.
 
-use std::io::IsTerminal;
 use std::sync::OnceLock;
 
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
@@ -29,10 +28,21 @@ pub enum Layout {
 }
 
 static WIDE: OnceLock<bool> = OnceLock::new();
+static TERMINALS: OnceLock<super::Terminals> = OnceLock::new();
 
 /// Records `--wide` for the process (called once, by `cmd::run`).
 pub fn set_wide(wide: bool) {
     let _ = WIDE.set(wide);
+}
+
+/// Records which of the process's streams are terminals (called once, by `cmd::run`).
+pub fn set_terminals(terminals: super::Terminals) {
+    let _ = TERMINALS.set(terminals);
+}
+
+/// Whether stderr is a terminal, so a progress bar there is seen.
+pub fn stderr_is_terminal() -> bool {
+    TERMINALS.get().is_some_and(|t| t.stderr)
 }
 
 impl Layout {
@@ -40,7 +50,7 @@ impl Layout {
     pub fn current() -> Layout {
         let wide = WIDE.get().copied().unwrap_or(false);
         let forced = std::env::var(FORCE_TTY_VAR).ok();
-        let terminal = forced.is_some() || std::io::stdout().is_terminal();
+        let terminal = forced.is_some() || TERMINALS.get().is_some_and(|t| t.stdout);
         if !terminal {
             return Layout::Pipe;
         }

@@ -17,6 +17,7 @@ pub async fn run(
     timeout: Duration,
     json: bool,
     out: &mut dyn Write,
+    err: &mut dyn Write,
 ) -> anyhow::Result<()> {
     let names = config.names();
     reach::broker(&config.kafka, timeout).await?;
@@ -41,10 +42,11 @@ pub async fn run(
             }
             for outcome in outcomes.iter().filter(|o| o.partition_mismatch()) {
                 if let TopicOutcome::Existing { topic, partitions, wanted } = outcome {
-                    eprintln!(
+                    writeln!(
+                        err,
                         "warning: {topic} has {partitions} partitions, the configuration asks for {wanted}; \
                          partition counts apply only when a topic is created"
-                    );
+                    )?;
                 }
             }
             Ok(())

@@ -24,12 +24,12 @@ use crate::store::{migrate, now_ns, Store};
 use super::serve;
 
 /// The services get this long to stop after a signal, and the processes `up` started the
-/// rest of the 40 s a supervisor allows (seed 000's stop bound).
+/// rest of the 40 s a supervisor allows (docs/design.md#shutdown).
 const SERVICES_STOP: Duration = Duration::from_secs(28);
 const CHILD_STOP: Duration = Duration::from_secs(5);
 
-pub async fn run(loaded: Loaded, args: &UpArgs, out: &mut dyn Write) -> anyhow::Result<()> {
-    serve::refuse_problems(&loaded)?;
+pub async fn run(loaded: Loaded, args: &UpArgs, out: &mut dyn Write, err: &mut dyn Write) -> anyhow::Result<()> {
+    serve::refuse_problems(&loaded, err)?;
     let mut config = loaded.config.clone();
     let shutdown = Shutdown::new();
     shutdown.trigger_on_signals()?;

@@ -2,7 +2,7 @@
 //!
 //! Loading is layered so that `tayga config show` can say where every value came from:
 //! the built-in defaults, then the file, then the environment (`TAYGA_<SECTION>_<KEY>`, plus
-//! the names the seeds use, such as `LOGMINER_REPLICAS`). Every layer is merged as a TOML
+//! the names Compose files use, such as `LOGMINER_REPLICAS`). Every layer is merged as a TOML
 //! tree before anything is deserialised, so an unknown key or a wrongly typed value is
 //! reported by its dotted path, every problem at once, instead of one serde error at a time.
 
@@ -20,7 +20,7 @@ use toml::Value;
 pub use names::Names;
 pub use sections::*;
 
-/// Environment names the seeds use, beside the generic `TAYGA_<SECTION>_<KEY>` form.
+/// Environment names Compose files use, beside the generic `TAYGA_<SECTION>_<KEY>` form.
 /// The generic name wins when both are set.
 const ENV_ALIASES: &[(&str, &str)] = &[("LOGMINER_REPLICAS", "logminer.replicas")];
 
@@ -28,8 +28,10 @@ const ENV_ALIASES: &[(&str, &str)] = &[("LOGMINER_REPLICAS", "logminer.replicas"
 pub const DEFAULT_CONFIG_FILE: &str = "tayga.toml";
 
 /// `TAYGA_*` variables that are not configuration keys: the binary's own (`--config`,
-/// logging, `--timeout`, forced terminal output, the commands' test clock) and the local
-/// services script's. Any other `TAYGA_*` name is a misspelt key and an error.
+/// logging, `--timeout`, forced terminal output, the commands' test clock), the local
+/// services script's, and the suite's Loghub data (`tests/it/mine_loghub.rs`), which
+/// `scripts/test.sh` exports to every process it starts. Any other `TAYGA_*` name is a
+/// misspelt key and an error.
 pub const OTHER_VARIABLES: &[&str] = &[
     "TAYGA_CONFIG",
     "TAYGA_LOG",
@@ -40,6 +42,7 @@ pub const OTHER_VARIABLES: &[&str] = &[
     "TAYGA_CH_HTTP_PORT",
     "TAYGA_CH_TCP_PORT",
     "TAYGA_BROKER_PORT",
+    "TAYGA_LOGHUB_2K",
 ];
 
 /// Prefixes of variables the test suite and CI read, and the build's own (`build.rs`; cargo

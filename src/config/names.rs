@@ -1,4 +1,4 @@
-//! The names of one install's topics and consumer groups (DESIGN.md §2), derived from
+//! The names of one install's topics and consumer groups (docs/design.md#topics), derived from
 //! `kafka.topic_prefix`. Tests give each run its own prefix.
 
 /// The topic and consumer-group names of one install.
@@ -28,7 +28,7 @@ impl Names {
         }
     }
 
-    /// The consumer groups that read `topic` in Tayga (DESIGN.md §2).
+    /// The consumer groups that read `topic` in Tayga (docs/design.md#topics).
     pub fn groups_of(&self, topic: &str) -> Vec<&str> {
         if topic == self.signals {
             vec![&self.writer_group, &self.assembler_group]

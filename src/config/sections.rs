@@ -1,5 +1,5 @@
 //! The sections of `tayga.toml`. Every struct rejects unknown keys and fills what is missing
-//! from its `Default`, whose values are the seeds' numbers. A field here is a key in the file,
+//! from its `Default`, whose values are the numbers docs/design.md gives. A field here is a key in the file,
 //! an environment variable and a line of `tayga config show`: there is no other list.
 
 use std::collections::BTreeMap;
@@ -26,12 +26,12 @@ pub struct Config {
 pub struct KafkaConfig {
     /// Comma-separated bootstrap servers.
     pub brokers: String,
-    /// Partitions of `signals` and `logs` when Tayga creates them (seed 000: 12).
+    /// Partitions of `signals` and `logs` when Tayga creates them (12: docs/design.md#topics).
     pub partitions: i32,
     /// Replication factor of topics Tayga creates (1 on a single broker).
     pub replication_factor: i32,
-    /// `retention.ms` of topics Tayga creates, in hours (7 days: seed 000's signals volume
-    /// is sized for a week). Applies only at creation, like the partition counts.
+    /// `retention.ms` of topics Tayga creates, in hours (7 days: the signals topic is
+    /// sized for a week). Applies only at creation, like the partition counts.
     pub retention_hours: u64,
     /// `compression.type` of topics Tayga creates: lz4 (what Tayga's producers send, so the
     /// broker never recompresses), `producer` (whatever a producer sent), none, gzip, snappy
@@ -96,7 +96,7 @@ pub struct RetentionConfig {
     pub log_hits_days: u32,
     pub stories_days: u32,
     pub log_alerts_days: u32,
-    /// Seed 003: delivery rows are kept 30 days.
+    /// Delivery rows are kept 30 days (docs/design.md#notifier-states).
     pub notifier_deliveries_days: u32,
     pub pipeline_metrics_days: u32,
     /// How often the sweep runs.
@@ -118,7 +118,7 @@ impl Default for RetentionConfig {
     }
 }
 
-/// Which ingest path is tried first (seed 001). It orders the paths; it never disables one.
+/// Which ingest path is tried first (docs/design.md#ingest). It orders the paths; it never disables one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum PipelinePolicy {
@@ -138,7 +138,7 @@ pub struct IngestConfig {
     pub pipeline: PipelinePolicy,
     /// Largest request body accepted, after decompression.
     pub max_body_bytes: u64,
-    /// Largest record published to the broker (seed 000: 900,000 bytes).
+    /// Largest record published to the broker (900,000 bytes: docs/design.md#topics).
     pub max_record_bytes: u64,
     /// How long a failed path is skipped before a probe may bring it back.
     pub breaker_cooldown_secs: u64,
@@ -265,8 +265,8 @@ impl Default for AssemblerConfig {
     }
 }
 
-/// The most logminer replicas a deployment may run (DESIGN.md §7: 1 to 12, the partitions of
-/// the logs topic by default).
+/// The most logminer replicas a deployment may run (1 to 12, the partitions of the logs topic
+/// by default: docs/design.md#logminer-ownership).
 pub const MAX_LOGMINER_REPLICAS: u32 = 12;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -277,21 +277,21 @@ pub struct LogminerConfig {
     pub replicas: u32,
     /// This replica's id in heartbeats; empty means the hostname (the container's name).
     pub replica_id: String,
-    /// A replica owns the services whose logs it mined within this window (seed 000: 60).
+    /// A replica owns the services whose logs it mined within this window (60: docs/design.md#logminer-ownership).
     pub ownership_window_min: u64,
     /// Detection pass interval.
     pub tick_secs: u64,
-    /// Clean stop: flush bound, then the new-template pass bound (seed 000: 15 s, 20 s).
+    /// Clean stop: flush bound, then the new-template pass bound (15 s, 20 s: docs/design.md#logminer-shutdown).
     pub shutdown_flush_timeout_secs: u64,
     pub shutdown_pass_timeout_secs: u64,
-    /// The new-template pass after a revoke (seed 000: 30 s).
+    /// The new-template pass after a revoke (30 s: docs/design.md#logminer-rebalances).
     pub revoke_pass_timeout_secs: u64,
-    /// Republication of unmarked alerts (seed 000: 24 h, 1,000 per pass).
+    /// Republication of unmarked alerts (24 h, 1,000 per pass: docs/design.md#republication).
     pub republish_window_hours: u64,
     pub republish_max_per_pass: u64,
-    /// `remine` refuses while a heartbeat is younger than this (seed 000: 3 minutes).
+    /// `remine` refuses while a heartbeat is younger than this (3 minutes: docs/design.md#watermarks).
     pub heartbeat_fresh_secs: u64,
-    /// Heartbeat keys older than this are deleted at start-up (seed 000: a day).
+    /// Heartbeat keys older than this are deleted at start-up (a day: docs/design.md#watermarks).
     pub heartbeat_expire_secs: u64,
     /// Spike: the minute count must reach `spike_factor` × the baseline and at least
     /// `spike_min_count`; the baseline is the mean of the previous `spike_baseline_min` minutes.
@@ -342,7 +342,7 @@ impl Default for LogminerConfig {
     }
 }
 
-/// A webhook that receives alerts (seed 003).
+/// A webhook that receives alerts (docs/design.md#notifier).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TargetConfig {
@@ -477,7 +477,7 @@ impl Default for ApiConfig {
 /// The `compression.type` values a Kafka topic accepts.
 pub const TOPIC_COMPRESSIONS: &[&str] = &["producer", "none", "gzip", "snappy", "lz4", "zstd"];
 
-/// Alert kinds (DESIGN.md §7); `notifier.targets[].kinds` may name only these.
+/// Alert kinds (docs/logminer.md, "The alert rules"); `notifier.targets[].kinds` may name only these.
 pub const ALERT_KINDS: &[&str] = &["new_template", "spike", "silence"];
 
 /// One semantic problem of a configuration: the key it is about and what is wrong, in a
@@ -663,7 +663,7 @@ impl Config {
         problems
     }
 
-    /// The topic and group names of this install (DESIGN.md §2).
+    /// The topic and group names of this install (docs/design.md#topics).
     pub fn names(&self) -> super::Names {
         super::Names::new(&self.kafka.topic_prefix)
     }

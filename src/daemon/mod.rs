@@ -1,4 +1,4 @@
-//! What every daemon shares (DESIGN.md §10): logging set up for containers, a shutdown
+//! What every daemon shares (docs/design.md#shutdown): logging set up for containers, a shutdown
 //! signal raised by SIGTERM/SIGINT, the small HTTP server for `/health` and `/metrics`, and
 //! the start-up retries. Each daemon lives in a submodule and is started by
 //! `tayga serve <service>`; the consuming ones go through [`run`] ([`runtime`]), ingest

@@ -1,5 +1,5 @@
 //! `ingest_backlog`: the records ingest wrote on the direct path, kept until the broker
-//! acknowledged their replay (DESIGN.md §5: the direct path is a detour, not a dead end).
+//! acknowledged their replay (docs/design.md#ingest-backlog: the direct path is a detour, not a dead end).
 //!
 //! A record's key is `(created_ns, nonce, position)`, which is also replay order (oldest
 //! first). Replaying one inserts a newer version of its key with `replayed = 1` and no

@@ -1,4 +1,4 @@
-//! `notifier_deliveries`: the state of every (alert, target) pair (seed 003), read by the
+//! `notifier_deliveries`: the state of every (alert, target) pair (docs/design.md#notifier-states), read by the
 //! notifier before it sends and by `tayga deliveries show`. The table is a
 //! ReplacingMergeTree by (alert_id, target) with `updated_ns` as the version, so every
 //! change is a new row (written with [`super::Store::insert`]) and reads take the latest
@@ -67,7 +67,7 @@ pub fn statements() -> Vec<Statement> {
     vec![Statement::new("deliveries.latest_by_alert", LATEST_BY_ALERT_SQL).binds(["11"])]
 }
 
-/// The `status` column of `notifier_deliveries` (seed 003): the notifier writes it, the
+/// The `status` column of `notifier_deliveries` (docs/design.md#notifier-states): the notifier writes it, the
 /// commands and the API read it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Status {

@@ -45,7 +45,7 @@ pub async fn supports_tokens(store: &Store) -> Result<bool, StoreError> {
 }
 
 /// Sets the deduplication window on the tables filled with tokens (without it, a token is
-/// accepted and silently ignored: seed 001).
+/// accepted and silently ignored: docs/design.md#writer).
 pub async fn enable_token_window(store: &Store) -> Result<(), StoreError> {
     for sql in schema::token_window_statements(store.cluster()) {
         store.execute("setting non_replicated_deduplication_window", &sql).await?;

@@ -1,5 +1,5 @@
-//! The logminer's tables, read and written in one place: `logminer_state` (seed 000's
-//! key/value table), `log_templates`, `log_template_merges`, `log_hits`, `log_alerts` and
+//! The logminer's tables, read and written in one place: `logminer_state` (the
+//! key/value table of docs/design.md#watermarks), `log_templates`, `log_template_merges`, `log_hits`, `log_alerts` and
 //! `log_alert_publications`. The daemon and the operator commands (`remine`, `alerts`,
 //! `scale logminer`) share these functions, so a key or a query has one spelling.
 //!
@@ -19,7 +19,7 @@ use super::statements::Statement;
 use super::{AlertPublicationRow, AlertRow, HitRow, StateRow, Store, StoreError, TemplateMergeRow, TemplateRow};
 
 /// The global new-template watermark. It seeds a partition without its own key; only
-/// `remine` still writes it (seed 000).
+/// `remine` still writes it (docs/design.md#watermarks).
 pub const GLOBAL_WATERMARK: &str = "new_template_watermark_ns";
 /// The masking rule set the stored templates were mined with, and when it began.
 pub const MASKING_VERSION: &str = "masking_version";
@@ -128,7 +128,7 @@ impl State {
         self.get(key).and_then(|v| v.trim().parse().ok())
     }
 
-    /// The watermark an assignment of `partitions` starts from (seed 000): the minimum
+    /// The watermark an assignment of `partitions` starts from (docs/design.md#watermarks): the minimum
     /// over the partitions, where a partition without its own key takes the global one,
     /// and 0 when there is neither (every template is new).
     pub fn watermark(&self, partitions: &[i32]) -> u64 {
@@ -179,8 +179,8 @@ pub async fn write_state(store: &Store, entries: &[(String, String)], now_ns: u6
     store.insert(&rows).await
 }
 
-/// Deletes heartbeat keys whose last beat is older than `cutoff_ns` (seed 000: at start-up,
-/// keys older than a day). Asynchronous on the server (a mutation), which is fine: a stale
+/// Deletes heartbeat keys whose last beat is older than `cutoff_ns` (at start-up, keys older
+/// than a day: docs/design.md#watermarks). Asynchronous on the server (a mutation), which is fine: a stale
 /// key only matters to `remine`, and it is a day old.
 pub async fn delete_heartbeats_before(store: &Store, cutoff_ns: u64) -> Result<(), StoreError> {
     store
@@ -530,8 +530,8 @@ fn bind_alert_query(mut query: clickhouse::query::Query, q: &AlertQuery) -> clic
 }
 
 /// An alert is active while its `last_at` is within this of now: a spike or silence is
-/// refreshed at every detection pass while it lasts (seed 000's Note: a silence only while
-/// its service still logs), and a new template stays active this long after it appeared.
+/// refreshed at every detection pass while it lasts (docs/design.md#active-alerts: a silence
+/// only while its service still logs), and a new template stays active this long after it appeared.
 pub const ACTIVE_WINDOW_NS: u64 = 5 * 60 * 1_000_000_000;
 
 /// The `last_at` at or after which an alert counts as active at `now_ns`.

@@ -9,6 +9,7 @@
 //! code under `src/` outside this module may call (`tests/it/tidy.rs` checks, with the SQL).
 
 pub mod backlog;
+mod conversions;
 pub mod deliveries;
 pub mod encoded;
 pub mod insert;
@@ -16,7 +17,6 @@ pub mod logminer;
 pub mod migrate;
 pub mod query;
 pub mod read;
-mod records;
 pub mod remine;
 pub mod retention;
 pub mod rows;

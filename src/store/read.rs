@@ -1,5 +1,5 @@
 //! Reads that see each row once. Spans and logs are ReplacingMergeTree tables keyed by
-//! identity (DESIGN.md §3): a record read twice by the writer (at-least-once) is stored
+//! identity (docs/design.md#identity): a record read twice by the writer (at-least-once) is stored
 //! twice until a background merge collapses the copies, so every read here deduplicates,
 //! with `uniqExact` over the identity or `FINAL`. The raw counts are for checks and tests.
 //!

@@ -3,7 +3,7 @@
 //! The same statements must run on Debian's ClickHouse 18.16 (our tests' server) and on
 //! current releases (production), so they use only what both have: UInt64 nanosecond
 //! timestamps, parallel arrays for attributes, ReplacingMergeTree keyed by each row's
-//! deterministic identity (DESIGN.md §3), and partitions by day so retention can drop whole
+//! deterministic identity (docs/design.md#identity), and partitions by day so retention can drop whole
 //! partitions. A test executes every statement in chdb-core (current ClickHouse) as well.
 //!
 //! Migrations are append-only: a released migration is never edited, a change is a new one.
@@ -137,7 +137,7 @@ PARTITION BY ",
             "
 ORDER BY trace_id"
         ),
-        // Seed 000: a ReplacingMergeTree by alert_id; every update is a newer version.
+        // A ReplacingMergeTree by alert_id (docs/design.md#identity); every update is a newer version.
         concat!(
             "CREATE TABLE IF NOT EXISTS log_alerts (
     alert_id UInt64,
@@ -165,14 +165,15 @@ ORDER BY alert_id"
     published_ns UInt64
 ) ENGINE = ReplacingMergeTree(published_ns)
 ORDER BY (alert_id, alert_updated_ns)",
-        // Seed 000's key/value state: watermarks, heartbeats, masking epoch.
+        // The logminer's key/value state: watermarks, heartbeats, masking epoch
+        // (docs/design.md#watermarks).
         "CREATE TABLE IF NOT EXISTS logminer_state (
     key String,
     value String,
     updated_ns UInt64
 ) ENGINE = ReplacingMergeTree(updated_ns)
 ORDER BY key",
-        // Seed 003: the state of every (alert, target) pair; kept 30 days. created_ns is
+        // The state of every (alert, target) pair (docs/design.md#notifier-states); kept 30 days. created_ns is
         // carried unchanged through a pair's updates, so all its versions share a partition.
         concat!(
             "CREATE TABLE IF NOT EXISTS notifier_deliveries (
@@ -483,7 +484,7 @@ fn sharding_key(table: &str) -> &'static str {
         .unwrap_or_else(|| panic!("{table} has no sharding key in SHARDING_KEYS"))
 }
 
-/// Seed 001: blocks remembered per table for `insert_deduplication_token`.
+/// Blocks remembered (docs/design.md#writer) per table for `insert_deduplication_token`.
 pub const DEDUP_WINDOW: u32 = 1000;
 
 /// Turns the token window on, one statement per table the writer fills with tokens.

@@ -1,4 +1,4 @@
-//! The alert record on `<prefix>.alerts` (DESIGN.md §2): a versioned JSON document, defined
+//! The alert record on `<prefix>.alerts` (docs/design.md#topics): a versioned JSON document, defined
 //! here once and used by the producer (the logminer) and every consumer (the notifier, and
 //! systems outside Tayga). It is a public interface, documented in `docs/alerts.md`.
 //!
@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 /// The version this build writes, and the only one it reads.
 pub const ALERT_FORMAT_VERSION: u32 = 1;
 
-/// What an alert says happened (DESIGN.md §7). Adding a kind is a new format version:
+/// What an alert says happened (docs/logminer.md, "The alert rules"). Adding a kind is a new format version:
 /// consumers switch on it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -67,7 +67,7 @@ impl FromStr for AlertKind {
 pub struct Alert {
     /// Always [`ALERT_FORMAT_VERSION`] in what this build writes.
     pub version: u32,
-    /// Deterministic: a hash of the alert's kind, subject and start (DESIGN.md §3).
+    /// Deterministic: a hash of the alert's kind, subject and start (docs/design.md#identity).
     #[serde(with = "hex_id")]
     pub alert_id: u64,
     pub kind: AlertKind,
@@ -148,7 +148,7 @@ impl Alert {
         Ok(serde_json::to_vec(self).expect("an alert always serialises"))
     }
 
-    /// The record key on `<prefix>.alerts` (DESIGN.md §2: the template id), in the id form.
+    /// The record key on `<prefix>.alerts` (the template id: docs/design.md#topics), in the id form.
     pub fn key(&self) -> String {
         format_id(self.template_id)
     }

@@ -1,4 +1,4 @@
-//! The records on `signals` and `logs` (DESIGN.md §2): the value is an OTLP protobuf export
+//! The records on `signals` and `logs` (docs/design.md#topics): the value is an OTLP protobuf export
 //! request holding only that record's data, so no timestamp crosses a topic as text; the
 //! headers carry the signal kind and the ingest time. Producer (ingest) and consumers
 //! (writer, assembler, logminer) use only these functions.

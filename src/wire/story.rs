@@ -1,4 +1,4 @@
-//! The story record on `<prefix>.stories` (DESIGN.md §2, §6): a versioned JSON document,
+//! The story record on `<prefix>.stories` (docs/design.md#topics, #assembler): a versioned JSON document,
 //! defined here once and used by the producer (the assembler) and every reader (systems
 //! outside Tayga; the app reads the `stories` table, whose row is [`Story::to_row`]). It is a
 //! public interface, documented in `docs/stories.md`.

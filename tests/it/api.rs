@@ -15,7 +15,7 @@ use tayga::daemon::api::recorder::resolve::SystemResolver;
 use tayga::daemon::api::recorder::{Recorder, RecorderMetrics, Target};
 use tayga::daemon::api::router;
 use tayga::daemon::Shutdown;
-use tayga::store::query::seed::Seed;
+use tayga::store::query::synthetic::SyntheticData;
 use tayga::store::*;
 
 use crate::common::{self, free_addr, free_port, get_json, run, wait_for, TestEnv};
@@ -585,11 +585,11 @@ async fn a_browser_signs_in_with_the_token_and_its_cookie_opens_the_app() {
     assert_eq!(away.headers()["location"], "/", "a sign-in never sends the browser to another site");
 }
 
-/// Seed 000: two logminer replicas behind one name are both scraped and labelled with their
+/// docs/design.md#replica-metrics: two logminer replicas behind one name are both scraped and labelled with their
 /// `ip:port`; the pipeline's template count is the larger replica's, counter rates are
 /// summed, and a replica that does not answer is `up = 0`.
 #[tokio::test]
-async fn two_logminer_replicas_behind_one_name_are_scraped_and_combined_by_the_seed_rules() {
+async fn two_logminer_replicas_behind_one_name_are_scraped_and_combined_by_the_replica_rules() {
     let env = TestEnv::new("api_replicas");
     let store = env.migrated_store().await;
     let (recorder, crate::common::ReplicaAddrs { a, b, dead }) = crate::common::two_replica_recorder(&store);
@@ -769,7 +769,7 @@ async fn read_rows_of(store: &Store, since_secs: u64, marker: &str, at_least: us
     }
 }
 
-/// Acceptance: with 1,000,000 spans, logs, hits and alerts stored (`store::query::seed`), a trace by id and an
+/// Acceptance: with 1,000,000 spans, logs, hits and alerts stored (`store::query::synthetic`), a trace by id and an
 /// alert by id each read under 1% of a table per statement: the primary keys (and the
 /// `trace_logs` lookup) are used. A check of rows read, not of time.
 #[tokio::test]
@@ -784,12 +784,12 @@ async fn trace_and_alert_by_id_read_under_one_percent_of_a_million_rows() {
     let day_ns = 86_400_000_000_000;
     let now = now_ns();
     let end_ns = if now % day_ns >= span_ns { now } else { now - now % day_ns - 1_000_000_000 };
-    let seed = Seed { spans: N, logs: N, services: 200, templates_per_service: 5, alerts: N, end_ns, span_ns };
-    tayga::store::query::seed::seed(&store, &seed).await.unwrap();
+    let data = SyntheticData { spans: N, logs: N, services: 200, templates_per_service: 5, alerts: N, end_ns, span_ns };
+    tayga::store::query::synthetic::fill(&store, &data).await.unwrap();
     let since = now_ns() / 1_000_000_000 - 1;
     let api = Api::start(store.clone().with_setting("log_queries", "1"), "", Duration::from_secs(30)).await;
     let trace_id: String =
-        store.query_for_tests(&tayga::store::query::seed::trace_id_sql(123_457)).fetch_one().await.unwrap();
+        store.query_for_tests(&tayga::store::query::synthetic::trace_id_sql(123_457)).fetch_one().await.unwrap();
     let trace = api.ok(&format!("/api/v1/traces/{trace_id}")).await;
     assert_eq!(trace["spans"].as_array().unwrap().len(), 5);
     assert_eq!(trace["logs"].as_array().unwrap().len(), 5);
@@ -809,13 +809,13 @@ async fn trace_and_alert_by_id_read_under_one_percent_of_a_million_rows() {
     // The sample lines are found through the hits of one service (a prefix of the hits'
     // key) and read from `logs` by key: a granule per line, bounded by the sample size, not
     // by the table (docs/api.md, "Costs").
-    let template_id = (alert_id - 1) % seed.templates_per_service + 1;
+    let template_id = (alert_id - 1) % data.templates_per_service + 1;
     let sample_reads = read_rows_of(&store, since, &format!("template_id = {template_id} AND time_ns"), 1).await;
     assert_eq!(sample_reads.len(), 1, "{sample_reads:?}");
     let (query, rows) = &sample_reads[0];
     eprintln!("read_rows {rows:>7} ({:.3}%): {:.100}", *rows as f64 * 100.0 / N as f64, query);
     let granule = 8192;
-    let service_hits = N / seed.services;
+    let service_hits = N / data.services;
     assert!(
         *rows <= (tayga::daemon::api::handlers::alerts::SAMPLE_LINES + 2) * granule + service_hits,
         "{rows} rows read by {query}"

@@ -1,4 +1,4 @@
-//! The assembler against the real broker and ClickHouse (issue 8): shapes and fingerprints,
+//! The assembler against the real broker and ClickHouse (docs/stories.md): shapes and fingerprints,
 //! kill -9 and restart, late spans, and the memory caps under load. Each test produces
 //! `signals` records itself (OTLP protobuf + the `tayga-kind`/`tayga-ingest-ns` headers).
 
@@ -14,6 +14,7 @@ use opentelemetry_proto::tonic::logs::v1::{LogRecord, ResourceLogs, ScopeLogs};
 use opentelemetry_proto::tonic::trace::v1::{status, ResourceSpans, ScopeSpans, Span, Status};
 use prost::Message as _;
 use rdkafka::message::Message;
+use tayga::bus::consume::{lag, Group};
 use tayga::bus::producer::{OutRecord, Publisher};
 use tayga::config::Config;
 use tayga::daemon::Shutdown;
@@ -306,6 +307,22 @@ fn spawn_binary(env: &TestEnv, port: u16, vars: &[(&str, String)], log: &str) ->
     ChildGuard::spawn(&mut cmd, "tayga serve assembler")
 }
 
+/// The assembler group's committed offset of every partition of the signals topic (`None`:
+/// never committed), read by a client that never joins the group.
+async fn committed(config: &Config) -> BTreeMap<i32, Option<i64>> {
+    let config = config.clone();
+    tokio::task::spawn_blocking(move || {
+        let names = config.names();
+        let reader = lag::group_reader(&config.kafka, Group::Assembler.name(&names)).unwrap();
+        let partitions = 0..config.kafka.partitions;
+        lag::committed_offsets(&reader, &names.signals, partitions, Duration::from_secs(5))
+            .map(|offsets| offsets.into_iter().collect())
+            .unwrap_or_default()
+    })
+    .await
+    .unwrap()
+}
+
 async fn wait_metric(port: u16, name: &str, what: &str, timeout: Duration, ok: impl Fn(f64) -> bool) -> f64 {
     wait_for(what, timeout, || async { metrics(port).await.and_then(|t| metric(&t, name)).filter(|v| ok(*v)) }).await
 }
@@ -326,8 +343,13 @@ async fn kill_9_with_open_traces_then_restart_every_trace_is_one_story() {
         (1..=10).map(|n| (trace_id(n), checkout(u64::from(n) * 10)[..1].to_vec())).collect();
     produce(&env.config, &open).await;
     wait_metric(port, "tayga_assembler_open_traces", "10 open traces", Duration::from_secs(20), |v| v == 10.0).await;
-    // Let a commit happen (the frontier stays at the oldest open trace's first record).
-    tokio::time::sleep(Duration::from_millis(1200)).await;
+    // Wait for the commit past the stored trace (the frontier stays at the oldest open
+    // trace's first record; nothing was committed before the first story was stored).
+    wait_for("the commit past the stored trace", Duration::from_secs(20), || {
+        let config = env.config.clone();
+        async move { committed(&config).await.values().any(|o| o.is_some_and(|o| o > 0)).then_some(()) }
+    })
+    .await;
     first.kill(); // SIGKILL
     assert_eq!(stories(&store).await.len(), 1, "open traces had no story yet");
 
@@ -474,8 +496,12 @@ async fn a_restart_never_replaces_a_stored_story_with_a_partial_rebuild() {
         tokio::time::sleep(Duration::from_millis(500)).await;
     };
     assert_eq!(stored_a.span_count, 4);
-    // Let a commit happen at B's first record, then kill.
-    tokio::time::sleep(Duration::from_millis(1200)).await;
+    // Wait for the commit at B's first record (offset 1 of partition 0), then kill.
+    wait_for("the commit at B's first record", Duration::from_secs(20), || {
+        let config = env.config.clone();
+        async move { (committed(&config).await.get(&0) == Some(&Some(1))).then_some(()) }
+    })
+    .await;
     first.kill(); // SIGKILL
     assert!(!stories(&store).await.contains_key(&idb));
 

@@ -281,7 +281,7 @@ fn every_compose_command_parses_with_the_real_cli() {
     );
 }
 
-// ---- Operator experience (issue 20): fast one-line failures, pipes, config, tables, JSON.
+// ---- Operator experience: fast one-line failures, pipes, config, tables, JSON.
 
 /// A port on loopback that refuses connections (bound, then released).
 fn refusing_addr() -> String {
@@ -742,7 +742,7 @@ fn man_pages_have_environment_files_and_exit_status() {
     }
 }
 
-/// Seed 003's failing delivery, with a Slack-style target whose secret is in its path and
+/// A failing delivery, with a Slack-style target whose secret is in its path and
 /// query: neither the notifier's log, nor `notifier_deliveries.last_error`, nor `deliveries
 /// show` (table or JSON) ever shows it. Then SIGTERM stops the notifier with exit 0.
 #[tokio::test]

@@ -4,7 +4,7 @@
 //! server; the shared single server is never touched). Every registered statement runs on
 //! the cluster; replicated tables deduplicate a record's block read twice on 18.16 (the
 //! writer's per-record path) and not a batch cut differently; retention drops partitions on
-//! every shard; seed 001's outage test and the whole-topic re-read hold with one server
+//! every shard; the writer's outage test and the whole-topic re-read hold with one server
 //! stopped and restarted mid-run.
 //!
 //! Current ClickHouse cannot be tested here as a cluster: chdb-core runs in-process, with no
@@ -216,7 +216,7 @@ async fn retention_drops_expired_days_on_every_shard() {
     assert_eq!(applied.len(), schema::MIGRATIONS.len(), "node 2 sees the migrations node 1 applied");
 }
 
-/// Seed 001 on the cluster: N rows stored; one server (shard 2) stopped; M more records sent,
+/// The writer's outage on the cluster (docs/writer.md): N rows stored; one server (shard 2) stopped; M more records sent,
 /// the writer retrying with its partitions paused; the server started; after the drain the
 /// deduplicated count is N + M and no row is stored twice. Then the whole topic read again
 /// (the group reset to the beginning) adds no row, raw counts included.

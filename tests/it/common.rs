@@ -592,7 +592,7 @@ pub async fn fake_metrics(addr: std::net::SocketAddr, text: String) -> tayga::da
     shutdown
 }
 
-/// Where seed 000's replicas answer: two logminer replicas and a third that never does,
+/// Where the logminer's replicas answer: two logminer replicas and a third that never does,
 /// all behind one name (the same port on 127.0.0.2, .3 and .4).
 pub struct ReplicaAddrs {
     pub a: std::net::SocketAddr,
@@ -615,7 +615,7 @@ pub fn two_replica_recorder(store: &Store) -> (tayga::daemon::api::recorder::Rec
     (Recorder::new(store.clone(), targets, std::sync::Arc::new(resolver), RecorderMetrics::default()), addrs)
 }
 
-/// Seed 000's replicas for the recorder: two fake logminer replicas at `a` (5 templates) and
+/// The logminer's replicas for the recorder: two fake logminer replicas at `a` (5 templates) and
 /// `b` (9 templates), scraped and stored by `recorder` at each tick `(time ns, (a's mined
 /// lines, b's mined lines))`. Returns the instances scraped at each tick.
 pub async fn record_two_replicas(

@@ -1,4 +1,4 @@
-//! The logminer against the real ClickHouse 18.16 and broker (issue 6), run as
+//! The logminer against the real ClickHouse 18.16 and broker (docs/logminer.md), run as
 //! `tayga serve logminer` processes: new-template alerts stored, published and marked; a
 //! full re-read adds nothing; spikes and silences with deterministic ids; two replicas
 //! splitting the partitions and a kill -9 hand-over; republication after a broker outage.
@@ -194,7 +194,7 @@ async fn a_new_line_shape_raises_one_alert_and_a_full_reread_adds_nothing() {
     assert_eq!(alert.kind, "new_template");
     assert_eq!(alert.template_id, template[0].template_id);
     assert_eq!(alert.alert_id, alert_id(AlertKind::NewTemplate, template[0].template_id, 0));
-    // logminer_state as seed 000 has it: the replica's heartbeat, a watermark per partition,
+    // logminer_state as docs/design.md#watermarks has it: the replica's heartbeat, a watermark per partition,
     // the masking epoch.
     let state = tayga::store::logminer::State::load(&store).await.unwrap();
     assert!(state.heartbeats().iter().any(|h| h.replica == "r1" && h.at_ns >= now), "{state:?}");
@@ -430,8 +430,8 @@ async fn an_alert_stored_while_the_broker_is_down_is_republished_when_it_returns
     assert!(unmarked.iter().any(|a| a.alert_id == alert.alert_id), "stored unmarked while the broker is down");
     broker.signal("CONT");
     // The frozen broker may have expired the replica's group session; after the
-    // rebalance it owns "storage" again once the service logs (seed 000: republication is
-    // for owned services).
+    // rebalance it owns "storage" again once the service logs (republication is for owned
+    // services: docs/design.md#republication).
     produce(&env.config, "storage", &[(now_ns(), "shape0 disk 0 of node 7 is full".into())]).await;
     wait_for("the alert republished and counted", WAIT, || {
         let (r, store) = (&replica, store.clone());
@@ -463,8 +463,8 @@ async fn new_template_alert_of(store: &Store, template_id: u64) -> Option<AlertR
     alerts(store).await.into_iter().find(|a| a.kind == "new_template" && a.template_id == template_id)
 }
 
-/// Seed 000: a template mined just before a revoke or a clean stop is still announced, by
-/// the bounded new-template pass each of them runs. Detection ticks are 10 minutes apart
+/// docs/design.md#logminer-rebalances: a template mined just before a revoke or a clean
+/// stop is still announced, by the bounded new-template pass each of them runs. Detection ticks are 10 minutes apart
 /// here, so only those passes can announce it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_template_mined_just_before_a_revoke_or_a_clean_stop_is_still_announced() {
@@ -502,7 +502,18 @@ async fn a_template_mined_just_before_a_revoke_or_a_clean_stop_is_still_announce
     // A template mined just before a clean stop: announced by the shutdown pass.
     produce(&env.config, "before-stop", &[(now_ns(), "nightly report mailed to 3 people".into())]).await;
     let t = wait_for_template(&store, "before-stop").await;
-    let (owner, other) = if a.ownership().await.unwrap().1.contains("before-stop") { (a, b) } else { (b, a) };
+    // The owner reports the service once its loop has taken the record in; until exactly one
+    // replica reports it, stopping either could stop one that never owned it.
+    let a_owns = wait_for("exactly one replica to report owning before-stop", WAIT, || {
+        let (a, b) = (&a, &b);
+        async move {
+            let a_owns = a.ownership().await?.1.contains("before-stop");
+            let b_owns = b.ownership().await?.1.contains("before-stop");
+            (a_owns != b_owns).then_some(a_owns)
+        }
+    })
+    .await;
+    let (owner, other) = if a_owns { (a, b) } else { (b, a) };
     assert!(owner.stop().await.success());
     let announced = new_template_alert_of(&store, t.template_id).await;
     assert!(announced.is_some(), "the shutdown pass announced the template before the process exited");

@@ -1,4 +1,4 @@
-//! Seed 000: offsets are committed only for records whose hits and templates are stored.
+//! docs/design.md#identity: offsets are committed only for records whose hits and templates are stored.
 //! The logminer runs in-process against a ClickHouse of the test's own, frozen with SIGSTOP
 //! (a hung server: the kernel accepts connections, nobody answers) while mined rows wait
 //! to be stored: once during a revoke, once during a clean stop. While it is frozen, no
@@ -30,7 +30,7 @@ use tayga::wire::record::{headers, SignalKind};
 const WAIT: Duration = Duration::from_secs(60);
 /// Log lines per record.
 const LINES: usize = 3;
-/// The bounds the frozen server runs into (seed 000's are 15, 20 and 30 s).
+/// The bounds the frozen server runs into (the defaults are 15, 20 and 30 s).
 const FLUSH_BOUND_SECS: u64 = 2;
 const PASS_BOUND_SECS: u64 = 2;
 const LOGS_MINED: &str = "tayga_logminer_mined_logs_total";
@@ -268,7 +268,7 @@ async fn drain(config: &Config, sent: &[Sent]) {
     replica.stop_within(Duration::from_secs(30), "after draining").await;
 }
 
-/// Seed 000's rule, per partition: the committed offset is at most one past the last
+/// The commit rule, per partition: the committed offset is at most one past the last
 /// record whose hits and templates are stored, and every record below it is stored.
 async fn assert_commits_cover_stored_records(store: &Store, config: &Config, sent: &[Sent]) {
     let committed = committed(config).await;
@@ -372,7 +372,7 @@ async fn a_stop_while_clickhouse_is_frozen_ends_in_its_bounds_and_commits_no_off
     // Its first record's insert now hangs.
     miner.wait_mined(stored_first.len() * LINES + LINES).await;
     let bound = Duration::from_secs(FLUSH_BOUND_SECS + PASS_BOUND_SECS + 10);
-    miner.stop_within(bound, "with ClickHouse frozen (seed 000: the flush and the pass are bounded)").await;
+    miner.stop_within(bound, "with ClickHouse frozen (the flush and the pass are bounded)").await;
     assert_not_committed(config, &frozen, "after a stop with ClickHouse frozen").await;
 
     ch.signal("CONT");

@@ -1,4 +1,4 @@
-//! The notifier against the real ClickHouse and broker, run in-process (seed 003): each
+//! The notifier against the real ClickHouse and broker, run in-process (docs/design.md#notifier): each
 //! alert to each target once, retries, permanent failures, Retry-After, stale and kind
 //! filtering, duplicates, the breaker, and offsets. Webhook receivers are small axum servers
 //! answering scripted statuses. Backoff is configured to 0 s so ladders run fast; the

@@ -151,7 +151,7 @@ async fn sigterm_lets_the_in_flight_attempt_finish_and_write_its_row() {
     publish(&env.config, &[&alert]).await;
     wait_for("the attempt in flight", Duration::from_secs(30), || async { (hook.count() == 1).then_some(()) }).await;
     daemon.signal("-TERM");
-    // Seed 003: the attempt finishes within timeout_secs (10), its row write within 15 s;
+    // docs/design.md#notifier-stop: the attempt finishes within timeout_secs (10), its row write within 15 s;
     // Compose allows 40 s.
     let status = daemon.exit_within(Duration::from_secs(40)).await;
     let answered_at = hook.received()[0].at + hold;

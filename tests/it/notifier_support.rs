@@ -247,7 +247,7 @@ pub fn alert(test: &str, seed: u64, kind: AlertKind) -> Alert {
     }
 }
 
-/// Publishes alerts to the test's alerts topic, keyed by template id (DESIGN.md §2).
+/// Publishes alerts to the test's alerts topic, keyed by template id (docs/design.md#topics).
 pub async fn publish(config: &Config, alerts: &[&Alert]) {
     let producer: FutureProducer = tayga::bus::client_config(&config.kafka).create().unwrap();
     let topic = config.names().alerts;

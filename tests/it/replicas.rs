@@ -1,4 +1,4 @@
-//! Several replicas of each consuming daemon (issue 21, docs/scaling.md "Replicas and
+//! Several replicas of each consuming daemon (docs/scaling.md "Replicas and
 //! hand-overs"): ingest, two writers, two assemblers, the logminer and two notifiers as
 //! separate `tayga serve` processes (the soak's [`Pipeline`]), fed by the soak's own client
 //! (new log shapes raise `new_template` alerts throughout) and delivering to two webhook
@@ -54,7 +54,7 @@ async fn two_of_each_consumer_lose_one_to_kill9_and_nothing_is_lost_or_doubled()
     assert!(failures.is_empty(), "the replicas test found discrepancies: {}", failures.join("; "));
 }
 
-/// The same on the two-shard ClickHouse cluster (issue 21's acceptance is on the cluster):
+/// The same on the two-shard ClickHouse cluster (what docs/scaling.md promises holds on a cluster too):
 /// every insert goes through the Distributed tables to both shards, and the writers run in
 /// the per-record-block mode an 18.16 cluster needs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

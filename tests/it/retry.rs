@@ -1,4 +1,4 @@
-//! The operator's manual retry of a failed delivery (issue 16, docs/notifier.md "Manual
+//! The operator's manual retry of a failed delivery (docs/notifier.md "Manual
 //! retry"): `tayga deliveries retry` (the binary) and `POST /api/v1/deliveries/{id}/retry`
 //! against the notifier's consumer loop, the real ClickHouse and broker, and webhook
 //! receivers answering scripted statuses.
@@ -41,7 +41,7 @@ async fn store_alert(store: &Store, alert: &Alert) {
     store.insert(&[alert.to_row(alert.last_at, alert.last_at)]).await.unwrap();
 }
 
-/// The acceptance of issue 16: the target answers 400, so the delivery fails; the operator
+/// The manual retry end to end: the target answers 400, so the delivery fails; the operator
 /// fixes the target and retries; exactly one more delivery follows, recorded as a manual
 /// retry, and the other target (already delivered) gets nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

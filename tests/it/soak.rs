@@ -1025,7 +1025,7 @@ async fn reconcile(
     }
     stories_row(&mut r, &stories, &want_traces);
 
-    // Alerts and deliveries (seed 003).
+    // Alerts and deliveries (docs/design.md#notifier).
     let alerts: Vec<AlertRow> = fetch!(store, AlertRow, "FINAL");
     let deliveries: Vec<DeliveryRow> = fetch!(store, DeliveryRow, "FINAL");
     let by_kind = alerts.iter().fold(BTreeMap::<&str, usize>::new(), |mut m, a| {
@@ -1090,8 +1090,8 @@ pub(crate) fn first_few<T: std::fmt::Display>(items: &[T]) -> String {
     format!(" ({}{})", shown.join(", "), if items.len() > 3 { ", …" } else { "" })
 }
 
-/// Alerts older than this when reconciled are the notifier's to skip as stale (seed 003's
-/// default `max_age`), not to deliver.
+/// Alerts older than this when reconciled are the notifier's to skip as stale (the
+/// default `max_age_secs`), not to deliver.
 const MAX_AGE_NS: u64 = 3600 * 1_000_000_000;
 
 /// How the acknowledged spans were stored (deduplicated reads).
@@ -1137,7 +1137,7 @@ pub(crate) fn stories_row(r: &mut Report, stories: &BTreeMap<String, StoryRow>, 
 }
 
 /// The row "every alert was delivered exactly once to `hook`": an alert received twice, in
-/// two receipts on either side of a notifier kill -9, is seed 003's one allowed case (a kill
+/// two receipts on either side of a notifier kill -9, is the one allowed case (docs/design.md#notifier-twice) (a kill
 /// between the 2xx and the row's write), counted apart.
 pub(crate) fn delivered_once_row(r: &mut Report, check: &str, alerts: &[AlertRow], hook: &Hook, timeline: &Timeline) {
     let received = hook.receipts.lock().unwrap().clone();
@@ -1153,7 +1153,7 @@ pub(crate) fn delivered_once_row(r: &mut Report, check: &str, alerts: &[AlertRow
             None | Some([]) if now.saturating_sub(alert.last_at) > MAX_AGE_NS => stale += 1,
             None | Some([]) => undelivered.push(format!("{:016x}", alert.alert_id)),
             Some(many) => {
-                // Seed 003: a hard kill between the 2xx and the row write sends it again.
+                // docs/design.md#notifier-twice: a hard kill between the 2xx and the row write sends it again.
                 let (first, last) = (many[0], many[many.len() - 1]);
                 if many.len() == 2 && timeline.notifier_kills.iter().any(|k| *k >= first && *k <= last) {
                     explained += 1;
@@ -1166,7 +1166,7 @@ pub(crate) fn delivered_once_row(r: &mut Report, check: &str, alerts: &[AlertRow
     r.row(
         check,
         format!(
-            "once {once}, twice across a notifier kill -9 (seed 003) {explained}, stale {stale}, undelivered {}{}, doubled {}{}",
+            "once {once}, twice across a notifier kill -9 (between a 2xx and its row write) {explained}, stale {stale}, undelivered {}{}, doubled {}{}",
             undelivered.len(),
             first_few(&undelivered),
             doubled_alerts.len(),

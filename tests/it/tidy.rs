@@ -6,7 +6,14 @@
 //! - **SQL lives in `store/`**: no string literal outside `src/store/` holds a statement, and
 //!   no code outside it names the client (`clickhouse::`, the tests' raw queries).
 //! - **Every statement is registered**: each statement constant or builder of `store/` is
-//!   used where `store::statements::all` is built.
+//!   used where `store::statements::all` is built, and every SQL literal under `store/` is
+//!   part of a statement the registry holds.
+//! - **`cmd/` writes only to the writers it is given**, never to stdout or stderr itself.
+//! - **The web app reads through the handlers**: nothing under `daemon/api/web/` names `store`.
+//! - **The code map names every file**: each `.rs` file under `src/` is in ARCHITECTURE.md's
+//!   code map, by path or in its folder's row.
+//! - **The repository explains itself**: no pointer at a seed or issue number, `DESIGN.md` or
+//!   `../shared` in `src/`, `docs/`, README.md or ARCHITECTURE.md.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -129,6 +136,26 @@ fn lex(text: &str) -> Lexed {
             while j < chars.len() && chars[j] != '"' {
                 if chars[j] == '\\' {
                     j += 1;
+                    // An escape stands for what it means: `\n` a line break; a backslash at
+                    // the end of a line joins it to the next without its indentation.
+                    match at(j) {
+                        'n' => literal.push('\n'),
+                        't' => literal.push('\t'),
+                        '\n' => {
+                            while at(j + 1).is_whitespace() {
+                                if at(j + 1) == '\n' {
+                                    line += 1;
+                                    code.push('\n');
+                                }
+                                j += 1;
+                            }
+                            line += 1;
+                            code.push('\n');
+                        }
+                        c => literal.push(c),
+                    }
+                    j += 1;
+                    continue;
                 }
                 if at(j) == '\n' {
                     line += 1;
@@ -457,4 +484,359 @@ fn the_checks_see_what_they_look_for() {
     let lexed = lex("let s = r##\"a \"# b\"##; // crate::x\nlet c = 'x'; let l: &'static str = \"y\";");
     assert_eq!(lexed.strings, vec![(1, "a \"# b".to_string()), (2, "y".to_string())]);
     assert!(!lexed.code.contains("crate::x"));
+}
+
+/// Text files under `dir` (UTF-8 only: screenshots and other binaries are skipped).
+fn text_files(dir: &Path, out: &mut Vec<(PathBuf, String)>) {
+    if dir.is_file() {
+        if let Ok(text) = std::fs::read_to_string(dir) {
+            out.push((dir.to_path_buf(), text));
+        }
+        return;
+    }
+    for entry in std::fs::read_dir(dir).unwrap() {
+        text_files(&entry.unwrap().path(), out);
+    }
+}
+
+/// What the repository explains itself with: the code (and so every page, CLI line and
+/// OpenAPI description rendered from it), the docs, README.md and ARCHITECTURE.md.
+fn explained_files() -> Vec<(PathBuf, String)> {
+    let mut files = Vec::new();
+    for part in ["src", "docs", "README.md", "ARCHITECTURE.md"] {
+        text_files(&root().join(part), &mut files);
+    }
+    files.sort();
+    files
+}
+
+/// Pointers at documents the repository does not hold: the product brief, the user's
+/// source documents by number, issue numbers, and anything beside the clone. A rule the
+/// code keeps is stated in docs/design.md instead.
+fn pointers_outside(files: &[(PathBuf, String)]) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (path, text) in files {
+        let rel = path.strip_prefix(root()).unwrap_or(path).display().to_string();
+        // A phrase cut by a line break inside a comment (`seed\n//! 000`) is still one phrase.
+        let mut joined = String::with_capacity(text.len());
+        let mut lines_of = Vec::with_capacity(text.len());
+        for (n, line) in text.lines().enumerate() {
+            let body = line.trim_start();
+            let body = ["//!", "///", "//", "#", "*"].iter().find_map(|m| body.strip_prefix(m)).unwrap_or(body);
+            for c in body.trim_start().chars().chain([' ']) {
+                joined.push(c);
+                lines_of.extend(std::iter::repeat_n(n + 1, c.len_utf8()));
+            }
+        }
+        let lower = joined.to_lowercase();
+        let mut found = Vec::new();
+        for (at, phrase) in lower.match_indices("seed 0").chain(lower.match_indices("seeds 0")) {
+            found.push((at, phrase.to_string()));
+        }
+        for (at, _) in lower.match_indices("issue") {
+            let rest = lower[at + "issue".len()..].trim_start_matches([' ', '#', 's']);
+            if rest.starts_with(|c: char| c.is_ascii_digit()) && !lower[..at].ends_with(|c: char| c.is_alphanumeric()) {
+                found.push((at, joined[at..].chars().take(8).collect()));
+            }
+        }
+        for phrase in ["DESIGN.md", "../shared"] {
+            found.extend(joined.match_indices(phrase).map(|(at, p)| (at, p.to_string())));
+        }
+        found.sort();
+        for (at, phrase) in found {
+            let line = lines_of.get(at).copied().unwrap_or(0);
+            problems.push(format!("{rel}:{line}: `{phrase}` points outside the repository"));
+        }
+    }
+    problems
+}
+
+#[test]
+fn the_repository_explains_itself() {
+    let problems = pointers_outside(&explained_files());
+    assert!(
+        problems.is_empty(),
+        "pointers at documents outside the repository (state the rule, or point at its docs/design.md section):\n{}",
+        problems.join("\n")
+    );
+}
+
+/// Every string literal under `src/store/` that holds SQL is (a part of) a statement of the
+/// registry, so `tests/it/store.rs` runs it on 18.16 and current ClickHouse: an inline
+/// statement that the naming convention of [`unregistered_statements`] misses is seen too.
+/// A literal is cut at its `format!` placeholders and compared without whitespace.
+fn sql_literals_not_registered(files: &[(PathBuf, String)], registered: &[String]) -> Vec<String> {
+    let squeeze = |s: &str| s.chars().filter(|c| !c.is_whitespace()).collect::<String>();
+    // The registry writes an insert's rows as JSONEachRow where the client streams RowBinary.
+    let registered: Vec<String> = registered
+        .iter()
+        .map(|s| squeeze(s))
+        .flat_map(|s| [s.replace("FORMATJSONEachRow", "FORMATRowBinary"), s])
+        .collect();
+    let store = root().join("src/store");
+    let mut problems = Vec::new();
+    for (path, text) in files.iter().filter(|(p, _)| p.starts_with(&store)) {
+        let rel = path.strip_prefix(root()).unwrap().display();
+        // A file's unit tests hold expected statements, not ones it sends.
+        let text = text.split("\n#[cfg(test)]\nmod tests").next().unwrap();
+        for (line, literal) in lex(text).strings {
+            // `…` marks a message about a statement's shape (`expect("CREATE TABLE … ENGINE = …")`).
+            if is_sql(&literal).is_none() || literal.contains('…') {
+                continue;
+            }
+            let literal = literal.replace("{{", "{").replace("}}", "}");
+            let mut fragments = Vec::new();
+            let mut rest = literal.as_str();
+            while let Some(open) = rest.find('{') {
+                fragments.push(&rest[..open]);
+                rest = rest[open..].find('}').map_or("", |close| &rest[open + close + 1..]);
+            }
+            fragments.push(rest);
+            for fragment in fragments.into_iter().map(squeeze).filter(|f| f.len() >= 4) {
+                if !registered.iter().any(|r| r.contains(&fragment)) {
+                    problems.push(format!("{rel}:{line}: `{fragment}` is in no registered statement"));
+                }
+            }
+        }
+    }
+    problems
+}
+
+#[test]
+fn every_sql_string_of_store_is_registered() {
+    let cluster = tayga::store::schema::Cluster { name: "tidy".into(), database: "tidy".into() };
+    let registered: Vec<String> = tayga::store::statements::all("tidy")
+        .into_iter()
+        .chain(tayga::store::statements::all_on("tidy", Some(&cluster)))
+        .map(|s| s.sql)
+        .collect();
+    let problems = sql_literals_not_registered(&sources(), &registered);
+    assert!(
+        problems.is_empty(),
+        "SQL under src/store/ that store::statements::all never runs:\n{}",
+        problems.join("\n")
+    );
+}
+
+/// Code under `src/cmd/` that writes to the process's streams itself instead of the
+/// writers `cmd::run` is given (only `src/bin/tayga.rs` holds stdout and stderr).
+const STREAM_MARKERS: &[&str] = &["println!", "print!", "eprintln!", "eprint!", "dbg!", "stdout()", "stderr()"];
+
+fn streams_in_cmd(files: &[(PathBuf, String)]) -> Vec<String> {
+    let cmd = root().join("src/cmd");
+    let mut problems = Vec::new();
+    for (path, text) in files.iter().filter(|(p, _)| p.starts_with(&cmd)) {
+        let rel = path.strip_prefix(root()).unwrap().display();
+        for (n, code) in lex(text).code.lines().enumerate() {
+            for marker in STREAM_MARKERS {
+                let hit = code.match_indices(marker).any(|(at, _)| {
+                    // `print!` inside `eprint!`/`println!` is that marker's; `.stdout(` with
+                    // an argument is a child's stream, not ours.
+                    !code[..at].ends_with(|c: char| c.is_alphanumeric() || c == '_')
+                });
+                if hit {
+                    problems
+                        .push(format!("{rel}:{}: `{marker}` in a command (write to the writer it is given)", n + 1));
+                }
+            }
+        }
+    }
+    problems
+}
+
+#[test]
+fn commands_print_only_to_the_writers_they_are_given() {
+    let problems = streams_in_cmd(&sources());
+    assert!(problems.is_empty(), "src/cmd/ touching stdout or stderr itself:\n{}", problems.join("\n"));
+}
+
+/// Files of the web app (`src/daemon/api/web/`) that name the store: the app renders from
+/// the handler functions the JSON API answers with, so both show the same data.
+fn web_reaching_the_store(files: &[(PathBuf, String)]) -> Vec<String> {
+    let web = root().join("src/daemon/api/web");
+    let mut problems = Vec::new();
+    for (path, text) in files.iter().filter(|(p, _)| p.starts_with(&web)) {
+        let rel = path.strip_prefix(root()).unwrap().display();
+        for (line, target) in crate_references(&lex(text).code) {
+            if target == "store" {
+                problems.push(format!("{rel}:{line}: the web app imports `store` (read through the handlers)"));
+            }
+        }
+    }
+    problems
+}
+
+#[test]
+fn the_web_app_reads_only_through_the_handlers() {
+    let problems = web_reaching_the_store(&sources());
+    assert!(problems.is_empty(), "src/daemon/api/web/ reaching the store:\n{}", problems.join("\n"));
+}
+
+#[test]
+fn the_new_checks_see_what_they_look_for() {
+    let file = |rel: &str, text: &str| (root().join(rel), text.to_string());
+    let docs = vec![
+        file("docs/x.md", "As seed 000 says.\nSee ../shared/DESIGN.md §2.\nissue 17, tissue 5 and issues 3"),
+        file("src/x.rs", "//! rules (seed\n//! 003): a hash seed zero and docs/design.md are fine\n"),
+    ];
+    assert_eq!(
+        pointers_outside(&docs),
+        [
+            "docs/x.md:1: `seed 0` points outside the repository",
+            "docs/x.md:2: `../shared` points outside the repository",
+            "docs/x.md:2: `DESIGN.md` points outside the repository",
+            "docs/x.md:3: `issue 17` points outside the repository",
+            "docs/x.md:3: `issues 3` points outside the repository",
+            "src/x.rs:1: `seed 0` points outside the repository",
+        ]
+    );
+    let store = vec![file(
+        "src/store/q.rs",
+        "const A_SQL: &str = \"SELECT a FROM t\";\nfn f(t: &str) -> String { format!(\"OPTIMIZE TABLE {t} FINAL\") }\n",
+    )];
+    assert_eq!(
+        sql_literals_not_registered(&store, &["SELECT a\nFROM t".to_string()]),
+        [
+            "src/store/q.rs:2: `OPTIMIZETABLE` is in no registered statement",
+            "src/store/q.rs:2: `FINAL` is in no registered statement"
+        ]
+    );
+    let cmd = vec![file(
+        "src/cmd/x.rs",
+        "fn f(out: &mut dyn Write) {\n    println!(\"a\");\n    let s = std::io::stdout();\n    writeln!(out, \"println!\");\n    c.stdout(Stdio::null());\n}\n",
+    )];
+    assert_eq!(
+        streams_in_cmd(&cmd),
+        [
+            "src/cmd/x.rs:2: `println!` in a command (write to the writer it is given)",
+            "src/cmd/x.rs:3: `stdout()` in a command (write to the writer it is given)",
+        ]
+    );
+    let web =
+        vec![file("src/daemon/api/web/x.rs", "use crate::store::query::MAX_LIMIT;\nuse crate::daemon::api::params;\n")];
+    assert_eq!(
+        web_reaching_the_store(&web),
+        ["src/daemon/api/web/x.rs:1: the web app imports `store` (read through the handlers)"]
+    );
+}
+
+/// The code map of ARCHITECTURE.md: each row's paths (first cell) and its whole text.
+fn code_map() -> Vec<(Vec<String>, String)> {
+    let doc = std::fs::read_to_string(root().join("ARCHITECTURE.md")).unwrap();
+    let section = doc.split("\n## Code map").nth(1).expect("ARCHITECTURE.md has a `## Code map` section");
+    let section = section.split("\n## ").next().unwrap();
+    section
+        .lines()
+        .filter(|l| l.starts_with("| `"))
+        .map(|row| {
+            let first = row.split('|').nth(1).unwrap_or("");
+            let paths = first.split(',').map(|p| p.trim().trim_matches('`').to_string()).collect();
+            (paths, row.to_string())
+        })
+        .collect()
+}
+
+/// Whether `pattern` (a path of the code map, `<service>` standing for one folder) names
+/// `path` itself (`exact`) or a folder above it.
+fn map_path_covers(pattern: &str, path: &str, exact: bool) -> bool {
+    let pattern: Vec<&str> = pattern.trim_end_matches('/').split('/').collect();
+    let path: Vec<&str> = path.split('/').collect();
+    let len_ok = if exact { pattern.len() == path.len() } else { pattern.len() < path.len() };
+    len_ok && pattern.iter().zip(&path).all(|(a, b)| a == b || (a.starts_with('<') && a.ends_with('>')))
+}
+
+/// `.rs` files under `src/` the code map does not name: by their path, or in the row of a
+/// folder above them by their path below it, their file name or their name in backticks (a
+/// `mod.rs` by its folder, which is the row's own folder or named in it).
+fn unmapped_files(files: &[String], map: &[(Vec<String>, String)]) -> Vec<String> {
+    files
+        .iter()
+        .filter(|file| {
+            !map.iter().any(|(paths, text)| {
+                paths.iter().any(|p| {
+                    if map_path_covers(p, file, true) {
+                        return true;
+                    }
+                    if !map_path_covers(p, file, false) {
+                        return false;
+                    }
+                    let below = &file[p.trim_end_matches('/').len() + 1..];
+                    let name = below.rsplit('/').next().unwrap();
+                    let stem = name.trim_end_matches(".rs");
+                    let folder = below.rsplit_once('/').map(|(f, _)| format!("`{f}/`"));
+                    text.contains(below)
+                        || text.contains(&format!("`{name}`"))
+                        || text.contains(&format!("`{stem}`"))
+                        || (name == "mod.rs" && folder.is_none_or(|f| text.contains(&f)))
+                })
+            })
+        })
+        .cloned()
+        .collect()
+}
+
+#[test]
+fn the_code_map_names_every_file() {
+    let files: Vec<String> =
+        sources().into_iter().map(|(p, _)| p.strip_prefix(root()).unwrap().display().to_string()).collect();
+    let missing = unmapped_files(&files, &code_map());
+    assert!(missing.is_empty(), "files the code map of ARCHITECTURE.md does not name:\n{}", missing.join("\n"));
+    let map = vec![
+        (vec!["src/cli.rs".to_string()], "| `src/cli.rs` | the clap definition |".to_string()),
+        (
+            vec!["src/store/".to_string()],
+            "| `src/store/` | `schema.rs` (DDL), `query/` the reads: `seed` |".to_string(),
+        ),
+        (vec!["src/daemon/<service>/metrics.rs".to_string()], "| … |".to_string()),
+    ];
+    let probe: Vec<String> = [
+        "src/cli.rs",
+        "src/store/schema.rs",
+        "src/store/query/seed.rs",
+        "src/store/query/mod.rs",
+        "src/store/mod.rs",
+        "src/store/rows.rs",
+        "src/daemon/writer/metrics.rs",
+        "src/daemon/repeats.rs",
+    ]
+    .map(String::from)
+    .to_vec();
+    assert_eq!(unmapped_files(&probe, &map), ["src/store/rows.rs", "src/daemon/repeats.rs"]);
+}
+
+/// Pointers `docs/design.md#<anchor>` whose anchor the document does not have (a section
+/// renamed or removed under its readers).
+fn dangling_design_pointers(files: &[(PathBuf, String)], design: &str) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (path, text) in files {
+        let rel = path.strip_prefix(root()).unwrap_or(path).display().to_string();
+        for (n, line) in text.lines().enumerate() {
+            for (at, _) in line.match_indices("design.md#") {
+                let anchor: String = line[at + "design.md#".len()..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+                    .collect();
+                if !design.contains(&format!("<a id=\"{anchor}\"></a>")) {
+                    problems.push(format!("{rel}:{}: docs/design.md has no section `#{anchor}`", n + 1));
+                }
+            }
+        }
+    }
+    problems
+}
+
+#[test]
+fn every_pointer_into_the_design_names_a_section() {
+    let design = std::fs::read_to_string(root().join("docs/design.md")).unwrap();
+    let mut files = explained_files();
+    text_files(&root().join("tests"), &mut files);
+    // This file's probes name missing sections on purpose.
+    files.retain(|(p, _)| !p.ends_with("tests/it/tidy.rs"));
+    let problems = dangling_design_pointers(&files, &design);
+    assert!(problems.is_empty(), "pointers at missing sections of docs/design.md:\n{}", problems.join("\n"));
+    let probe = vec![(root().join("src/x.rs"), "// docs/design.md#topics and docs/design.md#gone.".to_string())];
+    assert_eq!(
+        dangling_design_pointers(&probe, "<a id=\"topics\"></a>"),
+        ["src/x.rs:1: docs/design.md has no section `#gone`"]
+    );
 }

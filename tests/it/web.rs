@@ -3,7 +3,7 @@
 //! webhook targets (one answers 400). Every page loads with data, without a console error or
 //! a failed request, and is photographed (target/web-screenshots/, or the folder in
 //! `TAYGA_WEB_SCREENSHOTS`, e.g. docs/screenshots). Also: bad URLs get a page with the reason
-//! and status, and the Pipeline page combines two logminer replicas as seed 000 says.
+//! and status, and the Pipeline page combines two logminer replicas as docs/design.md#replica-metrics says.
 
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
@@ -350,7 +350,7 @@ async fn pages(env: &TestEnv, browser: &Browser, http: &reqwest::Client, app: &s
     browser.screenshot("error").await;
 }
 
-/// Seed 000 on the Pipeline page: two logminer replicas behind one name (and a third that
+/// docs/design.md#replica-metrics on the Pipeline page: two logminer replicas behind one name (and a third that
 /// does not answer); the page shows the larger replica's template count and the summed
 /// rate, and the replica count.
 #[tokio::test]

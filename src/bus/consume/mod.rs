@@ -1,6 +1,6 @@
 //! The consumer kit every consuming daemon is built from, so a consumer is assembled once:
 //!
-//! - [`Group`]: the settings of each of Tayga's consumer groups (DESIGN.md §2), and
+//! - [`Group`]: the settings of each of Tayga's consumer groups (docs/design.md#topics), and
 //!   [`subscribe`], which creates a member of one and joins it;
 //! - [`rebalance`]: the context that records rebalances for the loop to apply;
 //! - [`commit`]: the explicit commit of offsets that moved;
@@ -78,7 +78,7 @@ impl Group {
             // down; 5 minutes bounds a stuck insert. The assembler and the logminer poll
             // between ticks; 5 minutes is never reached by a healthy member.
             Group::Writer | Group::Assembler | Group::Logminer => Duration::from_secs(300),
-            // Seed 003: long enough that waits at the Retry-After cap (about 35 minutes for
+            // docs/design.md#notifier-retries: long enough that waits at the Retry-After cap (about 35 minutes for
             // 8 attempts) do not cause a rebalance.
             Group::Notifier => Duration::from_secs(40 * 60),
         }

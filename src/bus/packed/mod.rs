@@ -2,7 +2,7 @@
 //!
 //! librdkafka sends one partition per produce request
 //! ([librdkafka#1700](https://github.com/confluentinc/librdkafka/issues/1700)). Ingest
-//! publishes one record per trace id over 12 partitions (seed 000), so a request of ten
+//! publishes one record per trace id over 12 partitions (docs/design.md#topics), so a request of ten
 //! traces touched ten partitions and cost a produce request, an lz4 frame, a response and a
 //! wake-up each: most of ingest's CPU went there (docs/ingest.md). This producer keeps, per
 //! broker, one request in flight; what arrives meanwhile waits, and the next request carries

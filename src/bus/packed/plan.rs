@@ -10,7 +10,7 @@ use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::{Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType};
 
 /// Most bytes of records (keys, values, headers, before compression) one partition's batch
-/// holds: a record is at most 900,000 bytes (seed 000), and brokers refuse batches past
+/// holds: a record is at most 900,000 bytes (docs/design.md#topics), and brokers refuse batches past
 /// about 1 MiB (Kafka's `message.max.bytes`, Redpanda's `kafka_batch_max_bytes`).
 pub const BATCH_MAX_BYTES: usize = 1_000_000;
 

@@ -7,7 +7,8 @@ use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
 
 use super::error::ApiError;
-use crate::store::query::{Window, MAX_LIMIT};
+/// The window every read takes, and the most rows a page holds (the app pages by them too).
+pub use crate::store::query::{Window, MAX_LIMIT};
 pub use crate::time::{DAY_NS, HOUR_NS};
 
 /// The page size when `limit` is not given.

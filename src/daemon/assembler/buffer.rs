@@ -179,7 +179,7 @@ impl Buffer {
         self.partitions.entry(partition).or_default();
     }
 
-    /// Drops a revoked partition's state (seed 000); returns how many open or pending
+    /// Drops a revoked partition's state (docs/design.md#assembler); returns how many open or pending
     /// traces were dropped. Its next owner rebuilds them from the uncommitted records.
     pub fn revoke(&mut self, partition: i32) -> usize {
         self.partitions.remove(&partition).map_or(0, |p| p.holds.len())

@@ -1,4 +1,4 @@
-//! The assembler (DESIGN.md §6, issue 8): reads `<prefix>.signals` in group
+//! The assembler (docs/design.md#assembler): reads `<prefix>.signals` in group
 //! `<prefix>-assembler`, keeps open traces in memory per partition, and turns each closed
 //! trace into a story ([`crate::wire::story::Story`]), stored in the `stories` table and published
 //! to `<prefix>.stories` keyed by fingerprint. docs/stories.md describes it for operators.
@@ -18,7 +18,7 @@
 //! - a trace rebuilt from only part of its records (its first records were committed past
 //!   with an earlier story) is completed from the spans table before it is stored, and is
 //!   never stored with fewer spans than the story already stored;
-//! - a revoked partition's traces are dropped (seed 000); its next owner rebuilds them.
+//! - a revoked partition's traces are dropped; its next owner rebuilds them.
 
 pub mod buffer;
 pub mod metrics;

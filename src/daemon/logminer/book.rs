@@ -5,8 +5,8 @@
 //!
 //! Rows leave the book only when the caller says their insert succeeded
 //! ([`Book::stored`]), so an insert that fails, or is abandoned at a timeout, leaves them
-//! pending, and the offsets of their records uncommitted (seed 000: offsets are committed
-//! only for records whose hits and templates are stored).
+//! pending, and the offsets of their records uncommitted (docs/design.md#identity: offsets are
+//! committed only for records whose hits and templates are stored).
 //!
 //! A sibling merge ([`crate::mine::Change::Merged`], docs/mining.md "Merging and
 //! identity") retires templates: their first and last seen fold into the survivor's,

@@ -1,7 +1,7 @@
 //! The logminer's loop: it reads `<prefix>.logs`, mines every record into the [`Book`],
 //! stores what was mined and then commits the offsets it covers, applies the group's
-//! rebalances in order (seed 000, "Rebalances"), runs the detection pass every tick, and
-//! stops cleanly within the seed's bounds.
+//! rebalances in order (docs/design.md#logminer-rebalances), runs the detection pass every tick, and
+//! stops cleanly within its bounds (docs/design.md#logminer-shutdown).
 
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
@@ -107,7 +107,7 @@ pub(super) async fn run(
     Ok(())
 }
 
-/// Start-up chores: heartbeats older than a day go (seed 000), and the masking epoch is
+/// Start-up chores: heartbeats older than a day go (docs/design.md#watermarks), and the masking epoch is
 /// checked. A changed rule set starts a new epoch: templates mined under the old one are
 /// not loaded, so its lines are mined afresh; `tayga remine` rebuilds the history.
 async fn start_up(store: &Store, config: &LogminerConfig, masking_version: &str) -> anyhow::Result<()> {
@@ -235,7 +235,7 @@ impl Logminer {
     /// Stores pending hits and templates, then commits the offsets they cover. False when
     /// storing failed. The rows leave the book only once their insert succeeded, so a
     /// flush that fails or is abandoned (a timeout, a shutdown) leaves them pending and
-    /// their offsets uncommitted; the next flush stores them (seed 000: offsets are
+    /// their offsets uncommitted; the next flush stores them (docs/design.md#identity: offsets are
     /// committed only for records whose hits and templates are stored).
     pub(super) async fn flush(&mut self) -> bool {
         let pending = self.book.pending(now_ns());
@@ -343,7 +343,7 @@ impl Logminer {
         self.lag.refresh_when_due(parts);
     }
 
-    /// Clean stop (seed 000): flush bounded at 15 s, then one new-template pass bounded at
+    /// Clean stop (docs/design.md#logminer-shutdown): flush bounded at 15 s, then one new-template pass bounded at
     /// 20 s, so a template mined just before the stop is still announced.
     async fn stop(mut self) {
         let started = Instant::now();

@@ -1,4 +1,4 @@
-//! The spike and silence rules (DESIGN.md §7), pure: minute counts in, alerts out.
+//! The spike and silence rules (docs/logminer.md, "The alert rules"), pure: minute counts in, alerts out.
 //! docs/logminer.md states the rules for operators; the thresholds are `[logminer]` keys.
 //!
 //! Time here is the service's data time: the clock of its partition (the newest log time

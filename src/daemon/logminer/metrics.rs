@@ -1,7 +1,6 @@
 //! What the logminer reports: one method per event, each logging and counting together
 //! (docs/metrics.md lists the metrics). The Pipeline page takes the largest replica's data
-//! lag, template count and up, and sums the rest (seed 000, "Metrics with several
-//! replicas").
+//! lag, template count and up, and sums the rest (docs/design.md#replica-metrics).
 
 use std::fmt::Display;
 use std::time::Duration;

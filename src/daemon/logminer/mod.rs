@@ -1,8 +1,8 @@
-//! The logminer (seed 000, DESIGN.md §7): reads `<prefix>.logs` in group
+//! The logminer (docs/design.md#logminer-ownership and the sections after it): reads `<prefix>.logs` in group
 //! `<prefix>-logminer`, mines every log line into a template of its service, stores
 //! templates and hits, and raises `new_template`, `spike` and `silence` alerts for the
 //! services it owns, published to `<prefix>.alerts`. docs/logminer.md is the operator's
-//! view; this is where each seed 000 rule is kept:
+//! view; this is where each of its rules is kept:
 //!
 //! - **Offsets** are committed only after the hits and templates of the records before
 //!   them are stored: rows leave the [`book::Book`] only once their insert succeeded, and

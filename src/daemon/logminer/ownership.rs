@@ -1,4 +1,4 @@
-//! What a replica holds (seed 000, "The logminer: ownership"): the partitions assigned to
+//! What a replica holds (docs/design.md#logminer-ownership): the partitions assigned to
 //! it, the services it owns (those whose logs it mined within the ownership window), and
 //! per partition the data clock the spike and silence rules judge by. Pure: the loop
 //! tells it what was mined and what the group changed.

@@ -1,4 +1,4 @@
-//! The passes (seed 000). The new-template pass announces the owned services' templates
+//! The passes (docs/design.md#watermarks). The new-template pass announces the owned services' templates
 //! first seen after the watermark; it runs in every detection pass, and once, bounded,
 //! after a revoke and at a clean stop. The detection pass runs every tick: ownership
 //! expiry, new templates, the active spikes of services taken over, spikes and silences,

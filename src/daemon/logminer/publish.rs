@@ -1,4 +1,4 @@
-//! Alert publication (seed 000, "Alert publication"): every alert version is stored, then
+//! Alert publication (docs/design.md#republication): every alert version is stored, then
 //! published keyed by template id and marked in `log_alert_publications`; after every
 //! detection pass the owned services' unmarked alerts of the republication window are
 //! published again, oldest first, at most `republish_max_per_pass`, stopping at the first
@@ -58,7 +58,7 @@ impl Outbox {
     }
 
     /// Republishes the unmarked alerts of `services` stored within `window_hours` before
-    /// `now_ns`, at most `max` (seed 000).
+    /// `now_ns`, at most `max` (docs/design.md#republication).
     pub async fn republish(
         &self,
         store: &Store,

@@ -1,4 +1,4 @@
-//! Seed 003's retry rules, as pure functions: which responses are retried, how long to wait
+//! The notifier's retry rules (docs/design.md#notifier-retries), as pure functions: which responses are retried, how long to wait
 //! after a failed attempt, and how a `Retry-After` header is read.
 
 use std::time::{Duration, SystemTime};
@@ -15,7 +15,7 @@ pub enum AttemptOutcome {
     Permanent { error: String },
 }
 
-/// The class of an HTTP status (seed 003, "Retries"). Redirects are not followed, so a 3xx
+/// The class of an HTTP status (docs/design.md#notifier-retries). Redirects are not followed, so a 3xx
 /// is permanent like a 4xx.
 pub fn classify_status(status: u16) -> StatusClass {
     match status {
@@ -82,7 +82,7 @@ mod tests {
     fn the_default_ladder_is_1_2_4_to_64_seconds() {
         let waits: Vec<u64> = (1..=7).map(|n| backoff_wait(n, S(1), S(300), None).as_secs()).collect();
         assert_eq!(waits, vec![1, 2, 4, 8, 16, 32, 64]);
-        // Seed 003: "about 2 minutes of backoff (1 + 2 + … + 64 s)" for 8 attempts.
+        // docs/design.md#notifier-retries: about 2 minutes of backoff (1 + 2 + … + 64 s) for 8 attempts.
         assert_eq!(waits.iter().sum::<u64>(), 127);
     }
 

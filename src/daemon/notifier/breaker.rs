@@ -1,4 +1,4 @@
-//! The per-target circuit breaker of seed 003, as a pure state machine (time is passed in):
+//! The per-target circuit breaker (docs/design.md#notifier-breaker), as a pure state machine (time is passed in):
 //!
 //! - when a target gives up on a retryable error, its breaker opens for the cooldown;
 //! - while it is open, each new alert gets exactly one attempt, without backoff: a 2xx

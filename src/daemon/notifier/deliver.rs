@@ -188,7 +188,7 @@ pub struct Ctx {
 impl Ctx {
     pub fn http_client(settings: &Settings) -> anyhow::Result<reqwest::Client> {
         Ok(reqwest::Client::builder()
-            // Seed 003: a 3xx is a permanent failure, so redirects are never followed.
+            // docs/design.md#notifier-retries: a 3xx is a permanent failure, so redirects are never followed.
             .redirect(reqwest::redirect::Policy::none())
             .timeout(settings.timeout)
             .connect_timeout(settings.timeout)
@@ -271,7 +271,7 @@ fn error_chain(e: &dyn std::error::Error) -> String {
     text
 }
 
-/// Delivers one alert to one target under seed 003's rules. `existing` is the pair's latest
+/// Delivers one alert to one target under the delivery rules (docs/design.md#notifier). `existing` is the pair's latest
 /// row, if any; `read_at` is when the record was read (for the latency histogram).
 pub async fn deliver(
     ctx: Arc<Ctx>,

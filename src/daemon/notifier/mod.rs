@@ -1,8 +1,8 @@
-//! The notifier (seed 003, DESIGN.md §8): reads `<prefix>.alerts` in group
+//! The notifier (docs/design.md#notifier): reads `<prefix>.alerts` in group
 //! `<prefix>-notifier` and delivers each alert to each webhook target once, with retries,
 //! backoff and a per-target breaker. docs/notifier.md describes the behaviour for operators.
 //!
-//! - [`backoff`] and [`breaker`]: the seed's rules as pure functions, unit-tested.
+//! - [`backoff`] and [`breaker`]: the retry and breaker rules as pure functions, unit-tested.
 //! - [`deliver`]: one alert to one target: attempts, ladder, rows.
 //! - [`store`]: `notifier_deliveries` reads (argMax) and writes (timeouts, retries).
 //! - [`metrics`]: what the notifier reports (each event logs and counts).
@@ -149,7 +149,7 @@ impl Notifier {
         Ok(())
     }
 
-    /// The decision order of seed 003 for one record.
+    /// The decision order (docs/design.md#notifier-decisions) for one record.
     pub async fn handle(&self, message: &OwnedMessage) -> RecordEnd {
         let read_at = Instant::now();
         let payload = message.payload().unwrap_or_default();

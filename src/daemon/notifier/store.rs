@@ -1,4 +1,4 @@
-//! The notifier's use of `notifier_deliveries` (seed 003): the status values, and the time
+//! The notifier's use of `notifier_deliveries` (docs/design.md#notifier-states): the status values, and the time
 //! limits and retries around the reads and writes of `store::deliveries`.
 
 use std::collections::BTreeMap;
@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::store::deliveries::latest_for_alert;
 use crate::store::{DeliveryRow, Store, StoreError};
 
-/// One write's own time limit, and how long a failed write is retried (seed 003, "Stopping").
+/// One write's own time limit, and how long a failed write is retried (docs/design.md#notifier-stop).
 pub const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
 pub const WRITE_RETRY_FOR: Duration = Duration::from_secs(10);
 const WRITE_RETRY_PAUSE: Duration = Duration::from_millis(500);

@@ -1,4 +1,4 @@
-//! The writer (DESIGN.md §6, seed 001 adapted): reads `<prefix>.signals` in group
+//! The writer (docs/design.md#writer): reads `<prefix>.signals` in group
 //! `<prefix>-writer` and stores every span and log in ClickHouse, at least once and
 //! deduplicated at the store. docs/writer.md describes it for operators.
 //!

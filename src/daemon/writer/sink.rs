@@ -1,4 +1,4 @@
-//! Storing a batch in ClickHouse, in one of two modes chosen at start-up (DESIGN.md §4):
+//! Storing a batch in ClickHouse, in one of two modes chosen at start-up (docs/design.md#writer):
 //!
 //! - [`InsertMode::Batched`] (ClickHouse 18.16, or any server without
 //!   `insert_deduplication_token`): one INSERT per table per batch. A record read twice is
@@ -8,7 +8,7 @@
 //! - [`InsertMode::Tokens`] (current ClickHouse): one INSERT per record, with
 //!   `insert_deduplication_token = <topic>-<partition>-<offset>`, and the tables'
 //!   `non_replicated_deduplication_window` set to [`DEDUP_WINDOW`]: a replayed record is
-//!   discarded by the server, so even raw counts stay exact. Seed 001: the token must name a
+//!   discarded by the server, so even raw counts stay exact. The token must name a
 //!   record, never a fetched batch (fetch boundaries differ on replay), and without the
 //!   window the token is accepted and silently ignored. The identities still apply.
 //! - [`InsertMode::PerRecord`] (a cluster, `[clickhouse] cluster`, of servers without tokens:

@@ -11,9 +11,9 @@ pub mod alerts;
 pub mod deliveries;
 pub mod logs;
 pub mod pipeline;
-pub mod seed;
 pub mod services;
 pub mod stories;
+pub mod synthetic;
 pub mod templates;
 pub mod traces;
 
@@ -39,8 +39,8 @@ fn and_all(conditions: &[&str]) -> String {
 }
 
 /// Every statement of this module, with sample values, for the registry
-/// (`store::statements::all`): the widest variant of each dynamic one, and the seed's
-/// statements for a tiny data set.
+/// (`store::statements::all`): the widest variant of each dynamic one, and the synthetic
+/// data's statements for a tiny data set.
 pub fn statements() -> Vec<Statement> {
     let mut all = Vec::new();
     all.extend(services::statements());
@@ -51,7 +51,7 @@ pub fn statements() -> Vec<Statement> {
     all.extend(alerts::statements());
     all.extend(deliveries::statements());
     all.extend(pipeline::statements());
-    let tiny = seed::Seed {
+    let tiny = synthetic::SyntheticData {
         spans: 10,
         logs: 5,
         services: 2,
@@ -61,9 +61,12 @@ pub fn statements() -> Vec<Statement> {
         span_ns: 3_600_000_000_000,
     };
     all.extend(
-        seed::statements(&tiny).into_iter().map(|(table, sql)| Statement::new(format!("query.seed_{table}"), sql)),
+        synthetic::statements(&tiny)
+            .into_iter()
+            .map(|(table, sql)| Statement::new(format!("query.synthetic_{table}"), sql)),
     );
-    all.push(Statement::new("query.seed_trace_id", seed::trace_id_sql(1)));
+    all.push(Statement::new("query.synthetic_trace_id", synthetic::trace_id_sql(1)));
+    all.push(Statement::new("query.synthetic_optimize", synthetic::optimize_sql("spans")));
     all
 }
 

@@ -59,8 +59,9 @@ pub struct Alert {
     pub stored_ns: u64,
     /// The version of the alert shown (its latest update).
     pub updated_ns: u64,
-    /// Seed 000: a silence stops being refreshed once its service is quiet for 60 minutes,
-    /// after a restart or a hand-over; it is then inactive.
+    /// Whether `last_at` is within the last 5 minutes. A spike or silence stops being
+    /// refreshed once its service is quiet for 60 minutes, or after a restart or a
+    /// hand-over until its service logs again; it is then inactive.
     pub active: bool,
     /// This version reached the alerts topic (it has a publication mark).
     pub published: bool,

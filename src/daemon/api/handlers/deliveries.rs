@@ -1,5 +1,5 @@
-//! `GET /api/v1/deliveries`: the latest state of every `(alert, target)` pair (seed 003)
-//! created in a window. `POST /api/v1/deliveries/{alert_id}/retry`: the operator's manual
+//! `GET /api/v1/deliveries`: the latest state of every `(alert, target)` pair
+//! (docs/design.md#notifier-states) created in a window. `POST /api/v1/deliveries/{alert_id}/retry`: the operator's manual
 //! retry of a failed delivery, through `bus::retry::retry`, the function
 //! `tayga deliveries retry` calls.
 

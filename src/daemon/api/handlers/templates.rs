@@ -10,7 +10,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::{AppState, Page};
 use crate::daemon::api::error::{ApiError, ErrorBody};
-use crate::daemon::api::params::{self, Query, DAY_NS, HOUR_NS};
+use crate::daemon::api::params::{self, Query, Window, DAY_NS, HOUR_NS};
 use crate::store::query::templates;
 use crate::time::MINUTE_NS;
 use crate::wire::alert::format_id;
@@ -63,18 +63,8 @@ pub async fn list(
     services.sort();
     services.dedup();
     let ids: Vec<u64> = rows.iter().map(|r| r.template_id).collect();
-    let counts = if rows.is_empty() {
-        Vec::new()
-    } else {
-        state.run(templates::minute_counts(&state.store, window, &services, &ids)).await?
-    };
-    let mut minutes: HashMap<(String, u64), Vec<MinuteCount>> = HashMap::new();
-    for c in counts {
-        minutes
-            .entry((c.service, c.template_id))
-            .or_default()
-            .push(MinuteCount { minute_ns: c.minute * MINUTE_NS, count: c.count });
-    }
+    let mut minutes =
+        if rows.is_empty() { HashMap::new() } else { minute_counts(&state, window, &services, &ids).await? };
     let cursor = rows.last().map(|r| params::next_cursor(&(r.count, r.service.clone(), r.template_id)));
     let items: Vec<Template> = rows
         .into_iter()
@@ -90,4 +80,36 @@ pub async fn list(
         })
         .collect();
     Ok(Json(Page::of(items, limit, cursor)))
+}
+
+/// Distinct lines per minute in `window` of each of `ids` (of `services`), by (service,
+/// template id); minutes without a line are left out. The series of every template
+/// `GET /api/v1/templates` lists, and of the app's template and alert charts.
+pub async fn minute_counts(
+    state: &AppState,
+    window: Window,
+    services: &[String],
+    ids: &[u64],
+) -> Result<HashMap<(String, u64), Vec<MinuteCount>>, ApiError> {
+    let counts = state.run(templates::minute_counts(&state.store, window, services, ids)).await?;
+    let mut minutes: HashMap<(String, u64), Vec<MinuteCount>> = HashMap::new();
+    for c in counts {
+        minutes
+            .entry((c.service, c.template_id))
+            .or_default()
+            .push(MinuteCount { minute_ns: c.minute * MINUTE_NS, count: c.count });
+    }
+    Ok(minutes)
+}
+
+/// One template's series from [`minute_counts`], as (minute start ns, lines) pairs.
+pub async fn minute_series(
+    state: &AppState,
+    window: Window,
+    service: &str,
+    template_id: u64,
+) -> Result<Vec<(u64, u64)>, ApiError> {
+    let mut minutes = minute_counts(state, window, &[service.to_string()], &[template_id]).await?;
+    let series = minutes.remove(&(service.to_string(), template_id)).unwrap_or_default();
+    Ok(series.into_iter().map(|m| (m.minute_ns, m.count)).collect())
 }

@@ -1,4 +1,4 @@
-//! The metric recorder (seed 000, "Metrics with several replicas"): every
+//! The metric recorder (docs/design.md#replica-metrics): every
 //! `api.scrape_interval_secs` it scrapes the `/metrics` of ingest, writer, assembler and
 //! notifier, resolves `api.logminer_metrics` (and any other `api.*_metrics` name set) and
 //! scrapes every address it names, and stores

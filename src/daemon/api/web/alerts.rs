@@ -1,5 +1,5 @@
-//! `/alerts`: active and inactive alerts (seed 000's Note: an alert whose `last_at` stopped
-//! advancing is inactive), and `/alerts/{id}`: one alert with its count against its
+//! `/alerts`: active and inactive alerts (docs/design.md#active-alerts: an alert whose
+//! `last_at` stopped advancing is inactive), and `/alerts/{id}`: one alert with its count against its
 //! baseline, the lines that raised it and a chip per delivery target.
 
 use axum::extract::{Path, State};
@@ -12,10 +12,9 @@ use super::format::{self, HOUR_NS, MINUTE_NS};
 use super::layout::{chip, log_table, respond, shell, status_chip, template_text, time, Nav, PageResult};
 use super::{given, query};
 use crate::daemon::api::handlers::alerts::{self, Alert, AlertState, AlertsParams};
+use crate::daemon::api::handlers::templates::minute_series;
 use crate::daemon::api::handlers::AppState;
-use crate::daemon::api::params::{self, Query};
-use crate::store::query::templates::minute_counts;
-use crate::store::query::Window;
+use crate::daemon::api::params::{self, Query, Window};
 use crate::wire::alert::AlertKind;
 
 /// Alerts listed per state.
@@ -119,9 +118,7 @@ pub async fn detail(State(state): State<AppState>, Path(alert_id): Path<String>)
     let to = (a.last_at.max(a.first_at) + 10 * MINUTE_NS).min(state.now() + MINUTE_NS);
     let from = a.first_at.saturating_sub(HOUR_NS).max(to.saturating_sub(24 * HOUR_NS));
     let window = Window { from_ns: from, to_ns: to.max(from + MINUTE_NS) };
-    let counts =
-        state.run(minute_counts(&state.store, window, std::slice::from_ref(&a.service), &[template_id])).await?;
-    let counts: Vec<(u64, u64)> = counts.iter().map(|c| (c.minute * MINUTE_NS, c.count)).collect();
+    let counts = minute_series(&state, window, &a.service, template_id).await?;
     let mut rules = Vec::new();
     if a.kind != "new_template" {
         rules.push(Rule { name: "baseline".into(), value: a.baseline });

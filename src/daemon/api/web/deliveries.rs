@@ -1,5 +1,5 @@
 //! `/deliveries`: the latest state of every `(alert, target)` pair of the last 7 days
-//! (seed 003: status, attempts, last error, times, manual retries), filtered by alert, target
+//! (docs/design.md#notifier-states: status, attempts, last error, times, manual retries), filtered by alert, target
 //! or status, and a health panel per target: its recent success rate and its breaker as last
 //! observed. A failed row has a retry button: a plain form posting to
 //! `/deliveries/{alert_id}/retry`, which calls the API's retry handler (the function `tayga
@@ -23,7 +23,7 @@ use crate::daemon::api::handlers::deliveries::{self, DeliveriesParams, Delivery,
 use crate::daemon::api::handlers::pipeline::{self, PipelineParams};
 use crate::daemon::api::handlers::AppState;
 use crate::daemon::api::params::Query;
-use crate::store::query::MAX_LIMIT;
+use crate::daemon::api::params::MAX_LIMIT;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -136,7 +136,7 @@ pub async fn page(State(state): State<AppState>, uri: Uri) -> PageResult {
         @if let (Some(t), Some(a)) = (&retried, &alert_id) {
             p.notice #retried { "Retry of " strong { (t) } " for alert " code { (a) } " recorded: the row is pending again and the alert was republished; the notifier delivers it once more." }
         }
-        p.lead { "Every alert goes to each of its targets once (seed 003); this is the latest state of each pair from the last 7 days." }
+        p.lead { "Every alert goes to each of its targets once; this is the latest state of each pair from the last 7 days." }
         section #health {
             h2 { "Targets" }
             @if panel.is_empty() {

@@ -1,5 +1,5 @@
 //! `/pipeline`: the pipeline's own health over a window (15 min, 1 h, 6 h, 24 h), from the
-//! recorder's samples as `GET /api/v1/pipeline` combines them (seed 000: counter rates and
+//! recorder's samples as `GET /api/v1/pipeline` combines them (docs/design.md#replica-metrics: counter rates and
 //! quantiles sum the replicas; the data lag, the template count and `up` take the largest
 //! replica; other gauges are summed): throughput per stage, consumer lag per group, errors
 //! per stage, up per instance, the ingest leg in use, data freshness, and the logminer's
@@ -264,7 +264,7 @@ pub async fn page(State(state): State<AppState>, uri: Uri) -> PageResult {
                     }
                 }
             }
-            p.note { "The logminer's template count is its largest replica's; rates are summed over replicas (seed 000)." }
+            p.note { "The logminer's template count is its largest replica's; rates are summed over replicas." }
         }
         p.muted { "Window " (time(data.from_ns)) " to " (time(data.to_ns)) ", one point per " (data.step_secs) " s." }
     };

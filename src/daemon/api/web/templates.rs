@@ -11,7 +11,7 @@ use maud::html;
 use serde::Deserialize;
 
 use super::charts::{self, Series, Size, TimeChart};
-use super::format::{self, Window, HOUR_NS, MINUTE_NS};
+use super::format::{self, Window, HOUR_NS};
 use super::layout::{log_table, respond, shell, template_text, time, window_picker, Nav, PageError, PageResult};
 use super::{given, query};
 use crate::daemon::api::error::ApiError;
@@ -20,8 +20,7 @@ use crate::daemon::api::handlers::logs::{self, LogsParams};
 use crate::daemon::api::handlers::services::{self, ServicesParams};
 use crate::daemon::api::handlers::templates::{self, Template, TemplatesParams};
 use crate::daemon::api::handlers::AppState;
-use crate::daemon::api::params::{self, Query};
-use crate::store::query::MAX_LIMIT;
+use crate::daemon::api::params::{self, Query, MAX_LIMIT};
 
 /// The "new" filter's only value.
 const NEW_24H: &str = "24h";
@@ -157,15 +156,7 @@ pub async fn detail(
     let t = find(&state, &service, id).await?;
     let now = state.now();
     let from = now.saturating_sub(window.ns());
-    let counts = state
-        .run(crate::store::query::templates::minute_counts(
-            &state.store,
-            crate::store::query::Window { from_ns: from, to_ns: now },
-            std::slice::from_ref(&service),
-            &[id],
-        ))
-        .await?;
-    let counts: Vec<(u64, u64)> = counts.iter().map(|c| (c.minute * MINUTE_NS, c.count)).collect();
+    let counts = templates::minute_series(&state, params::Window { from_ns: from, to_ns: now }, &service, id).await?;
     let chart = TimeChart {
         from_ns: from,
         to_ns: now,

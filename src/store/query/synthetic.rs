@@ -7,7 +7,7 @@
 use crate::store::{Store, StoreError};
 
 #[derive(Debug, Clone)]
-pub struct Seed {
+pub struct SyntheticData {
     pub spans: u64,
     /// Logs; log `i` belongs to the trace of span `i × spans / logs`.
     pub logs: u64,
@@ -24,14 +24,14 @@ fn trace_of(n: &str) -> String {
     format!("lower(hex(MD5(toString({n}))))")
 }
 
-/// The trace id of the `i`-th trace, as [`seed`] wrote it.
+/// The trace id of the `i`-th trace, as [`fill`] wrote it.
 pub fn trace_id_sql(i: u64) -> String {
     format!("SELECT {}", trace_of(&i.to_string()))
 }
 
-/// The statements [`seed`] runs, in order, and what each fills.
-pub fn statements(s: &Seed) -> Vec<(&'static str, String)> {
-    let Seed { spans, logs, services, templates_per_service: t, alerts, end_ns, span_ns } = s.clone();
+/// The statements [`fill`] runs, in order, and what each fills.
+pub fn statements(s: &SyntheticData) -> Vec<(&'static str, String)> {
+    let SyntheticData { spans, logs, services, templates_per_service: t, alerts, end_ns, span_ns } = s.clone();
     let start = end_ns - span_ns;
     let span_step = (span_ns / spans.max(1)).max(1);
     let log_step = (span_ns / logs.max(1)).max(1);
@@ -131,23 +131,30 @@ pub fn statements(s: &Seed) -> Vec<(&'static str, String)> {
 
 /// Fills every table of `store`, then merges each into one part per day partition, as a
 /// settled table is.
-pub async fn seed(store: &Store, s: &Seed) -> Result<(), StoreError> {
+pub async fn fill(store: &Store, s: &SyntheticData) -> Result<(), StoreError> {
     for (table, sql) in statements(s) {
-        store.execute(&format!("seeding {table}"), &sql).await?;
+        store.execute(&format!("filling {table}"), &sql).await?;
     }
-    let tables = [
-        "spans",
-        "logs",
-        "trace_logs",
-        "log_hits",
-        "log_templates",
-        "stories",
-        "log_alerts",
-        "log_alert_publications",
-        "notifier_deliveries",
-    ];
-    for table in tables {
-        store.execute(&format!("merging {table}"), &format!("OPTIMIZE TABLE {table} FINAL")).await?;
+    for table in MERGED_TABLES {
+        store.execute(&format!("merging {table}"), &optimize_sql(table)).await?;
     }
     Ok(())
+}
+
+/// The tables [`fill`] fills, merged afterwards.
+const MERGED_TABLES: [&str; 9] = [
+    "spans",
+    "logs",
+    "trace_logs",
+    "log_hits",
+    "log_templates",
+    "stories",
+    "log_alerts",
+    "log_alert_publications",
+    "notifier_deliveries",
+];
+
+/// Merges `table` into one part per partition, as a settled table is.
+pub fn optimize_sql(table: &str) -> String {
+    format!("OPTIMIZE TABLE {table} FINAL")
 }
