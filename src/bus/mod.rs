@@ -5,6 +5,7 @@
 pub mod alerts;
 pub mod consume;
 pub mod packed;
+pub mod probe;
 pub mod producer;
 pub mod retry;
 pub mod topics;

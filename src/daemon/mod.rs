@@ -6,6 +6,7 @@
 
 pub mod api;
 pub mod assembler;
+pub mod health;
 pub mod ingest;
 pub mod logminer;
 pub mod notifier;

@@ -14,6 +14,7 @@ pub mod encoded;
 pub mod insert;
 pub mod logminer;
 pub mod migrate;
+pub mod probe;
 pub mod query;
 pub mod read;
 mod records;

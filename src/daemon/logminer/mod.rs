@@ -38,6 +38,9 @@ use std::time::Duration;
 use prometheus_client::registry::Registry;
 use serde_json::json;
 
+use anyhow::Context as _;
+
+use self::consumer::{Logminer, Replica};
 use self::metrics::LogminerMetrics;
 use crate::bus::consume::Group;
 use crate::config::Config;
@@ -81,7 +84,7 @@ struct Status {
 }
 
 /// `tayga serve logminer`: the shared daemon start-up ([`crate::daemon::run`]) on
-/// `logminer.metrics_addr`, then the consumer loop until `shutdown`.
+/// `logminer.metrics_addr`, then the consume loop until `shutdown`.
 pub async fn serve(config: &Config, shutdown: Shutdown) -> anyhow::Result<()> {
     serve_with(config, Cadence::default(), shutdown).await
 }
@@ -101,9 +104,17 @@ pub async fn serve_with(config: &Config, cadence: Cadence, shutdown: Shutdown) -
                    "partitions": s.partitions, "owned_services": s.owned})
         })
     };
-    let spec = Spec { group: Group::Logminer, metrics_addr: config.logminer.metrics_addr.clone(), registry, health };
-    crate::daemon::run(config, shutdown.clone(), spec, |_| {
-        consumer::run(config, cadence, replica, metrics, status, shutdown)
+    let spec = Spec {
+        group: Group::Logminer,
+        metrics_addr: config.logminer.metrics_addr.clone(),
+        registry,
+        consumer: metrics.consumer.clone(),
+        health,
+    };
+    crate::daemon::run(config, shutdown.clone(), spec, |store, member| {
+        let publisher = member.publisher().cloned().context("the logminer's member publishes");
+        let replica = Replica { id: replica, cadence, metrics, status, shutdown };
+        async move { Logminer::start(config, store, publisher?, replica).await }
     })
     .await
 }
