@@ -49,7 +49,7 @@ pub async fn serve(config: &Config, shutdown: Shutdown) -> anyhow::Result<()> {
     let interval = Duration::from_secs(config.api.scrape_interval_secs);
     let recording = tokio::spawn(recorder.run(interval, shutdown.clone()));
 
-    let alerts_topic = Some(Arc::new(crate::bus::retry::AlertsTopic::new(config)));
+    let alerts_topic = Some(Arc::new(crate::workflow::retry::AlertsTopic::new(config)));
     let state = AppState { store, query_timeout: timeout, now_ns: crate::store::now_ns, alerts_topic };
     // `/health` through the one rule (daemon::health): `degraded` with the reason
     // while ClickHouse does not answer (every read fails) or the broker refuses (delivery

@@ -12,7 +12,6 @@ use anyhow::Context as _;
 use rdkafka::message::{Message, OwnedMessage};
 use tokio::time::Instant;
 
-use super::book::Book;
 use super::detect::{Rules, Spikes};
 use super::metrics::LogminerMetrics;
 use super::ownership::Ownership;
@@ -26,6 +25,7 @@ use crate::otlp::flatten::log_rows;
 use crate::store::logminer::{self as lm, State};
 use crate::store::{now_ns, Store};
 use crate::wire::record::{self, SignalPayload};
+use crate::workflow::book::Book;
 
 /// Reading pauses while this many hits wait (ClickHouse down): memory stays bounded.
 const MAX_PENDING_HITS: usize = 200_000;

@@ -5,7 +5,7 @@
 //! view; this is where each seed 000 rule is kept:
 //!
 //! - **Offsets** are committed only after the hits and templates of the records before
-//!   them are stored: rows leave the [`book::Book`] only once their insert succeeded, and
+//!   them are stored: rows leave the [`crate::workflow::book::Book`] only once their insert succeeded, and
 //!   the loop commits after that (`consumer.rs`).
 //! - **Ownership** (`ownership.rs`): a replica owns the services whose logs it mined within
 //!   `ownership_window_min`; every alert-raising query is filtered to them.
@@ -24,7 +24,6 @@
 //!   flush bounded by `shutdown_flush_timeout_secs` and a new-template pass bounded by
 //!   `shutdown_pass_timeout_secs`.
 
-pub mod book;
 mod consumer;
 pub mod detect;
 pub mod metrics;

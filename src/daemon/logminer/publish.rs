@@ -7,10 +7,10 @@
 use std::collections::HashSet;
 
 use super::metrics::LogminerMetrics;
-use crate::bus::alerts::publish_and_mark;
 use crate::bus::producer::Publisher;
 use crate::store::logminer as lm;
 use crate::store::{AlertRow, Store};
+use crate::workflow::alerts::publish_and_mark;
 
 const HOUR_NS: u64 = 3_600_000_000_000;
 

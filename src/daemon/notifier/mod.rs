@@ -7,7 +7,7 @@
 //! - [`store`]: `notifier_deliveries` reads (argMax) and writes (timeouts, retries).
 //! - [`metrics`]: what the notifier reports (each event logs and counts).
 //! - this file: the notifier as the consume loop drives it ([`crate::bus::consume::Handler`]):
-//!   the decision order (with a manual retry's, `crate::bus::retry`) and the offset commits.
+//!   the decision order (with a manual retry's, `crate::workflow::retry`) and the offset commits.
 
 pub mod backoff;
 pub mod breaker;
