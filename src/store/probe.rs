@@ -57,18 +57,12 @@ fn connect_failure(error: &reqwest::Error) -> String {
 mod tests {
     use super::*;
 
+    /// The refusal is found under the HTTP client's wrapping, and told in two words.
+    /// (A server that accepts and never answers: `cmd::reach`'s test.)
     #[tokio::test]
-    async fn a_refused_port_is_told_at_once_and_a_silent_one_at_the_timeout() {
-        // Bind then drop: the port is free and refuses.
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let refused = ClickHouseConfig { url: format!("http://127.0.0.1:{port}"), ..Default::default() };
-        let started = std::time::Instant::now();
-        assert_eq!(reachable(&refused, Duration::from_secs(30)).await, Err("connection refused".to_string()));
-        assert!(started.elapsed() < Duration::from_secs(30), "waited for the timeout");
-        // Listening, never accepting: the kernel completes the handshake, nobody answers.
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let url = format!("http://user:hunter2@127.0.0.1:{}", listener.local_addr().unwrap().port());
-        let silent = ClickHouseConfig { url, ..Default::default() };
-        assert_eq!(reachable(&silent, Duration::from_millis(300)).await, Err("no answer within 300 ms".to_string()));
+    async fn a_refused_port_is_told_as_such() {
+        let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+        let config = ClickHouseConfig { url: format!("http://user:secret@{free}/?database=x"), ..Default::default() };
+        assert_eq!(reachable(&config, Duration::from_secs(30)).await.unwrap_err(), "connection refused");
     }
 }
