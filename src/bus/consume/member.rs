@@ -148,10 +148,6 @@ impl<C> Member<C> {
         &self.metrics
     }
 
-    pub fn lag(&self) -> &LagRefresher {
-        &self.lag
-    }
-
     /// Where the daemon publishes, for a group that does ([`Group::publishes`]).
     pub fn publisher(&self) -> Option<&Publisher> {
         self.publisher.as_ref()
@@ -159,11 +155,6 @@ impl<C> Member<C> {
 
     pub fn is_assigned(&self, partition: i32) -> bool {
         self.assigned.contains(&partition)
-    }
-
-    /// The partitions assigned to this member, in order.
-    pub fn assigned(&self) -> Vec<i32> {
-        self.assigned.iter().copied().collect()
     }
 
     /// Notes partitions the group assigned.
