@@ -502,7 +502,18 @@ async fn a_template_mined_just_before_a_revoke_or_a_clean_stop_is_still_announce
     // A template mined just before a clean stop: announced by the shutdown pass.
     produce(&env.config, "before-stop", &[(now_ns(), "nightly report mailed to 3 people".into())]).await;
     let t = wait_for_template(&store, "before-stop").await;
-    let (owner, other) = if a.ownership().await.unwrap().1.contains("before-stop") { (a, b) } else { (b, a) };
+    // Its owner: the one replica that reports it (a replica shows what it mined only after
+    // the flush that stored it has committed, so neither may report it yet).
+    let a_owns = wait_for("exactly one replica to own before-stop", WAIT, || {
+        let (a, b) = (&a, &b);
+        async move {
+            let (in_a, in_b) =
+                (a.ownership().await?.1.contains("before-stop"), b.ownership().await?.1.contains("before-stop"));
+            (in_a != in_b).then_some(in_a)
+        }
+    })
+    .await;
+    let (owner, other) = if a_owns { (a, b) } else { (b, a) };
     assert!(owner.stop().await.success());
     let announced = new_template_alert_of(&store, t.template_id).await;
     assert!(announced.is_some(), "the shutdown pass announced the template before the process exited");
