@@ -31,7 +31,9 @@ pub struct Member<C = LoggedConsumer> {
     publisher: Option<Publisher>,
     /// The partitions the group assigned to this member, as the loop last applied them.
     assigned: BTreeSet<i32>,
-    /// Per assigned partition, the next offset the broker accepted as committed.
+    /// Per assigned partition, the next offset the broker accepted as committed through
+    /// [`Member::commit`]. (The writer commits from its rebalance callback with
+    /// [`commit_sync`] and reports its group's lag, so nothing is kept here for it.)
     committed: BTreeMap<i32, i64>,
 }
 
