@@ -15,6 +15,7 @@ pub mod otlp;
 pub mod store;
 pub mod time;
 pub mod wire;
+pub mod workflow;
 
 /// glibc's malloc took ~12% of ingest's CPU under load (perf, docs/ingest.md): mimalloc's
 /// per-thread free lists serve the many small, short-lived buffers of a request without

@@ -2,11 +2,10 @@
 //! topic creation and inspection. Every service creates the topics the same way, through
 //! [`topics::ensure_topics`], so whichever starts first decides the partition counts.
 
-pub mod alerts;
 pub mod consume;
 pub mod packed;
+pub mod probe;
 pub mod producer;
-pub mod retry;
 pub mod topics;
 
 use std::time::Duration;

@@ -212,18 +212,3 @@ async fn send_all(producer: &AckedProducer, records: Vec<OutRecord<'_>>) -> Resu
         Err(PublishError { topic: records[0].topic.to_string(), source: KafkaError::Canceled })
     })
 }
-
-/// Whether a broker answers a metadata request within `timeout` (the probe: no retries,
-/// no publishing).
-pub async fn broker_answers(kafka: &KafkaConfig, timeout: Duration) -> bool {
-    let kafka = kafka.clone();
-    tokio::task::spawn_blocking(move || {
-        let Ok(consumer) = client_config(&kafka).create::<rdkafka::consumer::BaseConsumer>() else {
-            return false;
-        };
-        use rdkafka::consumer::Consumer;
-        consumer.fetch_metadata(None, timeout).is_ok()
-    })
-    .await
-    .unwrap_or(false)
-}

@@ -5,7 +5,7 @@
 //! docs/design.md#active-alerts: a silence is refreshed only while its service logs, so an
 //! unrefreshed one is inactive) and whether that version reached the alerts topic.
 //!
-//! `republish` sends through `bus::alerts::publish_and_mark`, the logminer's own path, so a
+//! `republish` sends through `workflow::alerts::publish_and_mark`, the logminer's own path, so a
 //! publication mark means the same whoever wrote it.
 
 use std::io::Write;
@@ -16,7 +16,6 @@ use serde::Serialize;
 
 use super::reach;
 use super::table::{count, shown_of, Layout, Table};
-use crate::bus::alerts::publish_and_mark;
 use crate::bus::producer::Publisher;
 use crate::cli::{AlertsCommand, AlertsListArgs, AlertsRepublishArgs};
 use crate::cmd::time::{format_time, format_time_ago, table_time, Clock};
@@ -24,6 +23,7 @@ use crate::config::Config;
 use crate::store::logminer::{active_cutoff_ns, alerts, count_alerts, published_versions, unmarked_alerts, AlertQuery};
 use crate::store::{AlertRow, Store};
 use crate::wire::alert::{format_id, Alert};
+use crate::workflow::alerts::publish_and_mark;
 
 pub async fn run(
     config: &Config,

@@ -5,7 +5,7 @@
 //! refused by clap with `alert::parse_id`.
 //!
 //! `tayga deliveries retry --alert-id ID [--target NAME] [--dry-run]`: the operator's manual
-//! retry of a failed delivery, through `bus::retry::retry` (the API's retry endpoint calls
+//! retry of a failed delivery, through `workflow::retry::retry` (the API's retry endpoint calls
 //! the same function). A refusal (no rows, unknown target, a row that is not failed) is an
 //! error: one line on stderr, exit 1, nothing changed.
 
@@ -14,7 +14,6 @@ use std::io::Write;
 use anyhow::Context;
 use serde::Serialize;
 
-use crate::bus::retry::{retry as retry_deliveries, AlertsTopic, Retried, RetryRequest};
 use crate::cli::{DeliveriesCommand, DeliveriesRetryArgs};
 use crate::cmd::table::{Layout, Table};
 use crate::cmd::time::{format_time, table_time, Clock};
@@ -22,6 +21,7 @@ use crate::config::{redact, Config};
 use crate::store::deliveries::latest_for_alert;
 use crate::store::{DeliveryRow, Store};
 use crate::wire::alert::format_id;
+use crate::workflow::retry::{retry as retry_deliveries, AlertsTopic, Retried, RetryRequest};
 
 #[derive(Debug, Serialize)]
 struct Shown<'a> {
@@ -193,7 +193,7 @@ async fn retry(
     write_retried(&retried, json, out)
 }
 
-/// One retry through `bus::retry`: a refusal as it is (it says what to do), anything else
+/// One retry through `workflow::retry`: a refusal as it is (it says what to do), anything else
 /// with the alert and database it concerned.
 async fn attempt(
     config: &Config,

@@ -1,14 +1,12 @@
-//! The check a command makes before it talks to a server: can a TCP connection be opened at
-//! all, within `--timeout`? librdkafka retries a refused connection until its own timeout
-//! and the ClickHouse client wraps the refusal three times; this answers a refused port at
-//! once, in one sentence, with what to do (`cmd::fail` adds the hint). A ClickHouse that
-//! accepts the connection and never answers (a hung or frozen server: the kernel accepts
-//! for it) is caught by its `/ping`, which must answer within the same `--timeout`.
+//! The check a command makes before it talks to a server, within `--timeout`, told the
+//! operator's way: the probes are `bus::probe` and `store::probe`; this names the server,
+//! the flag that bounds the wait and what to do (`cmd::fail` adds the hint). librdkafka
+//! retries a refused connection until its own timeout and the ClickHouse client wraps the
+//! refusal three times; the probes answer a refused port at once, in one sentence.
 
 use std::time::Duration;
 
 use crate::config::{ClickHouseConfig, KafkaConfig};
-use crate::daemon::runtime::{broker_reachable, tcp_connect};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Unreachable {
@@ -29,7 +27,7 @@ impl Unreachable {
 
 /// Succeeds when at least one bootstrap broker accepts a connection.
 pub async fn broker(kafka: &KafkaConfig, timeout: Duration) -> Result<(), Unreachable> {
-    broker_reachable(kafka, timeout)
+    crate::bus::probe::reachable(kafka, timeout)
         .await
         .map_err(|why| Unreachable::Broker { brokers: kafka.brokers.clone(), why: with_flag(why, timeout) })
 }
@@ -48,39 +46,12 @@ pub async fn topic(kafka: &KafkaConfig, topic: &str, timeout: Duration) -> anyho
     Ok(())
 }
 
-/// Succeeds when ClickHouse's HTTP port accepts a connection and its `/ping` answers, each
-/// within `timeout`.
+/// Succeeds when ClickHouse's `/ping` answers within `timeout` (a refused port at once).
 pub async fn clickhouse(config: &ClickHouseConfig, timeout: Duration) -> Result<(), Unreachable> {
-    let shown = crate::config::redact::url(&config.url);
-    let fail = |why: String| Unreachable::ClickHouse { url: shown.clone(), why };
-    let url = reqwest::Url::parse(&config.url).map_err(|e| fail(format!("not a URL ({e})")))?;
-    let host = url.host_str().ok_or_else(|| fail("the URL has no host".into()))?;
-    let port = url.port_or_known_default().ok_or_else(|| fail("the URL has no port".into()))?;
-    let host = host.trim_start_matches('[').trim_end_matches(']');
-    connect(&format!("{}:{port}", if host.contains(':') { format!("[{host}]") } else { host.to_string() }), timeout)
-        .await
-        .map_err(fail)?;
-    ping(&url, timeout).await.map_err(fail)
-}
-
-/// `GET /ping` (no credentials needed, on 18.16 and current servers), answered within `timeout`.
-async fn ping(url: &reqwest::Url, timeout: Duration) -> Result<(), String> {
-    let mut ping = url.clone();
-    ping.set_path("/ping");
-    ping.set_query(None);
-    let _ = ping.set_username("");
-    let _ = ping.set_password(None);
-    let client = reqwest::Client::builder().timeout(timeout).build().map_err(|e| e.to_string())?;
-    match client.get(ping).send().await {
-        Ok(answer) if answer.status().is_success() => Ok(()),
-        Ok(answer) => Err(format!("/ping answered {}", answer.status())),
-        Err(e) if e.is_timeout() => Err(with_flag("no answer within".into(), timeout)),
-        Err(e) => Err(format!("/ping failed ({e})")),
-    }
-}
-
-async fn connect(addr: &str, timeout: Duration) -> Result<(), String> {
-    tcp_connect(addr, timeout).await.map_err(|why| with_flag(why, timeout))
+    crate::store::probe::reachable(config, timeout).await.map_err(|why| Unreachable::ClickHouse {
+        url: crate::config::redact::url(&config.url),
+        why: with_flag(why, timeout),
+    })
 }
 
 /// A timeout named as the operator sets it.

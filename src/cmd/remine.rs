@@ -22,13 +22,13 @@ use serde::Serialize;
 use crate::cli::RemineArgs;
 use crate::cmd::time::{format_age, format_time, Clock};
 use crate::config::Config;
-use crate::daemon::logminer::book::Book;
 use crate::store::logminer::{
     store_mined, watermark_key, write_state, Heartbeat, MinedRows, State, GLOBAL_WATERMARK, MASKING_EPOCH_START,
     MASKING_VERSION,
 };
 use crate::store::remine::{self as q, ServiceLogs};
 use crate::store::{LogRow, Store, TemplateMergeRow, TemplateRow};
+use crate::workflow::book::Book;
 
 /// Logs read (and hits stored) at a time: a page of logs and its hits are the memory a run
 /// needs beside the templates.

@@ -115,7 +115,7 @@ async fn announce_when_listening(service: Service, config: Config, shutdown: Shu
     for addr in &addrs {
         loop {
             let probe = addr.replace("0.0.0.0", "127.0.0.1").replace("[::]", "[::1]");
-            if daemon::runtime::tcp_connect(&probe, std::time::Duration::from_secs(1)).await.is_ok() {
+            if crate::bus::probe::tcp_connect(&probe, std::time::Duration::from_secs(1)).await.is_ok() {
                 break;
             }
             if tokio::time::Instant::now() >= deadline || !shutdown.sleep(std::time::Duration::from_millis(100)).await {

@@ -2,10 +2,12 @@
 //! signal raised by SIGTERM/SIGINT, the small HTTP server for `/health` and `/metrics`, and
 //! the start-up retries. Each daemon lives in a submodule and is started by
 //! `tayga serve <service>`; the consuming ones go through [`run`] ([`runtime`]), ingest
-//! uses the server, the shutdown and the topic creation without a consumer.
+//! uses the server, the shutdown and the topic creation without a consumer, and every
+//! `/health` follows [`health`]'s rule.
 
 pub mod api;
 pub mod assembler;
+pub mod health;
 pub mod ingest;
 pub mod logminer;
 pub mod notifier;

@@ -15,6 +15,7 @@ pub mod encoded;
 pub mod insert;
 pub mod logminer;
 pub mod migrate;
+pub mod probe;
 pub mod query;
 pub mod read;
 pub mod remine;

@@ -14,7 +14,6 @@ use opentelemetry_proto::tonic::logs::v1::{LogRecord, ResourceLogs, ScopeLogs};
 use opentelemetry_proto::tonic::trace::v1::{status, ResourceSpans, ScopeSpans, Span, Status};
 use prost::Message as _;
 use rdkafka::message::Message;
-use tayga::bus::consume::{lag, Group};
 use tayga::bus::producer::{OutRecord, Publisher};
 use tayga::config::Config;
 use tayga::daemon::Shutdown;
@@ -307,22 +306,6 @@ fn spawn_binary(env: &TestEnv, port: u16, vars: &[(&str, String)], log: &str) ->
     ChildGuard::spawn(&mut cmd, "tayga serve assembler")
 }
 
-/// The assembler group's committed offset of every partition of the signals topic (`None`:
-/// never committed), read by a client that never joins the group.
-async fn committed(config: &Config) -> BTreeMap<i32, Option<i64>> {
-    let config = config.clone();
-    tokio::task::spawn_blocking(move || {
-        let names = config.names();
-        let reader = lag::group_reader(&config.kafka, Group::Assembler.name(&names)).unwrap();
-        let partitions = 0..config.kafka.partitions;
-        lag::committed_offsets(&reader, &names.signals, partitions, Duration::from_secs(5))
-            .map(|offsets| offsets.into_iter().collect())
-            .unwrap_or_default()
-    })
-    .await
-    .unwrap()
-}
-
 async fn wait_metric(port: u16, name: &str, what: &str, timeout: Duration, ok: impl Fn(f64) -> bool) -> f64 {
     wait_for(what, timeout, || async { metrics(port).await.and_then(|t| metric(&t, name)).filter(|v| ok(*v)) }).await
 }
@@ -343,13 +326,27 @@ async fn kill_9_with_open_traces_then_restart_every_trace_is_one_story() {
         (1..=10).map(|n| (trace_id(n), checkout(u64::from(n) * 10)[..1].to_vec())).collect();
     produce(&env.config, &open).await;
     wait_metric(port, "tayga_assembler_open_traces", "10 open traces", Duration::from_secs(20), |v| v == 10.0).await;
-    // Wait for the commit past the stored trace (the frontier stays at the oldest open
-    // trace's first record; nothing was committed before the first story was stored).
-    wait_for("the commit past the stored trace", Duration::from_secs(20), || {
-        let config = env.config.clone();
-        async move { committed(&config).await.values().any(|o| o.is_some_and(|o| o > 0)).then_some(()) }
+    // A commit at the frontier: each partition's oldest open trace's first record, or past
+    // its last record where none is open.
+    let open_keys: Vec<String> = open.iter().map(|(t, _)| hex_id(t)).collect();
+    let config = env.config.clone();
+    let records = tokio::task::spawn_blocking(move || {
+        common::read_topic(&config, &config.names().signals, config.kafka.partitions, 11)
     })
-    .await;
+    .await
+    .unwrap();
+    assert_eq!(records.len(), 11, "the stored trace's record and the ten open ones");
+    let is_open =
+        |m: &rdkafka::message::OwnedMessage| m.key().is_some_and(|k| open_keys.iter().any(|o| o.as_bytes() == k));
+    let mut frontier: BTreeMap<i32, i64> = BTreeMap::new();
+    for m in &records {
+        let past = frontier.entry(m.partition()).or_insert(0);
+        *past = (*past).max(m.offset() + 1);
+    }
+    for m in records.iter().filter(|m| is_open(m)) {
+        frontier.entry(m.partition()).and_modify(|at| *at = (*at).min(m.offset()));
+    }
+    wait_committed(&env.config, frontier).await;
     first.kill(); // SIGKILL
     assert_eq!(stories(&store).await.len(), 1, "open traces had no story yet");
 
@@ -452,7 +449,8 @@ async fn many_concurrent_traces_stay_under_the_open_trace_cap() {
 }
 
 /// Publishes one traces record to an explicit partition (to put two traces side by side).
-async fn produce_to(config: &Config, partition: i32, trace: [u8; 16], spans: &[S]) {
+/// Sends one record of `trace` to `partition`; returns its offset.
+async fn produce_to(config: &Config, partition: i32, trace: [u8; 16], spans: &[S]) -> i64 {
     use rdkafka::producer::{FutureProducer, FutureRecord};
     let producer: FutureProducer = tayga::bus::client_config(&config.kafka).create().unwrap();
     let topic = config.names().signals;
@@ -463,7 +461,29 @@ async fn produce_to(config: &Config, partition: i32, trace: [u8; 16], spans: &[S
         .key(&key)
         .payload(&value)
         .headers(headers(SignalKind::Traces, T0));
-    producer.send(record, Duration::from_secs(10)).await.map_err(|(e, _)| e).expect("acknowledged");
+    producer.send(record, Duration::from_secs(10)).await.map_err(|(e, _)| e).expect("acknowledged").offset
+}
+
+/// Waits until the assembler group's committed offsets of the signals topic are `expected`
+/// (partition → next offset to read): where its frontier must stop.
+async fn wait_committed(config: &Config, expected: BTreeMap<i32, i64>) {
+    assert!(!expected.is_empty(), "a commit of no partition is no commit");
+    use tayga::bus::consume::lag::{committed_offsets, group_reader};
+    wait_for(&format!("the assembler's commits at {expected:?}"), Duration::from_secs(20), || {
+        let (kafka, names, expected) = (config.kafka.clone(), config.names(), expected.clone());
+        async move {
+            tokio::task::spawn_blocking(move || {
+                let reader = group_reader(&kafka, &names.assembler_group).ok()?;
+                let partitions = expected.keys().copied();
+                let points = committed_offsets(&reader, &names.signals, partitions, Duration::from_secs(5)).ok()?;
+                points.iter().all(|(p, o)| *o == expected.get(p).copied()).then_some(())
+            })
+            .await
+            .ok()
+            .flatten()
+        }
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -479,7 +499,7 @@ async fn a_restart_never_replaces_a_stored_story_with_a_partial_rebuild() {
     let (a, b) = (trace_id(1), trace_id(2));
     let (ida, idb) = (hex_id(&a), hex_id(&b));
     produce_to(&env.config, 0, a, &checkout(0)[..1]).await;
-    produce_to(&env.config, 0, b, &checkout(100)[..1]).await;
+    let b_first = produce_to(&env.config, 0, b, &checkout(100)[..1]).await;
     produce_to(&env.config, 0, a, &checkout(0)[1..]).await;
     // Keep B open with a span every 500 ms until A's story is stored.
     let mut next_b = 1000u64;
@@ -496,12 +516,8 @@ async fn a_restart_never_replaces_a_stored_story_with_a_partial_rebuild() {
         tokio::time::sleep(Duration::from_millis(500)).await;
     };
     assert_eq!(stored_a.span_count, 4);
-    // Wait for the commit at B's first record (offset 1 of partition 0), then kill.
-    wait_for("the commit at B's first record", Duration::from_secs(20), || {
-        let config = env.config.clone();
-        async move { (committed(&config).await.get(&0) == Some(&Some(1))).then_some(()) }
-    })
-    .await;
+    // A commit at B's first record, then kill.
+    wait_committed(&env.config, BTreeMap::from([(0, b_first)])).await;
     first.kill(); // SIGKILL
     assert!(!stories(&store).await.contains_key(&idb));
 

@@ -463,8 +463,8 @@ async fn new_template_alert_of(store: &Store, template_id: u64) -> Option<AlertR
     alerts(store).await.into_iter().find(|a| a.kind == "new_template" && a.template_id == template_id)
 }
 
-/// docs/design.md#logminer-rebalances: a template mined just before a revoke or a clean
-/// stop is still announced, by the bounded new-template pass each of them runs. Detection ticks are 10 minutes apart
+/// Seed 000: a template mined just before a revoke or a clean stop is still announced, by
+/// the bounded new-template pass each of them runs. Detection ticks are 10 minutes apart
 /// here, so only those passes can announce it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_template_mined_just_before_a_revoke_or_a_clean_stop_is_still_announced() {
@@ -502,14 +502,14 @@ async fn a_template_mined_just_before_a_revoke_or_a_clean_stop_is_still_announce
     // A template mined just before a clean stop: announced by the shutdown pass.
     produce(&env.config, "before-stop", &[(now_ns(), "nightly report mailed to 3 people".into())]).await;
     let t = wait_for_template(&store, "before-stop").await;
-    // The owner reports the service once its loop has taken the record in; until exactly one
-    // replica reports it, stopping either could stop one that never owned it.
-    let a_owns = wait_for("exactly one replica to report owning before-stop", WAIT, || {
+    // Its owner: the one replica that reports it (a replica shows what it mined only after
+    // the flush that stored it has committed, so neither may report it yet).
+    let a_owns = wait_for("exactly one replica to own before-stop", WAIT, || {
         let (a, b) = (&a, &b);
         async move {
-            let a_owns = a.ownership().await?.1.contains("before-stop");
-            let b_owns = b.ownership().await?.1.contains("before-stop");
-            (a_owns != b_owns).then_some(a_owns)
+            let (in_a, in_b) =
+                (a.ownership().await?.1.contains("before-stop"), b.ownership().await?.1.contains("before-stop"));
+            (in_a != in_b).then_some(in_a)
         }
     })
     .await;

@@ -11,10 +11,10 @@ use std::path::Path;
 use common::{run, TestEnv};
 use serde_json::Value;
 use tayga::config::Config;
-use tayga::daemon::logminer::book::Book;
 use tayga::store::logminer::*;
 use tayga::store::{now_ns, remine as remine_sql, AlertRow, HitRow, LogRow, Store, TemplateRow};
 use tayga::wire::alert::{format_id, AlertKind};
+use tayga::workflow::book::Book;
 
 const SEC: u64 = 1_000_000_000;
 const MIN: u64 = 60 * SEC;

@@ -16,6 +16,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Router;
 use prometheus_client::registry::Registry;
 use rdkafka::producer::{FutureProducer, FutureRecord};
+use tayga::bus::consume::{self, Group, Member};
 use tayga::config::{Config, TargetConfig};
 use tayga::daemon::notifier::metrics::{DeliveryResult, NotifierMetrics};
 use tayga::daemon::notifier::Notifier;
@@ -27,7 +28,7 @@ use tokio::task::JoinHandle;
 
 pub const WAIT: Duration = Duration::from_secs(30);
 
-/// The notifier daemon's consumer loop, in-process.
+/// The notifier daemon on the consume loop, in-process.
 pub struct Running {
     pub shutdown: Shutdown,
     task: JoinHandle<anyhow::Result<()>>,
@@ -38,11 +39,17 @@ pub struct Running {
 impl Running {
     pub async fn start(config: &Config) -> Running {
         let shutdown = Shutdown::new();
-        prepare(config, &shutdown).await.expect("topics and schema (are ClickHouse and the broker running?)");
+        let store =
+            prepare(config, &shutdown).await.expect("topics and schema (are ClickHouse and the broker running?)");
         let mut registry = Registry::default();
         let metrics = NotifierMetrics::new(&mut registry);
-        let notifier = Notifier::new(config, metrics.clone(), shutdown.clone()).unwrap();
-        let task = tokio::spawn(notifier.run());
+        let notifier = Notifier::new(config, store, metrics.clone(), shutdown.clone()).unwrap();
+        let member = Member::join(&config.kafka, &config.names(), Group::Notifier, metrics.consumer.clone()).unwrap();
+        let stop = shutdown.triggered();
+        let task = tokio::spawn(async move {
+            consume::run(member, notifier, stop).await;
+            anyhow::Ok(())
+        });
         Running { shutdown, task, registry: Arc::new(registry), metrics }
     }
 

@@ -8,12 +8,12 @@ use std::time::Duration;
 
 use rdkafka::message::{Headers, Message};
 use serde_json::{json, Value};
-use tayga::bus::retry::AlertsTopic;
 use tayga::daemon::api::handlers::AppState;
 use tayga::daemon::notifier::metrics::DeliveryResult;
 use tayga::daemon::{prepare, Shutdown};
 use tayga::store::{now_ns, DeliveryRow, Store};
 use tayga::wire::alert::{format_id, Alert, AlertKind, MANUAL_RETRY_HEADER};
+use tayga::workflow::retry::AlertsTopic;
 
 use crate::common::{read_topic, run, wait_for, TestEnv};
 use crate::notifier_support::*;

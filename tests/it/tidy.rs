@@ -3,6 +3,8 @@
 //!
 //! - **Layers**: the table under "Layers" in ARCHITECTURE.md is read from the document
 //!   itself; a module may name (`crate::x`) only modules of lower layers.
+//! - **A daemon's insides stay inside**: outside `src/daemon/`, a daemon's folder is named
+//!   only through its entry point.
 //! - **SQL lives in `store/`**: no string literal outside `src/store/` holds a statement, and
 //!   no code outside it names the client (`clickhouse::`, the tests' raw queries).
 //! - **Every statement is registered**: each statement constant or builder of `store/` is
@@ -366,6 +368,86 @@ fn daemons_importing_daemons(files: &[(PathBuf, String)]) -> Vec<String> {
         }
     }
     problems
+}
+
+/// What outside `src/daemon/` may name of a daemon's folder: its entry point, which
+/// `tayga serve` calls. Anything else two sides share lives below (`workflow`, `store`,
+/// `bus`), so a command never depends on a daemon's insides.
+const DAEMON_ENTRY_POINTS: &[&str] = &["serve", "run"];
+
+/// Code outside `src/daemon/` that names a daemon's folder other than by its entry point
+/// (`crate::daemon::logminer::book::Book`, `daemon::{notifier::store}`).
+fn daemon_insides_named_outside(files: &[(PathBuf, String)]) -> Vec<String> {
+    let daemon_dir = root().join("src/daemon");
+    let ident = |s: &str| s.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect::<String>();
+    let mut problems = Vec::new();
+    for (path, text) in files.iter().filter(|(p, _)| !p.starts_with(&daemon_dir)) {
+        let code = lex(text).code;
+        let line_of = |offset: usize| code[..offset].matches('\n').count() + 1;
+        for (offset, _) in code.match_indices("daemon::") {
+            if offset > 0 && code[..offset].ends_with(|c: char| c.is_alphanumeric() || c == '_') {
+                continue;
+            }
+            let rest = &code[offset + "daemon::".len()..];
+            // The paths this mention names: itself, or each item of its group.
+            let items: Vec<&str> = match rest.strip_prefix('{') {
+                Some(group) => {
+                    let mut depth = 0;
+                    let end = group
+                        .char_indices()
+                        .find(|(_, c)| match c {
+                            '{' => {
+                                depth += 1;
+                                false
+                            }
+                            '}' if depth == 0 => true,
+                            '}' => {
+                                depth -= 1;
+                                false
+                            }
+                            _ => false,
+                        })
+                        .map_or(group.len(), |(k, _)| k);
+                    group[..end].split(',').map(str::trim).collect()
+                }
+                None => vec![rest],
+            };
+            for item in items {
+                let folder = ident(item);
+                if folder.is_empty() || !daemon_dir.join(&folder).is_dir() {
+                    continue;
+                }
+                let inner = item[folder.len()..].strip_prefix("::").map(ident).unwrap_or_default();
+                if !DAEMON_ENTRY_POINTS.contains(&inner.as_str()) {
+                    let shown = path.strip_prefix(root()).unwrap().display();
+                    problems.push(format!("{shown}:{}: names the {folder} daemon's insides", line_of(offset)));
+                }
+            }
+        }
+    }
+    problems
+}
+
+#[test]
+fn only_a_daemons_entry_point_is_named_outside_it() {
+    let problems = daemon_insides_named_outside(&sources());
+    assert!(
+        problems.is_empty(),
+        "code outside src/daemon/ reaches into a daemon (ARCHITECTURE.md, invariants):\n{}",
+        problems.join("\n")
+    );
+    let probe = vec![(
+        root().join("src/cmd/x.rs"),
+        "use crate::daemon::logminer::book::Book;\nuse crate::daemon::{self, Shutdown, notifier::store};\nlet _ = daemon::writer::run(c);\nuse crate::daemon::logminer;".to_string(),
+    )];
+    assert_eq!(
+        daemon_insides_named_outside(&probe),
+        vec![
+            "src/cmd/x.rs:1: names the logminer daemon's insides".to_string(),
+            "src/cmd/x.rs:2: names the notifier daemon's insides".to_string(),
+            "src/cmd/x.rs:4: names the logminer daemon's insides".to_string(),
+        ]
+    );
 }
 
 #[test]

@@ -1,35 +1,38 @@
-//! The consumer kit every consuming daemon is built from, so a consumer is assembled once:
+//! How every consuming daemon consumes, written once:
 //!
-//! - [`Group`]: the settings of each of Tayga's consumer groups (docs/design.md#topics), and
-//!   [`subscribe`], which creates a member of one and joins it;
+//! - [`Group`]: the settings of each of Tayga's consumer groups (docs/design.md#topics);
+//! - [`Member`]: a member of one, subscribed, with its lag refresher, its publisher and the
+//!   partitions and commit points it holds;
+//! - [`run`] and [`Handler`]: the one consume loop and the trait a daemon implements to be
+//!   driven by it (a record, a tick, an assignment, a revoke, the stop);
 //! - [`rebalance`]: the context that records rebalances for the loop to apply;
-//! - [`commit`]: the explicit commit of offsets that moved;
-//! - [`lag`]: one lag computation, for the daemons (refreshed off their loops), the writer
-//!   and `tayga topics list`;
-//! - [`poll`]: the wait for the next record, tick or stop at the top of a consumer loop;
-//! - [`metrics`]: the metrics and log lines every consumer reports, one event each;
-//! - [`leave`]: the leave-group step at the end.
+//! - [`commit`]: the explicit, synchronous commit;
+//! - [`lag`]: one lag computation, for the daemons (refreshed off their loops) and
+//!   `tayga topics list`;
+//! - [`metrics`]: the metrics and log lines every consumer reports, one event each.
 //!
 //! The writer polls on a thread of its own (its rebalance callback must store and commit
-//! synchronously), so it brings its own context but uses the same pieces.
+//! synchronously, before the partitions go), so it is not a [`Handler`]: it joins through
+//! [`Member::join_with`] with its own context and uses the same member, lag refresher,
+//! commit and metrics.
 
 pub mod commit;
 pub mod lag;
+mod member;
 pub mod metrics;
-pub mod poll;
 pub mod rebalance;
+mod run;
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::Context as _;
-use rdkafka::consumer::{Consumer, ConsumerContext};
 use rdkafka::ClientConfig;
 
-pub use self::commit::{commit_moved, commit_sync};
+pub use self::commit::commit_sync;
 pub use self::lag::LagRefresher;
+pub use self::member::Member;
 pub use self::metrics::ConsumerMetrics;
 pub use self::rebalance::{partitions, LoggedConsumer, RebalanceLog, Rebalanced};
+pub use self::run::{apply_rebalances, run, Handler};
 use crate::config::KafkaConfig;
 use crate::config::Names;
 
@@ -84,47 +87,16 @@ impl Group {
         }
     }
 
+    /// Whether the service publishes what it makes (stories, alerts): its member then
+    /// brings a [`crate::bus::producer::Publisher`].
+    pub fn publishes(self) -> bool {
+        matches!(self, Group::Assembler | Group::Logminer)
+    }
+
     /// The settings of a member: explicit commits only (ARCHITECTURE.md invariant).
     pub fn config(self, kafka: &KafkaConfig, names: &Names) -> ClientConfig {
         super::consumer_config(kafka, self.name(names), &format!("tayga-{}", self.service()), self.max_poll_interval())
     }
-}
-
-/// Creates a member of `group` whose rebalances are recorded in a [`RebalanceLog`] that
-/// reports to `metrics`, and subscribes it to the group's topic.
-pub fn subscribe(
-    kafka: &KafkaConfig,
-    names: &Names,
-    group: Group,
-    metrics: ConsumerMetrics,
-) -> anyhow::Result<Arc<LoggedConsumer>> {
-    let consumer: LoggedConsumer = group
-        .config(kafka, names)
-        .create_with_context(RebalanceLog::new(metrics))
-        .context("creating the Kafka consumer")?;
-    let topic = group.topic(names);
-    consumer.subscribe(&[topic]).with_context(|| format!("subscribing to {topic}"))?;
-    Ok(Arc::new(consumer))
-}
-
-/// Leaves the group now rather than whenever the last clone is dropped, off the async
-/// workers: librdkafka's leave blocks until the group has handed the partitions over.
-pub async fn leave<C, X>(consumer: Arc<C>)
-where
-    C: Consumer<X> + Send + Sync + 'static,
-    X: ConsumerContext + 'static,
-{
-    let _ = tokio::task::spawn_blocking(move || {
-        consumer.unsubscribe();
-        drop(consumer);
-    })
-    .await;
-}
-
-/// [`leave`] for a consumer polled on a thread of its own (the writer).
-pub fn leave_now<C: Consumer<X>, X: ConsumerContext>(consumer: C) {
-    consumer.unsubscribe();
-    drop(consumer);
 }
 
 #[cfg(test)]

@@ -21,7 +21,7 @@ use anyhow::Context;
 use prometheus_client::registry::Registry;
 
 use crate::config::Config;
-use crate::daemon::runtime::{honest_health, probe_broker, probe_clickhouse, Known};
+use crate::daemon::health::{watch_broker, watch_clickhouse, with_known, Known};
 use crate::daemon::{retry_at_start, Shutdown, START_LIMIT};
 use crate::store::Store;
 use handlers::AppState;
@@ -49,21 +49,21 @@ pub async fn serve(config: &Config, shutdown: Shutdown) -> anyhow::Result<()> {
     let interval = Duration::from_secs(config.api.scrape_interval_secs);
     let recording = tokio::spawn(recorder.run(interval, shutdown.clone()));
 
-    let alerts_topic = Some(Arc::new(crate::bus::retry::AlertsTopic::new(config)));
+    let alerts_topic = Some(Arc::new(crate::workflow::retry::AlertsTopic::new(config)));
     let state = AppState { store, query_timeout: timeout, now_ns: crate::store::now_ns, alerts_topic };
-    // `/health` through the runtime's one rule (daemon::runtime): `degraded` with the reason
+    // `/health` through the one rule (daemon::health): `degraded` with the reason
     // while ClickHouse does not answer (every read fails) or the broker refuses (delivery
     // retries fail).
     let known = Arc::new(Known::default());
     let inner: crate::daemon::HealthFn = Arc::new(|| serde_json::json!({"status": "ok", "api": {"status": "serving"}}));
-    let health = honest_health(inner, known.clone(), config.kafka.brokers.clone());
+    let health = with_known(inner, known.clone(), config.kafka.brokers.clone());
     let app = router::router(state, Arc::new(registry), request_metrics, health, &config.api.token);
     let listener = tokio::net::TcpListener::bind(&config.api.listen_addr)
         .await
         .with_context(|| format!("cannot listen on {} for the API", config.api.listen_addr))?;
     let probes = [
-        tokio::spawn(probe_broker(config.kafka.clone(), known.clone(), shutdown.clone())),
-        tokio::spawn(probe_clickhouse(Store::new(&config.clickhouse), known.clone(), shutdown.clone())),
+        tokio::spawn(watch_broker(config.kafka.clone(), known.clone(), shutdown.clone())),
+        tokio::spawn(watch_clickhouse(Store::new(&config.clickhouse), known.clone(), shutdown.clone())),
     ];
     known.set_ready();
     tracing::info!(addr = %listener.local_addr()?, "serving the API");

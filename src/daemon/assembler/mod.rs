@@ -6,8 +6,8 @@
 //! - [`trace`]: a trace's content and the story built from it (pure).
 //! - [`buffer`]: open/pending/stored traces, closing rules, caps, the commit frontier (pure).
 //! - [`metrics`]: what the assembler reports (each event logs and counts).
-//! - this file: the consumer loop on the shared daemon runtime and consumer kit, storing
-//!   and publishing, commits, rebalances.
+//! - this file: the assembler as the consume loop drives it
+//!   ([`crate::bus::consume::Handler`]): storing and publishing, commits, rebalances.
 //!
 //! Guarantees, and where each is kept:
 //! - offsets are committed explicitly, per partition, at [`Buffer::frontier`]: never past
@@ -24,21 +24,20 @@ pub mod buffer;
 pub mod metrics;
 pub mod trace;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
+use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use prometheus_client::registry::Registry;
-use rdkafka::consumer::Consumer;
-use rdkafka::message::Message;
+use rdkafka::message::{Message, OwnedMessage};
 use serde_json::json;
 
 use self::buffer::{Buffer, Item, Limits, Outcome, PendingStory};
 use self::metrics::AssemblerMetrics;
 use self::trace::SpanInfo;
-use crate::bus::consume::poll::{Polled, Poller};
-use crate::bus::consume::{self, commit_moved, Group, LagRefresher, LoggedConsumer, Rebalanced};
+use crate::bus::consume::{apply_rebalances, Group, Handler, Member};
 use crate::bus::producer::{OutRecord, Publisher};
 use crate::config::Names;
 use crate::config::{AssemblerConfig, Config};
@@ -53,7 +52,7 @@ pub const LATE_WINDOW: Duration = Duration::from_secs(300);
 const COMMIT_EVERY: Duration = Duration::from_secs(1);
 
 /// `tayga serve assembler`: the shared daemon start-up ([`crate::daemon::run`]) on
-/// `assembler.metrics_addr`, then the consumer loop until `shutdown`.
+/// `assembler.metrics_addr`, then the consume loop until `shutdown`.
 pub async fn serve(config: &Config, shutdown: Shutdown) -> anyhow::Result<()> {
     let mut registry = Registry::default();
     let metrics = AssemblerMetrics::new(&mut registry);
@@ -64,8 +63,18 @@ pub async fn serve(config: &Config, shutdown: Shutdown) -> anyhow::Result<()> {
                    "open_traces": m.open_traces.get(), "spans_buffered": m.spans_buffered.get()})
         })
     };
-    let spec = Spec { group: Group::Assembler, metrics_addr: config.assembler.metrics_addr.clone(), registry, health };
-    crate::daemon::run(config, shutdown.clone(), spec, |_| run(config, metrics, shutdown)).await
+    let spec = Spec {
+        group: Group::Assembler,
+        metrics_addr: config.assembler.metrics_addr.clone(),
+        registry,
+        consumer: metrics.consumer.clone(),
+        health,
+    };
+    crate::daemon::run(config, shutdown, spec, |store, member| {
+        let publisher = member.publisher().cloned().context("the assembler's member publishes");
+        async move { Ok(Assembler::new(config, store, publisher?, metrics)) }
+    })
+    .await
 }
 
 /// The closing rules and caps of `[assembler]`.
@@ -103,92 +112,85 @@ pub fn items_of(
     })
 }
 
-struct Daemon {
+/// The assembler's state: the traces of the partitions it holds, and where it stores and
+/// publishes their stories.
+struct Assembler {
     buffer: Buffer,
-    consumer: Arc<LoggedConsumer>,
-    lag: LagRefresher,
     publisher: Publisher,
     store: Store,
     names: Names,
     metrics: AssemblerMetrics,
     started: Instant,
-    committed: BTreeMap<i32, i64>,
+    last_commit: Instant,
 }
 
-/// Consumes until `shutdown`.
-pub async fn run(config: &Config, metrics: AssemblerMetrics, shutdown: Shutdown) -> anyhow::Result<()> {
-    let names = config.names();
-    let consumer = consume::subscribe(&config.kafka, &names, Group::Assembler, metrics.consumer.clone())?;
-    let lag = LagRefresher::new(&config.kafka, &names, Group::Assembler, metrics.consumer.clone())
-        .context("creating the Kafka client that reads the lag")?;
-    let publisher = Publisher::new(&config.kafka).context("creating the Kafka producer")?;
-    let limits = limits(&config.assembler);
-    tracing::info!(
-        topic = %names.signals, group = %names.assembler_group, idle_close_secs = config.assembler.idle_close_secs,
-        max_open_traces = limits.max_open_traces, "assembler started"
-    );
-    let mut d = Daemon {
-        buffer: Buffer::new(limits),
-        consumer,
-        lag,
-        publisher,
-        store: Store::new(&config.clickhouse),
-        names,
-        metrics,
-        started: Instant::now(),
-        committed: BTreeMap::new(),
-    };
-    let tick_every = Duration::from_millis((limits.idle_close_ms / 4).clamp(50, 1000));
-    let mut poller = Poller::new(&d.consumer, &d.names.signals, tick_every);
-    let mut last_commit = Instant::now();
-    loop {
-        let message = match poller.next(shutdown.triggered()).await {
-            Polled::Stopped => break,
-            Polled::Tick => {
-                d.apply_changes();
-                let now = d.now_ms();
-                d.buffer.close_due(now);
-                d.flush().await;
-                if last_commit.elapsed() >= COMMIT_EVERY {
-                    d.commit().await;
-                    last_commit = Instant::now();
-                }
-                d.refresh_lag();
-                d.gauges();
-                continue;
-            }
-            Polled::Record(message) => message,
-        };
-        d.apply_changes();
-        if !d.buffer.is_assigned(message.partition()) {
-            // Read before a revoke we have applied: its next owner reads it.
-            continue;
-        }
-        d.metrics.consumer.consumed();
+impl Handler for Assembler {
+    fn tick_every(&self) -> Duration {
+        Duration::from_millis((self.buffer.limits().idle_close_ms / 4).clamp(50, 1000))
+    }
+
+    async fn record(&mut self, member: &mut Member, message: OwnedMessage) -> ControlFlow<()> {
         let items = match items_of(message.headers().map(|h| h.as_borrowed()), message.payload()) {
             Ok(items) => items,
             Err(e) => {
-                d.metrics.consumer.undecodable(&d.names.signals, message.partition(), message.offset(), &e);
+                member.metrics().undecodable(member.topic(), message.partition(), message.offset(), &e);
                 Vec::new()
             }
         };
-        let now = d.now_ms();
-        let outcome = d.buffer.add_record(message.partition(), message.offset(), items, now);
-        d.count(outcome);
+        let now = self.now_ms();
+        let outcome = self.buffer.add_record(message.partition(), message.offset(), items, now);
+        self.count(outcome);
+        ControlFlow::Continue(())
     }
-    // Clean stop: store what has closed and commit; open traces are re-read at restart.
-    d.apply_changes();
-    d.flush().await;
-    d.commit().await;
-    d.publisher.flush(Duration::from_secs(5));
-    tracing::info!(open_traces = d.buffer.open_traces(), "assembler stopped; open traces will be rebuilt at restart");
-    let consumer = d.consumer.clone();
-    drop(d);
-    consume::leave(consumer).await;
-    Ok(())
+
+    async fn tick(&mut self, member: &mut Member) {
+        let now = self.now_ms();
+        self.buffer.close_due(now);
+        self.flush().await;
+        if self.last_commit.elapsed() >= COMMIT_EVERY {
+            self.commit(member).await;
+            self.last_commit = Instant::now();
+        }
+        self.gauges();
+    }
+
+    async fn assigned(&mut self, _member: &mut Member, partitions: &[i32]) {
+        for p in partitions {
+            self.buffer.revoke(*p);
+            self.buffer.assign(*p);
+        }
+    }
+
+    async fn revoked(&mut self, _member: &mut Member, partitions: &[i32]) {
+        let dropped = partitions.iter().map(|p| self.buffer.revoke(*p)).sum();
+        self.metrics.traces_revoked(partitions, dropped);
+    }
+
+    /// Clean stop: store what has closed and commit; open traces are re-read at restart.
+    async fn stop(&mut self, member: &mut Member) {
+        apply_rebalances(member, self).await;
+        self.flush().await;
+        self.commit(member).await;
+        tracing::info!(
+            open_traces = self.buffer.open_traces(),
+            "assembler stopped; open traces will be rebuilt at restart"
+        );
+    }
 }
 
-impl Daemon {
+impl Assembler {
+    fn new(config: &Config, store: Store, publisher: Publisher, metrics: AssemblerMetrics) -> Assembler {
+        Assembler {
+            buffer: Buffer::new(limits(&config.assembler)),
+            publisher,
+            store,
+            names: config.names(),
+            metrics,
+            started: Instant::now(),
+            last_commit: Instant::now(),
+        }
+    }
+
     fn now_ms(&self) -> u64 {
         self.started.elapsed().as_millis() as u64
     }
@@ -200,28 +202,6 @@ impl Daemon {
 
     fn gauges(&self) {
         self.metrics.buffered(self.buffer.open_traces(), self.buffer.pending_traces(), self.buffer.buffered_spans());
-    }
-
-    fn apply_changes(&mut self) {
-        let changes = self.consumer.context().take();
-        for change in changes {
-            match change {
-                Rebalanced::Revoked(partitions) => {
-                    let mut dropped = 0;
-                    for p in &partitions {
-                        dropped += self.buffer.revoke(*p);
-                        self.committed.remove(p);
-                    }
-                    self.metrics.traces_revoked(&partitions, dropped);
-                }
-                Rebalanced::Assigned(partitions) => {
-                    for p in &partitions {
-                        self.buffer.revoke(*p);
-                        self.buffer.assign(*p);
-                    }
-                }
-            }
-        }
     }
 
     /// Stores and publishes the stories of every closed trace; on failure they stay
@@ -312,17 +292,10 @@ impl Daemon {
     }
 
     /// Commits the frontier of every assigned partition that moved.
-    async fn commit(&mut self) {
+    async fn commit(&self, member: &mut Member) {
         let frontiers: Vec<(i32, i64)> =
             self.buffer.partitions().into_iter().filter_map(|p| Some((p, self.buffer.frontier(p)?))).collect();
-        commit_moved(&self.consumer, &self.names.signals, frontiers, &mut self.committed).await;
-    }
-
-    /// Lag: over the assigned partitions, high watermark − commit frontier (in the
-    /// background, when due).
-    fn refresh_lag(&self) {
-        let parts = self.buffer.partitions().into_iter().map(|p| (p, self.buffer.frontier(p))).collect();
-        self.lag.refresh_when_due(parts);
+        member.commit(frontiers).await;
     }
 }
 

@@ -31,11 +31,10 @@ use self::failover::{Failover, Path};
 use self::listen::{Held, Inflight};
 use self::metrics::IngestMetrics;
 use self::pipeline::Pipeline;
-use super::runtime::{honest_health, probe_broker, Known};
+use super::health::{watch_broker, with_known, Known};
 use super::{admin_router, HealthFn, Shutdown};
 use crate::bus::packed::metrics::ProducerMetrics;
 use crate::bus::packed::PackedProducer;
-use crate::bus::producer::broker_answers;
 use crate::bus::topics::ensure_topics;
 use crate::config::Config;
 use crate::store::{migrate::migrate, Store};
@@ -186,7 +185,7 @@ pub async fn start(config: &Config, shutdown: Shutdown) -> anyhow::Result<Runnin
     });
     ingest.pipeline.update_path_gauges();
 
-    // `/health` through the runtime's one rule (daemon::runtime): `starting` until the
+    // `/health` through the one rule (daemon::health): `starting` until the
     // start-up probe answered, `degraded` with the reason while the broker refuses (requests
     // then go to ClickHouse directly) or the direct path is down.
     let known = Arc::new(Known::default());
@@ -200,7 +199,7 @@ pub async fn start(config: &Config, shutdown: Shutdown) -> anyhow::Result<Runnin
             "signals": SIGNALS,
         })
     });
-    let health = honest_health(inner, known.clone(), config.kafka.brokers.clone());
+    let health = with_known(inner, known.clone(), config.kafka.brokers.clone());
     let app = http::router(ingest.clone()).merge(admin_router(registry, health));
     let http_listener = tokio::net::TcpListener::bind(&config.ingest.http_addr)
         .await
@@ -247,7 +246,7 @@ pub async fn start(config: &Config, shutdown: Shutdown) -> anyhow::Result<Runnin
     }));
     let (kafka, stop) = (config.kafka.clone(), shutdown.clone());
     tasks.push(tokio::spawn(async move {
-        probe_broker(kafka, known, stop).await;
+        watch_broker(kafka, known, stop).await;
         Ok(())
     }));
     tasks.push(tokio::spawn(probe_loop(ingest.clone(), config.clone(), store, ready_tx, shutdown.clone())));
@@ -273,7 +272,7 @@ async fn probe_loop(
                 // A broker that answers gets its topics now: whichever service starts
                 // first creates them.
                 Path::Redpanda => tokio::time::timeout(PROBE_BOUND, async {
-                    broker_answers(&config.kafka, PROBE_TIMEOUT).await
+                    crate::bus::probe::answers(&config.kafka, PROBE_TIMEOUT).await
                         && match ensure_topics(&config.kafka, &names).await {
                             Ok(_) => true,
                             Err(e) => {

@@ -1,33 +1,32 @@
-//! The logminer's loop: it reads `<prefix>.logs`, mines every record into the [`Book`],
-//! stores what was mined and then commits the offsets it covers, applies the group's
-//! rebalances in order (docs/design.md#logminer-rebalances), runs the detection pass every tick, and
-//! stops cleanly within its bounds (docs/design.md#logminer-shutdown).
+//! The logminer as the consume loop drives it ([`crate::bus::consume::Handler`]): it mines
+//! every record of `<prefix>.logs` into the [`Book`], stores what was mined and then commits
+//! the offsets it covers, applies the group's rebalances (docs/design.md#logminer-rebalances), runs the
+//! detection pass every `tick_secs`, and stops cleanly within its bounds
+//! (docs/design.md#logminer-shutdown).
 
 use std::collections::{BTreeMap, HashMap};
-use std::future::Future;
+use std::ops::ControlFlow;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Context as _;
-use rdkafka::consumer::Consumer;
-use rdkafka::error::KafkaResult;
 use rdkafka::message::{Message, OwnedMessage};
+use tokio::time::Instant;
 
-use super::book::Book;
 use super::detect::{Rules, Spikes};
 use super::metrics::LogminerMetrics;
 use super::ownership::Ownership;
 use super::publish::Outbox;
 use super::{Cadence, Status};
-use crate::bus::consume::{self, commit_moved, Group, LagRefresher, LoggedConsumer, Rebalanced};
+use crate::bus::consume::{apply_rebalances, Handler, Member};
 use crate::bus::producer::Publisher;
-use crate::config::Names;
 use crate::config::{Config, LogminerConfig};
 use crate::daemon::Shutdown;
 use crate::otlp::flatten::log_rows;
 use crate::store::logminer::{self as lm, State};
 use crate::store::{now_ns, Store};
 use crate::wire::record::{self, SignalPayload};
+use crate::workflow::book::Book;
 
 /// Reading pauses while this many hits wait (ClickHouse down): memory stays bounded.
 const MAX_PENDING_HITS: usize = 200_000;
@@ -35,11 +34,8 @@ const MAX_PENDING_HITS: usize = 200_000;
 /// One replica's state. The passes (`passes.rs`) work on it too.
 pub(super) struct Logminer {
     pub(super) config: Config,
-    pub(super) names: Names,
     pub(super) replica: String,
     pub(super) store: Store,
-    pub(super) consumer: Arc<LoggedConsumer>,
-    pub(super) lag: LagRefresher,
     pub(super) book: Book,
     pub(super) rules: Rules,
     pub(super) metrics: LogminerMetrics,
@@ -47,64 +43,62 @@ pub(super) struct Logminer {
     pub(super) shutdown: Shutdown,
     pub(super) ownership: Ownership,
     pub(super) outbox: Outbox,
+    cadence: Cadence,
+    /// When the next flush and the next detection pass are due.
+    next_flush: Instant,
+    next_pass: Instant,
     /// Per partition, the offset after the last record mined (what a commit would store).
     pub(super) mined_up_to: BTreeMap<i32, i64>,
-    pub(super) committed: BTreeMap<i32, i64>,
     pub(super) spikes: HashMap<String, Spikes>,
     /// Where the next new-template pass starts.
     pub(super) watermark: u64,
     pub(super) newest_ingest_ns: u64,
 }
 
-/// What woke the loop.
-enum Wake {
-    Pass,
-    Flush,
-    Message(KafkaResult<OwnedMessage>),
+/// What `serve` prepares for a replica before the store and the member exist.
+pub(super) struct Replica {
+    pub(super) id: String,
+    pub(super) cadence: Cadence,
+    pub(super) metrics: LogminerMetrics,
+    pub(super) status: Arc<Mutex<Status>>,
+    pub(super) shutdown: Shutdown,
 }
 
-/// Consumes until `shutdown`, then stops cleanly.
-pub(super) async fn run(
-    config: &Config,
-    cadence: Cadence,
-    replica: String,
-    metrics: LogminerMetrics,
-    status: Arc<Mutex<Status>>,
-    shutdown: Shutdown,
-) -> anyhow::Result<()> {
-    let names = config.names();
-    let store = Store::new(&config.clickhouse);
-    let book = Book::new(config.logminer.mining()).context("the [logminer.masking] settings are not usable")?;
-    start_up(&store, &config.logminer, book.masking_version()).await?;
-    let consumer = consume::subscribe(&config.kafka, &names, Group::Logminer, metrics.consumer.clone())?;
-    let lag = LagRefresher::new(&config.kafka, &names, Group::Logminer, metrics.consumer.clone())
-        .context("creating the Kafka client that reads the lag")?;
-    let publisher = Publisher::new(&config.kafka).context("creating the Kafka producer")?;
-    tracing::info!(topic = %names.logs, group = %names.logminer_group, replica = %replica,
-        masking_version = book.masking_version(), tick_secs = config.logminer.tick_secs, "logminer started");
-    let mut m = Logminer {
-        config: config.clone(),
-        outbox: Outbox::new(publisher, names.alerts.clone()),
-        names,
-        replica,
-        store,
-        consumer,
-        lag,
-        book,
-        rules: Rules::from_config(&config.logminer),
-        metrics,
-        status,
-        shutdown,
-        ownership: Ownership::default(),
-        mined_up_to: BTreeMap::new(),
-        committed: BTreeMap::new(),
-        spikes: HashMap::new(),
-        watermark: 0,
-        newest_ingest_ns: 0,
-    };
-    m.consume(cadence).await;
-    m.stop().await;
-    Ok(())
+impl Logminer {
+    /// Does the start-up chores on `store`, then makes the replica that publishes its
+    /// alerts through `publisher`.
+    pub(super) async fn start(
+        config: &Config,
+        store: Store,
+        publisher: Publisher,
+        replica: Replica,
+    ) -> anyhow::Result<Logminer> {
+        let Replica { id: replica, cadence, metrics, status, shutdown } = replica;
+        let book = Book::new(config.logminer.mining()).context("the [logminer.masking] settings are not usable")?;
+        start_up(&store, &config.logminer, book.masking_version()).await?;
+        tracing::info!(replica = %replica, masking_version = book.masking_version(),
+            tick_secs = config.logminer.tick_secs, "logminer replica {replica} mining");
+        let now = Instant::now();
+        Ok(Logminer {
+            config: config.clone(),
+            outbox: Outbox::new(publisher, config.names().alerts),
+            replica,
+            store,
+            book,
+            rules: Rules::from_config(&config.logminer),
+            metrics,
+            status,
+            shutdown,
+            ownership: Ownership::default(),
+            cadence,
+            next_flush: now,
+            next_pass: now + pass_every(&config.logminer),
+            mined_up_to: BTreeMap::new(),
+            spikes: HashMap::new(),
+            watermark: 0,
+            newest_ingest_ns: 0,
+        })
+    }
 }
 
 /// Start-up chores: heartbeats older than a day go (docs/design.md#watermarks), and the masking epoch is
@@ -142,157 +136,76 @@ fn secs(s: u64) -> Duration {
     Duration::from_secs(s)
 }
 
-/// Runs `work` unless `shutdown` comes first. Work cut short this way loses nothing:
-/// rows leave the book only once stored, and offsets are committed only after that.
-async fn unless_stopped(shutdown: &Shutdown, work: impl Future<Output = ()>) -> bool {
-    tokio::select! {
-        biased;
-        _ = shutdown.triggered() => false,
-        _ = work => true,
+fn pass_every(config: &LogminerConfig) -> Duration {
+    secs(config.tick_secs.max(1))
+}
+
+/// The deadline after `due`, `every` later; one that has passed already starts from `now`
+/// (a late tick is not followed by a burst of catching up).
+fn next_after(due: Instant, every: Duration, now: Instant) -> Instant {
+    let next = due + every;
+    if next <= now {
+        now + every
+    } else {
+        next
     }
 }
 
-impl Logminer {
-    /// Reads, mines, flushes and runs passes until shutdown. Whatever is under way gives
-    /// way to the shutdown, so the clean stop starts at once, even while ClickHouse hangs.
-    async fn consume(&mut self, cadence: Cadence) {
-        let shutdown = self.shutdown.clone();
-        let mut flush_tick = tokio::time::interval(cadence.flush_every);
-        flush_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut pass_tick = tokio::time::interval(secs(self.config.logminer.tick_secs.max(1)));
-        pass_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        pass_tick.tick().await;
-        loop {
-            let reading = self.book.pending_hits() < MAX_PENDING_HITS;
-            let wake = tokio::select! {
-                biased;
-                _ = shutdown.triggered() => return,
-                _ = pass_tick.tick() => Wake::Pass,
-                _ = flush_tick.tick() => Wake::Flush,
-                message = self.consumer.recv(), if reading => Wake::Message(message.map(|m| m.detach())),
-            };
-            let work = async {
-                match wake {
-                    Wake::Pass => {
-                        self.apply_changes().await;
-                        self.detection_pass().await;
-                    }
-                    Wake::Flush => {
-                        self.apply_changes().await;
-                        self.flush().await;
-                        self.refresh_lag();
-                    }
-                    Wake::Message(Err(e)) => {
-                        self.metrics.consumer.consume_error(&self.names.logs, &e);
-                        self.shutdown.sleep(Duration::from_millis(500)).await;
-                    }
-                    Wake::Message(Ok(message)) => {
-                        self.apply_changes().await;
-                        // Read before a revoke we have applied: its next owner reads it.
-                        if self.ownership.is_assigned(message.partition()) {
-                            self.mine_record(&message);
-                            if self.book.pending_hits() >= cadence.flush_hits {
-                                self.flush().await;
-                            }
-                        }
-                    }
-                }
-            };
-            if !unless_stopped(&shutdown, work).await {
-                return;
-            }
-        }
+/// Reads, mines, flushes and runs passes until shutdown. Whatever is under way gives way
+/// to the shutdown, so the clean stop starts at once, even while ClickHouse hangs: work cut
+/// short this way loses nothing, as rows leave the book only once stored, and offsets are
+/// committed only after that.
+impl Handler for Logminer {
+    fn tick_every(&self) -> Duration {
+        self.cadence.flush_every.min(pass_every(&self.config.logminer))
     }
 
-    /// Mines one record's logs and notes the services as owned.
-    fn mine_record(&mut self, message: &OwnedMessage) {
-        self.metrics.consumer.consumed();
-        let partition = message.partition();
-        self.mined_up_to.insert(partition, message.offset() + 1);
-        let undecodable = |error: &dyn std::fmt::Display| {
-            self.metrics.consumer.undecodable(&self.names.logs, partition, message.offset(), error)
-        };
-        let record = match record::decode(message.headers().map(|h| h.as_borrowed()), message.payload().or(Some(&[]))) {
-            Ok(r) => r,
-            Err(e) => return undecodable(&e),
-        };
-        let SignalPayload::Logs(request) = &record.payload else {
-            return undecodable(&"a traces record on the logs topic");
-        };
-        let now = now_ns();
-        let at = Instant::now();
-        self.newest_ingest_ns = self.newest_ingest_ns.max(record.ingest_ns);
-        for row in log_rows(request, record.ingest_ns) {
-            self.ownership.mined(&row.service, partition, row.time_ns, now, at);
-            let mined = self.book.mine(&row.service, row.log_id, row.time_ns, &row.body, now);
-            if mined.absorbed > 0 {
-                self.metrics.merged(&row.service, mined.template_id, mined.absorbed);
-            }
-            self.metrics.mined();
-        }
+    fn wants_records(&self) -> bool {
+        self.book.pending_hits() < MAX_PENDING_HITS
     }
 
-    /// Stores pending hits and templates, then commits the offsets they cover. False when
-    /// storing failed. The rows leave the book only once their insert succeeded, so a
-    /// flush that fails or is abandoned (a timeout, a shutdown) leaves them pending and
-    /// their offsets uncommitted; the next flush stores them (docs/design.md#identity: offsets are
-    /// committed only for records whose hits and templates are stored).
-    pub(super) async fn flush(&mut self) -> bool {
-        let pending = self.book.pending(now_ns());
-        if !pending.is_empty() {
-            let receipt = pending.receipt();
-            if let Err(e) = lm::store_mined(&self.store, pending.rows()).await {
-                self.metrics.store_failed("storing hits, merges and templates", &e);
-                return false;
-            }
-            self.book.stored(receipt);
-        }
-        self.commit().await;
-        self.gauges();
+    fn gives_way_to_stop(&self) -> bool {
         true
     }
 
-    /// A flush within `shutdown_flush_timeout_secs` (a revoke's, a stop's). False when it
-    /// failed or ran out of time: its rows stay pending.
-    async fn bounded_flush(&mut self) -> bool {
-        let bound = secs(self.config.logminer.shutdown_flush_timeout_secs);
-        matches!(tokio::time::timeout(bound, self.flush()).await, Ok(true))
+    async fn record(&mut self, member: &mut Member, message: OwnedMessage) -> ControlFlow<()> {
+        self.mine_record(member, &message);
+        if self.book.pending_hits() >= self.cadence.flush_hits {
+            self.flush(member).await;
+        }
+        ControlFlow::Continue(())
     }
 
-    /// Commits, for every partition mined, the offset after its last stored record. A
-    /// commit after a revoke may be refused: the records are then read again (harmless).
-    async fn commit(&mut self) {
-        let offsets: Vec<(i32, i64)> = self.mined_up_to.iter().map(|(p, o)| (*p, *o)).collect();
-        commit_moved(&self.consumer, &self.names.logs, offsets, &mut self.committed).await;
-    }
-
-    /// Applies the rebalances the consumer reported, in order.
-    async fn apply_changes(&mut self) {
-        let changes = self.consumer.context().take();
-        for change in changes {
-            match change {
-                Rebalanced::Revoked(partitions) => self.revoked(partitions).await,
-                Rebalanced::Assigned(partitions) => self.assigned(partitions).await,
-            }
+    /// The detection pass when due, then the flush when due.
+    async fn tick(&mut self, member: &mut Member) {
+        let now = Instant::now();
+        if now >= self.next_pass {
+            self.next_pass = next_after(self.next_pass, pass_every(&self.config.logminer), now);
+            self.detection_pass(member).await;
+        }
+        if now >= self.next_flush {
+            self.next_flush = next_after(self.next_flush, self.cadence.flush_every, now);
+            self.flush(member).await;
         }
     }
 
-    async fn revoked(&mut self, partitions: Vec<i32>) {
+    /// Flush and commit, then one new-template pass for the services owned, bounded.
+    async fn revoked(&mut self, member: &mut Member, partitions: &[i32]) {
         tracing::info!(?partitions, "partitions revoked: flushing, then one new-template pass");
-        if !self.bounded_flush().await {
+        if !self.bounded_flush(member).await {
             tracing::warn!("the flush before the revoke did not complete: the records will be read again");
         }
-        self.bounded_new_template_pass("revoke", secs(self.config.logminer.revoke_pass_timeout_secs)).await;
-        for p in &partitions {
+        let bound = secs(self.config.logminer.revoke_pass_timeout_secs);
+        self.bounded_new_template_pass(member, "revoke", bound).await;
+        for p in partitions {
             self.mined_up_to.remove(p);
-            self.committed.remove(p);
         }
-        self.ownership.revoke(&partitions);
+        self.ownership.revoke(partitions);
         self.gauges();
     }
 
-    async fn assigned(&mut self, partitions: Vec<i32>) {
-        let assigned = self.ownership.assign(&partitions);
+    async fn assigned(&mut self, _member: &mut Member, partitions: &[i32]) {
+        let assigned = self.ownership.assign(partitions);
         self.spikes.clear();
         // A fresh miner with every stored template: another replica may have mined our new
         // services' logs until now.
@@ -310,6 +223,85 @@ impl Logminer {
         tracing::info!(?partitions, assigned = ?assigned, templates = self.book.template_count(),
             watermark_ns = self.watermark, "partitions assigned: templates reloaded");
         self.gauges();
+    }
+
+    /// Clean stop (docs/design.md#logminer-shutdown): flush bounded at 15 s, then one new-template pass bounded at
+    /// 20 s, so a template mined just before the stop is still announced.
+    async fn stop(&mut self, member: &mut Member) {
+        let started = std::time::Instant::now();
+        // Rebalances reported meanwhile, so the final flush commits only partitions still
+        // held; within the flush bound, as a hung ClickHouse would hold a reload forever.
+        let bound = secs(self.config.logminer.shutdown_flush_timeout_secs);
+        if tokio::time::timeout(bound, apply_rebalances(member, self)).await.is_err() {
+            tracing::warn!("applying the last rebalance at shutdown ran out of time");
+        }
+        if self.bounded_flush(member).await {
+            let bound = secs(self.config.logminer.shutdown_pass_timeout_secs);
+            self.bounded_new_template_pass(member, "shutdown", bound).await;
+        } else {
+            tracing::warn!(
+                "the flush at shutdown did not complete: unstored records will be read again; no final pass"
+            );
+        }
+        tracing::info!(elapsed_ms = started.elapsed().as_millis() as u64, "logminer stopped");
+    }
+}
+
+impl Logminer {
+    /// Mines one record's logs and notes the services as owned.
+    fn mine_record(&mut self, member: &Member, message: &OwnedMessage) {
+        let partition = message.partition();
+        self.mined_up_to.insert(partition, message.offset() + 1);
+        let undecodable = |error: &dyn std::fmt::Display| {
+            member.metrics().undecodable(member.topic(), partition, message.offset(), error)
+        };
+        let record = match record::decode(message.headers().map(|h| h.as_borrowed()), message.payload().or(Some(&[]))) {
+            Ok(r) => r,
+            Err(e) => return undecodable(&e),
+        };
+        let SignalPayload::Logs(request) = &record.payload else {
+            return undecodable(&"a traces record on the logs topic");
+        };
+        let now = now_ns();
+        let at = std::time::Instant::now();
+        self.newest_ingest_ns = self.newest_ingest_ns.max(record.ingest_ns);
+        for row in log_rows(request, record.ingest_ns) {
+            self.ownership.mined(&row.service, partition, row.time_ns, now, at);
+            let mined = self.book.mine(&row.service, row.log_id, row.time_ns, &row.body, now);
+            if mined.absorbed > 0 {
+                self.metrics.merged(&row.service, mined.template_id, mined.absorbed);
+            }
+            self.metrics.mined();
+        }
+    }
+
+    /// Stores pending hits and templates, then commits the offsets they cover. False when
+    /// storing failed. The rows leave the book only once their insert succeeded, so a
+    /// flush that fails or is abandoned (a timeout, a shutdown) leaves them pending and
+    /// their offsets uncommitted; the next flush stores them (docs/design.md#identity: offsets are
+    /// committed only for records whose hits and templates are stored).
+    pub(super) async fn flush(&mut self, member: &mut Member) -> bool {
+        let pending = self.book.pending(now_ns());
+        if !pending.is_empty() {
+            let receipt = pending.receipt();
+            if let Err(e) = lm::store_mined(&self.store, pending.rows()).await {
+                self.metrics.store_failed("storing hits, merges and templates", &e);
+                return false;
+            }
+            self.book.stored(receipt);
+        }
+        // For every partition mined, the offset after its last stored record. A commit
+        // after a revoke may be refused: the records are then read again (harmless).
+        member.commit(self.mined_up_to.iter().map(|(p, o)| (*p, *o))).await;
+        self.gauges();
+        true
+    }
+
+    /// A flush within `shutdown_flush_timeout_secs` (a revoke's, a stop's). False when it
+    /// failed or ran out of time: its rows stay pending.
+    async fn bounded_flush(&mut self, member: &mut Member) -> bool {
+        let bound = secs(self.config.logminer.shutdown_flush_timeout_secs);
+        matches!(tokio::time::timeout(bound, self.flush(member)).await, Ok(true))
     }
 
     async fn reload(&mut self) -> anyhow::Result<()> {
@@ -334,36 +326,5 @@ impl Logminer {
         let mut status = self.status.lock().unwrap();
         status.partitions = partitions;
         status.owned = self.ownership.services();
-    }
-
-    /// Lag: over the assigned partitions, high watermark − committed offset (in the
-    /// background, when due).
-    fn refresh_lag(&self) {
-        let parts = self.ownership.partitions().into_iter().map(|p| (p, self.committed.get(&p).copied())).collect();
-        self.lag.refresh_when_due(parts);
-    }
-
-    /// Clean stop (docs/design.md#logminer-shutdown): flush bounded at 15 s, then one new-template pass bounded at
-    /// 20 s, so a template mined just before the stop is still announced.
-    async fn stop(mut self) {
-        let started = Instant::now();
-        // Rebalances reported meanwhile, so the final flush commits only partitions still
-        // held; within the flush bound, as a hung ClickHouse would hold a reload forever.
-        let bound = secs(self.config.logminer.shutdown_flush_timeout_secs);
-        if tokio::time::timeout(bound, self.apply_changes()).await.is_err() {
-            tracing::warn!("applying the last rebalance at shutdown ran out of time");
-        }
-        if self.bounded_flush().await {
-            self.bounded_new_template_pass("shutdown", secs(self.config.logminer.shutdown_pass_timeout_secs)).await;
-        } else {
-            tracing::warn!(
-                "the flush at shutdown did not complete: unstored records will be read again; no final pass"
-            );
-        }
-        self.outbox.flush(Duration::from_secs(5));
-        tracing::info!(elapsed_ms = started.elapsed().as_millis() as u64, "logminer stopped");
-        let consumer = self.consumer.clone();
-        drop(self);
-        consume::leave(consumer).await;
     }
 }

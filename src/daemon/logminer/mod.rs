@@ -5,7 +5,7 @@
 //! view; this is where each of its rules is kept:
 //!
 //! - **Offsets** are committed only after the hits and templates of the records before
-//!   them are stored: rows leave the [`book::Book`] only once their insert succeeded, and
+//!   them are stored: rows leave the [`crate::workflow::book::Book`] only once their insert succeeded, and
 //!   the loop commits after that (`consumer.rs`).
 //! - **Ownership** (`ownership.rs`): a replica owns the services whose logs it mined within
 //!   `ownership_window_min`; every alert-raising query is filtered to them.
@@ -24,7 +24,6 @@
 //!   flush bounded by `shutdown_flush_timeout_secs` and a new-template pass bounded by
 //!   `shutdown_pass_timeout_secs`.
 
-pub mod book;
 mod consumer;
 pub mod detect;
 pub mod metrics;
@@ -38,6 +37,9 @@ use std::time::Duration;
 use prometheus_client::registry::Registry;
 use serde_json::json;
 
+use anyhow::Context as _;
+
+use self::consumer::{Logminer, Replica};
 use self::metrics::LogminerMetrics;
 use crate::bus::consume::Group;
 use crate::config::Config;
@@ -81,7 +83,7 @@ struct Status {
 }
 
 /// `tayga serve logminer`: the shared daemon start-up ([`crate::daemon::run`]) on
-/// `logminer.metrics_addr`, then the consumer loop until `shutdown`.
+/// `logminer.metrics_addr`, then the consume loop until `shutdown`.
 pub async fn serve(config: &Config, shutdown: Shutdown) -> anyhow::Result<()> {
     serve_with(config, Cadence::default(), shutdown).await
 }
@@ -101,9 +103,17 @@ pub async fn serve_with(config: &Config, cadence: Cadence, shutdown: Shutdown) -
                    "partitions": s.partitions, "owned_services": s.owned})
         })
     };
-    let spec = Spec { group: Group::Logminer, metrics_addr: config.logminer.metrics_addr.clone(), registry, health };
-    crate::daemon::run(config, shutdown.clone(), spec, |_| {
-        consumer::run(config, cadence, replica, metrics, status, shutdown)
+    let spec = Spec {
+        group: Group::Logminer,
+        metrics_addr: config.logminer.metrics_addr.clone(),
+        registry,
+        consumer: metrics.consumer.clone(),
+        health,
+    };
+    crate::daemon::run(config, shutdown.clone(), spec, |store, member| {
+        let publisher = member.publisher().cloned().context("the logminer's member publishes");
+        let replica = Replica { id: replica, cadence, metrics, status, shutdown };
+        async move { Logminer::start(config, store, publisher?, replica).await }
     })
     .await
 }

@@ -43,10 +43,6 @@ impl Ownership {
         self.owned.retain(|_, o| !partitions.contains(&o.partition));
     }
 
-    pub fn is_assigned(&self, partition: i32) -> bool {
-        self.assigned.contains(&partition)
-    }
-
     pub fn partitions(&self) -> Vec<i32> {
         self.assigned.iter().copied().collect()
     }
@@ -161,7 +157,6 @@ mod tests {
         o.mined("db", 1, 20, 100, t0);
         o.revoke(&[0]);
         assert_eq!(o.partitions(), vec![1]);
-        assert!(!o.is_assigned(0) && o.is_assigned(1));
         assert_eq!(o.services(), vec!["db"]);
         assert_eq!(o.clock_of("db"), Some(20));
     }

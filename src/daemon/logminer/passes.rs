@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use super::consumer::Logminer;
 use super::detect::{self, MINUTE_NS};
+use crate::bus::consume::Member;
 use crate::identity::alert_id;
 use crate::store::logminer::{self as lm, AlertQuery, MinuteCount};
 use crate::store::{now_ns, AlertRow, TemplateRow};
@@ -17,9 +18,9 @@ use crate::wire::alert::AlertKind;
 impl Logminer {
     /// The new-template pass of a revoke or a stop, within `bound`: a failure or a timeout
     /// skips it (its templates are stored; only their announcement can be missed).
-    pub(super) async fn bounded_new_template_pass(&mut self, pass: &str, bound: Duration) {
+    pub(super) async fn bounded_new_template_pass(&mut self, member: &mut Member, pass: &str, bound: Duration) {
         let started = Instant::now();
-        match tokio::time::timeout(bound, self.new_template_pass()).await {
+        match tokio::time::timeout(bound, self.new_template_pass(member)).await {
             Ok(Ok(())) => {}
             Ok(Err(e)) => tracing::warn!(pass, error = %format!("{e:#}"), "the new-template pass failed"),
             Err(_) => tracing::warn!(pass, bound_secs = bound.as_secs(), "the new-template pass ran out of time"),
@@ -34,8 +35,8 @@ impl Logminer {
     /// Announces the owned services' templates first seen after the watermark, then moves
     /// the watermark (and every assigned partition's key) to the pass time. The templates
     /// are stored first, so every candidate is in ClickHouse.
-    async fn new_template_pass(&mut self) -> anyhow::Result<()> {
-        if !self.flush().await {
+    async fn new_template_pass(&mut self, member: &mut Member) -> anyhow::Result<()> {
+        if !self.flush(member).await {
             anyhow::bail!("hits and templates could not be stored");
         }
         let pass_ns = now_ns();
@@ -56,11 +57,11 @@ impl Logminer {
     }
 
     /// Every tick: flush, new templates, spikes and silences, republication, heartbeat.
-    pub(super) async fn detection_pass(&mut self) {
+    pub(super) async fn detection_pass(&mut self, member: &mut Member) {
         let started = Instant::now();
         self.expire_ownership();
         let result = async {
-            self.new_template_pass().await?;
+            self.new_template_pass(member).await?;
             self.restore_taken_over().await?;
             self.spikes_and_silences().await?;
             let lc = &self.config.logminer;

@@ -5,13 +5,12 @@
 //! failed send. An unmarked alert is one that may not have reached the topic.
 
 use std::collections::HashSet;
-use std::time::Duration;
 
 use super::metrics::LogminerMetrics;
-use crate::bus::alerts::publish_and_mark;
 use crate::bus::producer::Publisher;
 use crate::store::logminer as lm;
 use crate::store::{AlertRow, Store};
+use crate::workflow::alerts::publish_and_mark;
 
 const HOUR_NS: u64 = 3_600_000_000_000;
 
@@ -83,11 +82,6 @@ impl Outbox {
         let left = unmarked.len() - publication.published;
         let stopped = publication.error.as_ref().map(|e| (e as &dyn std::fmt::Display, left));
         metrics.republished(publication.published, stopped);
-    }
-
-    /// Waits (at most `timeout`) for records still in the producer's queue.
-    pub fn flush(&self, timeout: Duration) {
-        self.publisher.flush(timeout);
     }
 }
 

@@ -1,13 +1,13 @@
-//! The notifier (docs/design.md#notifier): reads `<prefix>.alerts` in group
+//! The notifier (docs/design.md#notifier, docs/notifier.md): reads `<prefix>.alerts` in group
 //! `<prefix>-notifier` and delivers each alert to each webhook target once, with retries,
 //! backoff and a per-target breaker. docs/notifier.md describes the behaviour for operators.
 //!
-//! - [`backoff`] and [`breaker`]: the retry and breaker rules as pure functions, unit-tested.
+//! - [`backoff`] and [`breaker`]: the seed's rules as pure functions, unit-tested.
 //! - [`deliver`]: one alert to one target: attempts, ladder, rows.
 //! - [`store`]: `notifier_deliveries` reads (argMax) and writes (timeouts, retries).
 //! - [`metrics`]: what the notifier reports (each event logs and counts).
-//! - this file: the consumer loop on the shared daemon runtime and consumer kit, the
-//!   decision order (with a manual retry's, `crate::bus::retry`) and the offset commits.
+//! - this file: the notifier as the consume loop drives it ([`crate::bus::consume::Handler`]):
+//!   the decision order (with a manual retry's, `crate::workflow::retry`) and the offset commits.
 
 pub mod backoff;
 pub mod breaker;
@@ -16,23 +16,20 @@ pub mod metrics;
 pub mod payload;
 pub mod store;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use prometheus_client::registry::Registry;
-use rdkafka::consumer::Consumer;
 use rdkafka::message::{Message, OwnedMessage};
 use serde_json::json;
 use tokio::task::JoinSet;
 
 use self::deliver::{Ctx, Settings, Target, TargetEnd};
 use self::metrics::{DeliveryResult, NotifierMetrics};
-use crate::bus::consume::poll::{Polled, Poller};
-use crate::bus::consume::{self, commit_moved, Group, LagRefresher, Rebalanced};
-use crate::config::Names;
-use crate::config::{Config, KafkaConfig};
+use crate::bus::consume::{Group, Handler, Member};
+use crate::config::Config;
 use crate::daemon::{HealthFn, Shutdown, Spec};
 use crate::store::{now_ns, Store};
 use crate::wire::alert::{format_id, manual_retry_ns, Alert};
@@ -42,13 +39,22 @@ use crate::wire::alert::{format_id, manual_retry_ns, Alert};
 pub async fn serve(config: &Config, shutdown: Shutdown) -> anyhow::Result<()> {
     let mut registry = Registry::default();
     let metrics = NotifierMetrics::new(&mut registry);
-    let notifier = Notifier::new(config, metrics, shutdown.clone())?;
+    let targets = Notifier::targets(config, &metrics)?;
     let health: HealthFn = {
-        let targets = notifier.targets.clone();
+        let targets = targets.clone();
         Arc::new(move || health(&targets))
     };
-    let spec = Spec { group: Group::Notifier, metrics_addr: config.notifier.metrics_addr.clone(), registry, health };
-    crate::daemon::run(config, shutdown, spec, |_| notifier.run()).await
+    let spec = Spec {
+        group: Group::Notifier,
+        metrics_addr: config.notifier.metrics_addr.clone(),
+        registry,
+        consumer: metrics.consumer.clone(),
+        health,
+    };
+    crate::daemon::run(config, shutdown.clone(), spec, |store, _| async move {
+        Notifier::with_targets(config, store, targets, metrics, shutdown)
+    })
+    .await
 }
 
 fn health(targets: &[Arc<Target>]) -> serde_json::Value {
@@ -71,85 +77,49 @@ pub enum RecordEnd {
 pub struct Notifier {
     ctx: Arc<Ctx>,
     targets: Arc<Vec<Arc<Target>>>,
-    kafka: KafkaConfig,
-    names: Names,
 }
 
 impl Notifier {
-    pub fn new(config: &Config, metrics: NotifierMetrics, shutdown: Shutdown) -> anyhow::Result<Notifier> {
-        let settings = Settings::from_config(&config.notifier);
+    /// The notifier of `config`'s targets, writing its delivery rows through `store`.
+    pub fn new(
+        config: &Config,
+        store: Store,
+        metrics: NotifierMetrics,
+        shutdown: Shutdown,
+    ) -> anyhow::Result<Notifier> {
+        let targets = Notifier::targets(config, &metrics)?;
+        Notifier::with_targets(config, store, targets, metrics, shutdown)
+    }
+
+    /// The configured targets, each with its breaker shown closed.
+    fn targets(config: &Config, metrics: &NotifierMetrics) -> anyhow::Result<Arc<Vec<Arc<Target>>>> {
+        let cooldown = Settings::from_config(&config.notifier).breaker_cooldown;
         let targets = config
             .notifier
             .targets
             .iter()
-            .map(|t| Target::new(t, settings.breaker_cooldown, &config.api.public_url).map(Arc::new))
+            .map(|t| Target::new(t, cooldown, &config.api.public_url).map(Arc::new))
             .collect::<anyhow::Result<Vec<_>>>()?;
         for t in &targets {
             metrics.set_breaker(&t.name, false);
         }
+        Ok(Arc::new(targets))
+    }
+
+    fn with_targets(
+        config: &Config,
+        store: Store,
+        targets: Arc<Vec<Arc<Target>>>,
+        metrics: NotifierMetrics,
+        shutdown: Shutdown,
+    ) -> anyhow::Result<Notifier> {
+        let settings = Settings::from_config(&config.notifier);
         let http = Ctx::http_client(&settings).context("building the HTTP client")?;
-        let ctx = Ctx { store: Store::new(&config.clickhouse), http, settings, metrics, shutdown };
-        Ok(Notifier {
-            ctx: Arc::new(ctx),
-            targets: Arc::new(targets),
-            kafka: config.kafka.clone(),
-            names: config.names(),
-        })
+        let ctx = Ctx { store, http, settings, metrics, shutdown };
+        Ok(Notifier { ctx: Arc::new(ctx), targets })
     }
 
-    /// Consumes until shutdown. Returns once the record in hand is finished (its in-flight
-    /// attempts done and their rows written) and its offset committed if it is done.
-    pub async fn run(self) -> anyhow::Result<()> {
-        let consumer =
-            consume::subscribe(&self.kafka, &self.names, Group::Notifier, self.ctx.metrics.consumer.clone())?;
-        let lag = LagRefresher::new(&self.kafka, &self.names, Group::Notifier, self.ctx.metrics.consumer.clone())
-            .context("creating the Kafka client that reads the lag")?;
-        tracing::info!(
-            topic = %self.names.alerts, group = %self.names.notifier_group, targets = self.targets.len(),
-            "notifier started"
-        );
-        let shutdown = self.ctx.shutdown.clone();
-        let mut poller = Poller::new(&consumer, &self.names.alerts, Duration::from_secs(1));
-        let mut assigned = BTreeSet::new();
-        let mut committed = BTreeMap::new();
-        loop {
-            let message = match poller.next(shutdown.triggered()).await {
-                Polled::Stopped => break,
-                Polled::Tick => {
-                    // An elapsed cooldown closes a breaker without any event: show it.
-                    for t in self.targets.iter() {
-                        self.ctx.metrics.set_breaker(&t.name, t.breaker_open());
-                    }
-                    apply_changes(&consumer.context().take(), &mut assigned, &mut committed);
-                    let points = assigned.iter().map(|p| (*p, committed.get(p).copied())).collect();
-                    lag.refresh_when_due(points);
-                    continue;
-                }
-                Polled::Record(message) => message,
-            };
-            apply_changes(&consumer.context().take(), &mut assigned, &mut committed);
-            self.ctx.metrics.consumer.consumed();
-            let end = self.handle(&message).await;
-            if end == RecordEnd::Interrupted {
-                tracing::info!(
-                    partition = message.partition(),
-                    offset = message.offset(),
-                    "stopped before the record was done; it will be read again"
-                );
-                break;
-            }
-            let next = (message.partition(), message.offset() + 1);
-            commit_moved(&consumer, message.topic(), [next], &mut committed).await;
-            if shutdown.is_triggered() {
-                break;
-            }
-        }
-        tracing::info!("notifier stopped");
-        consume::leave(consumer).await;
-        Ok(())
-    }
-
-    /// The decision order (docs/design.md#notifier-decisions) for one record.
+    /// The decision order for one record (docs/design.md#notifier-decisions).
     pub async fn handle(&self, message: &OwnedMessage) -> RecordEnd {
         let read_at = Instant::now();
         let payload = message.payload().unwrap_or_default();
@@ -242,18 +212,37 @@ impl Notifier {
     }
 }
 
-/// Applies the group's partition changes to what the loop tracks: a revoked partition's
-/// commit point is forgotten (its next owner commits it).
-fn apply_changes(changes: &[Rebalanced], assigned: &mut BTreeSet<i32>, committed: &mut BTreeMap<i32, i64>) {
-    for change in changes {
-        match change {
-            Rebalanced::Assigned(partitions) => assigned.extend(partitions),
-            Rebalanced::Revoked(partitions) => {
-                for p in partitions {
-                    assigned.remove(p);
-                    committed.remove(p);
-                }
-            }
+/// The notifier as the consume loop drives it: a record is committed once it is done (every
+/// target delivered or failed, or nothing to send); a record that a stop interrupted ends
+/// the loop uncommitted, so it is read again. It keeps no state per partition.
+impl Handler for Notifier {
+    fn tick_every(&self) -> Duration {
+        Duration::from_secs(1)
+    }
+
+    async fn record(&mut self, member: &mut Member, message: OwnedMessage) -> ControlFlow<()> {
+        if self.handle(&message).await == RecordEnd::Interrupted {
+            tracing::info!(
+                partition = message.partition(),
+                offset = message.offset(),
+                "stopped before the record was done; it will be read again"
+            );
+            return ControlFlow::Break(());
+        }
+        member.commit([(message.partition(), message.offset() + 1)]).await;
+        ControlFlow::Continue(())
+    }
+
+    async fn tick(&mut self, _member: &mut Member) {
+        // An elapsed cooldown closes a breaker without any event: show it.
+        for t in self.targets.iter() {
+            self.ctx.metrics.set_breaker(&t.name, t.breaker_open());
         }
     }
+
+    async fn assigned(&mut self, _member: &mut Member, _partitions: &[i32]) {}
+
+    async fn revoked(&mut self, _member: &mut Member, _partitions: &[i32]) {}
+
+    async fn stop(&mut self, _member: &mut Member) {}
 }

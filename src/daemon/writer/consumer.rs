@@ -30,7 +30,7 @@ use super::batch::{backoff, Batch, Rows};
 use super::metrics::{AfterFailure, WriterMetrics};
 use super::sink::Sink;
 use crate::bus::consume::rebalance::{report, Hook};
-use crate::bus::consume::{self, commit_sync, Group, Rebalanced};
+use crate::bus::consume::{commit_sync, Group, LagRefresher, Member, Rebalanced};
 use crate::config::Names;
 use crate::config::{KafkaConfig, WriterConfig};
 use crate::daemon::Shutdown;
@@ -69,6 +69,8 @@ pub struct Inner {
     flushing: Mutex<Option<Vec<i32>>>,
     /// Offsets stored whose commit failed, carried into the next commit.
     uncommitted: Mutex<BTreeMap<i32, i64>>,
+    /// The member's lag refresher, also called while a flush waits out ClickHouse.
+    lag: LagRefresher,
 }
 
 pub struct WriterContext {
@@ -104,35 +106,33 @@ pub fn run_consumer(
         .enable_all()
         .build()
         .context("building the insert runtime")?;
-    let inner = std::sync::Arc::new(Inner {
-        rt,
-        metrics: sink.metrics.clone(),
-        topic: names.signals.clone(),
-        sink,
-        shutdown: shutdown.clone(),
-        max_rows: writer.batch_max_rows.max(1) as usize,
-        max_wait: Duration::from_millis(writer.batch_max_wait_ms),
-        batch: Mutex::new(Batch::default()),
-        in_flight: Mutex::new(None),
-        flushing: Mutex::new(None),
-        uncommitted: Mutex::new(BTreeMap::new()),
-    });
-    let consumer: BaseConsumer<WriterContext> = Group::Writer
-        .config(kafka, names)
-        .create_with_context(WriterContext { inner: inner.clone() })
-        .context("creating the Kafka consumer")?;
-    consumer.subscribe(&[&names.signals]).with_context(|| format!("subscribing to {}", names.signals))?;
-    tracing::info!(
-        topic = %names.signals, group = %names.writer_group, mode = inner.sink.mode.as_str(),
-        batch_max_rows = inner.max_rows, batch_max_wait_ms = writer.batch_max_wait_ms,
-        "writer started"
-    );
+    let metrics = sink.metrics.consumer.clone();
+    let member: Member<BaseConsumer<WriterContext>> =
+        Member::join_with(kafka, names, Group::Writer, metrics, |lag| WriterContext {
+            inner: std::sync::Arc::new(Inner {
+                rt,
+                metrics: sink.metrics.clone(),
+                topic: names.signals.clone(),
+                sink,
+                shutdown: shutdown.clone(),
+                max_rows: writer.batch_max_rows.max(1) as usize,
+                max_wait: Duration::from_millis(writer.batch_max_wait_ms),
+                batch: Mutex::new(Batch::default()),
+                in_flight: Mutex::new(None),
+                flushing: Mutex::new(None),
+                uncommitted: Mutex::new(BTreeMap::new()),
+                lag,
+            }),
+        })?;
+    let consumer = member.consumer();
+    let inner = consumer.context().inner.clone();
 
     let mut held: VecDeque<OwnedMessage> = VecDeque::new();
     let mut gave_up = false;
     // Where the consumer thread's time goes between two flushes (logged at debug).
     let (mut polling, mut decoding, mut settling) = (Duration::ZERO, Duration::ZERO, Duration::ZERO);
     while !shutdown.is_triggered() {
+        inner.refresh_lag();
         let t0 = Instant::now();
         if let Some(m) = held.pop_front() {
             inner.add(In::owned(&m));
@@ -154,7 +154,7 @@ pub fn run_consumer(
         let due = inner.is_due();
         // Commit a finished insert at once; before starting the next, wait for the previous.
         let t2 = Instant::now();
-        let step = inner.settle(&consumer, due, None).map(|mut more| {
+        let step = inner.settle(consumer, due, None).map(|mut more| {
             if due {
                 tracing::debug!(
                     polling_ms = polling.as_millis() as u64,
@@ -183,13 +183,13 @@ pub fn run_consumer(
     for m in held.drain(..) {
         inner.add(In::owned(&m));
     }
-    if gave_up || inner.settle(&consumer, true, None).is_err() || inner.flush(&consumer, None).is_err() {
+    if gave_up || inner.settle(consumer, true, None).is_err() || inner.flush(consumer, None).is_err() {
         tracing::warn!("writer stopped with records not stored; they were not committed and will be read again");
     } else {
         tracing::info!("writer stopped: everything read was stored and committed");
     }
     // Leave the group now (the revoke finds an empty batch).
-    consume::leave_now(consumer);
+    member.leave_now();
     Ok(())
 }
 
@@ -208,6 +208,13 @@ impl Inner {
             }
         }
         self.metrics.pending(batch.consumed());
+    }
+
+    /// The group's lag over every partition, refreshed off this thread when due: its
+    /// members commit from the rebalance callback, which only the group's offsets follow.
+    fn refresh_lag(&self) {
+        let _runtime = self.rt.enter();
+        self.lag.refresh_group_when_due();
     }
 
     fn is_due(&self) -> bool {
@@ -372,6 +379,7 @@ impl Inner {
             if let Ok(assignment) = consumer.assignment() {
                 let _ = consumer.pause(&assignment);
             }
+            self.refresh_lag();
             let now = Instant::now();
             if now >= until || self.shutdown.is_triggered() {
                 return;

@@ -8,8 +8,8 @@
 //!   (current ClickHouse), chosen at start-up.
 //! - [`consumer`]: the consumer loop, pause while ClickHouse is down, commits, revokes.
 //! - [`metrics`]: what the writer reports (each event logs and counts).
-//! - this file: start-up on the shared daemon runtime, the insert mode, `/health`, the lag
-//!   gauge, the retention sweep the writer owns (ARCHITECTURE.md, "Retention").
+//! - this file: start-up on the shared daemon runtime, the insert mode, `/health`, the
+//!   retention sweep the writer owns (ARCHITECTURE.md, "Retention").
 
 pub mod batch;
 pub mod consumer;
@@ -25,12 +25,12 @@ use serde_json::json;
 
 use self::metrics::WriterMetrics;
 use self::sink::{InsertMode, Sink};
-use crate::bus::consume::{lag::group_lag, Group};
-use crate::config::Config;
+use crate::bus::consume::Group;
+use crate::config::{Config, RetentionConfig};
 use crate::daemon::{retry_at_start, HealthFn, Shutdown, Spec};
 use crate::store::Store;
 
-/// `tayga serve writer`: the shared daemon start-up ([`crate::daemon::run`]) on
+/// `tayga serve writer`: the shared daemon start-up ([`crate::daemon::runtime::run_with`]) on
 /// `writer.metrics_addr`, then it chooses the insert mode, runs the retention sweep, and
 /// consumes until `shutdown`, when it stores and commits what it has read and leaves the
 /// group.
@@ -52,9 +52,15 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
             })
         })
     };
-    let spec = Spec { group: Group::Writer, metrics_addr: config.writer.metrics_addr.clone(), registry, health };
+    let spec = Spec {
+        group: Group::Writer,
+        metrics_addr: config.writer.metrics_addr.clone(),
+        registry,
+        consumer: metrics.consumer.clone(),
+        health,
+    };
     let own = config.clone();
-    crate::daemon::run(&config, shutdown.clone(), spec, |store| async move {
+    crate::daemon::runtime::run_with(&config, shutdown.clone(), spec, |store| async move {
         let config = own;
         let chosen = retry_at_start(
             "choosing the insert mode",
@@ -66,12 +72,11 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
         .await?;
         *mode.lock().unwrap() = Some(chosen);
         tracing::info!(mode = chosen.as_str(), "insert mode chosen");
-        let retention = tokio::spawn(retention_loop(config.clone(), metrics.clone(), shutdown.clone()));
-        let lag = tokio::spawn(lag_loop(config.clone(), metrics.clone(), shutdown.clone()));
+        let retention =
+            tokio::spawn(retention_loop(store, config.retention.clone(), metrics.clone(), shutdown.clone()));
         let result = consume(&config, chosen, metrics.clone(), shutdown.clone()).await;
         shutdown.trigger();
         let _ = retention.await;
-        let _ = lag.await;
         result
     })
     .await
@@ -102,36 +107,12 @@ async fn consume(config: &Config, mode: InsertMode, metrics: WriterMetrics, shut
     rx.await.unwrap_or_else(|_| Err(anyhow::anyhow!("the writer's consumer thread ended without a result")))
 }
 
-/// How often the lag gauge is refreshed.
-const LAG_REFRESH: Duration = Duration::from_secs(5);
-
-/// Sets `tayga_writer_lag_records` every few seconds: the group's lag over every partition
-/// of the signals topic (what the group has not stored yet). Runs on a client of its own
-/// (it never joins the group), off the consumer thread, whose polling it must never delay.
-async fn lag_loop(config: Config, metrics: WriterMetrics, shutdown: Shutdown) {
-    loop {
-        let kafka = config.kafka.clone();
-        let names = config.names();
-        let lag =
-            tokio::task::spawn_blocking(move || group_lag(&kafka, &names, Group::Writer, Duration::from_secs(2))).await;
-        match lag {
-            Ok(Ok(lag)) => metrics.consumer.lag(lag),
-            Ok(Err(e)) => tracing::debug!(error = %e, "reading the writer group's lag failed"),
-            Err(_) => {}
-        }
-        if !shutdown.sleep(LAG_REFRESH).await {
-            return;
-        }
-    }
-}
-
 /// Drops expired day partitions every `retention.interval_secs`, starting at once.
-async fn retention_loop(config: Config, metrics: WriterMetrics, shutdown: Shutdown) {
-    let store = Store::new(&config.clickhouse);
-    let interval = Duration::from_secs(config.retention.interval_secs.max(1));
+async fn retention_loop(store: Store, retention: RetentionConfig, metrics: WriterMetrics, shutdown: Shutdown) {
+    let interval = Duration::from_secs(retention.interval_secs.max(1));
     loop {
         let now_secs = crate::store::now_ns() / 1_000_000_000;
-        match crate::store::retention::drop_expired(&store, &config.retention, now_secs).await {
+        match crate::store::retention::drop_expired(&store, &retention, now_secs).await {
             Ok(dropped) => metrics.partitions_dropped(&dropped),
             Err(e) => metrics.retention_failed(&e),
         }

@@ -1,6 +1,6 @@
-//! `GET /api/v1/deliveries`: the latest state of every `(alert, target)` pair
-//! (docs/design.md#notifier-states) created in a window. `POST /api/v1/deliveries/{alert_id}/retry`: the operator's manual
-//! retry of a failed delivery, through `bus::retry::retry`, the function
+//! `GET /api/v1/deliveries`: the latest state of every `(alert, target)` pair (docs/design.md#notifier-states)
+//! created in a window. `POST /api/v1/deliveries/{alert_id}/retry`: the operator's manual
+//! retry of a failed delivery, through `workflow::retry::retry`, the function
 //! `tayga deliveries retry` calls.
 
 use axum::extract::{Path, State};
@@ -9,13 +9,13 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::{AppState, Page};
-use crate::bus::retry::{self, RetryError, RetryRequest};
 use crate::daemon::api::error::{ApiError, ErrorBody};
 use crate::daemon::api::params::{self, Query, DAY_NS};
 use crate::store::deliveries::Status;
 use crate::store::query::deliveries::{self, DeliverySearch};
 use crate::store::DeliveryRow;
 use crate::wire::alert::format_id;
+use crate::workflow::retry::{self, RetryError, RetryRequest};
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Delivery {

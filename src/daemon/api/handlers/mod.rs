@@ -33,7 +33,7 @@ pub struct AppState {
     pub now_ns: fn() -> u64,
     /// Where a manual retry republishes alerts (`POST /api/v1/deliveries/{id}/retry`);
     /// `None` where no broker is configured (the OpenAPI document alone): a retry is a 503.
-    pub alerts_topic: Option<std::sync::Arc<crate::bus::retry::AlertsTopic>>,
+    pub alerts_topic: Option<std::sync::Arc<crate::workflow::retry::AlertsTopic>>,
 }
 
 impl AppState {

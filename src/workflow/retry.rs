@@ -17,8 +17,8 @@
 
 use std::sync::Mutex;
 
-use super::producer::{OutRecord, PublishError, Publisher};
-use super::topics::{partition_counts, TopicError};
+use crate::bus::producer::{OutRecord, PublishError, Publisher};
+use crate::bus::topics::{partition_counts, TopicError};
 use crate::config::{Config, KafkaConfig};
 use crate::store::deliveries::{latest_for_alert, Status};
 use crate::store::logminer::{alerts, AlertQuery};

@@ -3,7 +3,7 @@
 //! and republishes unmarked ones after every detection pass; `tayga alerts republish` uses
 //! the same function, so a mark means the same thing whoever wrote it.
 
-use super::producer::{OutRecord, Publisher};
+use crate::bus::producer::{OutRecord, Publisher};
 use crate::store::logminer::mark_published;
 use crate::store::{now_ns, AlertRow, Store, StoreError};
 use crate::wire::alert::Alert;
@@ -12,7 +12,7 @@ use crate::wire::alert::Alert;
 #[derive(Debug, thiserror::Error)]
 pub enum PublishAlertsError {
     #[error(transparent)]
-    Send(#[from] super::producer::PublishError),
+    Send(#[from] crate::bus::producer::PublishError),
     #[error("alert {alert_id:016x} cannot be encoded: {source}")]
     Encode { alert_id: u64, source: crate::wire::alert::AlertError },
     #[error("recording publications failed: {0}")]

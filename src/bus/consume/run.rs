@@ -1,0 +1,138 @@
+//! The one consume loop of the async daemons (assembler, logminer, notifier). The loop owns
+//! the order of things: it waits for the next record, the daemon's tick or the stop (the
+//! stop first when several are ready), applies the group's rebalances before any record or
+//! tick, drops records of partitions it no longer holds, refreshes the lag off the loop, and
+//! at the end leaves the group. The daemon is a [`Handler`]: what a record, a tick, an
+//! assignment, a revoke and the stop mean to it, and nothing of the loop.
+
+use std::future::Future;
+use std::ops::ControlFlow;
+use std::time::Duration;
+
+use rdkafka::message::{Message, OwnedMessage};
+
+use super::Member;
+use super::Rebalanced;
+
+/// The pause after a consume error: the broker's errors repeat until it is back, and the
+/// loop must not spin on them.
+const ERROR_PAUSE: Duration = Duration::from_millis(500);
+
+/// A consuming daemon's own work, driven by [`run`]. Every method gets the [`Member`], to
+/// commit what is stored, publish, and see its partitions.
+///
+/// Offsets are committed only by the handler, and only after what their records carry is
+/// stored: the loop commits nothing by itself.
+pub trait Handler: Send {
+    /// How often [`Handler::tick`] runs (the first tick comes at once).
+    fn tick_every(&self) -> Duration;
+
+    /// Whether the loop should read records now. A daemon that holds too much unstored
+    /// work says no, and the loop only ticks until it says yes.
+    fn wants_records(&self) -> bool {
+        true
+    }
+
+    /// Whether a stop cuts short the call under way. A daemon whose every step can be
+    /// abandoned without loss (its rows leave memory only once stored) says yes, so the
+    /// stop begins at once even while ClickHouse hangs; the others finish the call first.
+    fn gives_way_to_stop(&self) -> bool {
+        false
+    }
+
+    /// A record of a partition this member holds. `Break` ends the loop (the record is not
+    /// done: its offset stays uncommitted).
+    fn record(&mut self, member: &mut Member, record: OwnedMessage) -> impl Future<Output = ControlFlow<()>> + Send;
+
+    /// The periodic work (closing, storing, committing, gauges).
+    fn tick(&mut self, member: &mut Member) -> impl Future<Output = ()> + Send;
+
+    /// Partitions the group assigned, already noted by the member.
+    fn assigned(&mut self, member: &mut Member, partitions: &[i32]) -> impl Future<Output = ()> + Send;
+
+    /// Partitions the group revoked, still held by the member while this runs (a handler
+    /// may commit them); the member forgets them and their commit points afterwards.
+    fn revoked(&mut self, member: &mut Member, partitions: &[i32]) -> impl Future<Output = ()> + Send;
+
+    /// The clean stop, within the daemon's bounds, before the member leaves the group.
+    fn stop(&mut self, member: &mut Member) -> impl Future<Output = ()> + Send;
+}
+
+/// Runs `handler` on `member` until `stop` resolves, then runs its [`Handler::stop`] and
+/// leaves the group.
+pub async fn run<H: Handler>(mut member: Member, mut handler: H, stop: impl Future<Output = ()> + Send) {
+    tokio::pin!(stop);
+    let mut tick = tokio::time::interval(handler.tick_every());
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        let reading = handler.wants_records();
+        let woke = tokio::select! {
+            biased;
+            _ = &mut stop => break,
+            _ = tick.tick() => None,
+            record = member.recv(), if reading => Some(record),
+        };
+        let record = match woke {
+            None => None,
+            Some(Ok(record)) => Some(record),
+            Some(Err(e)) => {
+                member.metrics().consume_error(member.topic(), &e);
+                tokio::select! {
+                    _ = &mut stop => break,
+                    _ = tokio::time::sleep(ERROR_PAUSE) => continue,
+                }
+            }
+        };
+        let gives_way = handler.gives_way_to_stop();
+        let work = step(&mut member, &mut handler, record);
+        let flow = if gives_way {
+            tokio::select! {
+                biased;
+                _ = &mut stop => break,
+                flow = work => flow,
+            }
+        } else {
+            work.await
+        };
+        if flow.is_break() {
+            break;
+        }
+    }
+    handler.stop(&mut member).await;
+    member.leave().await;
+}
+
+/// One turn of the loop: the rebalances reported meanwhile, then the record or the tick.
+async fn step<H: Handler>(member: &mut Member, handler: &mut H, record: Option<OwnedMessage>) -> ControlFlow<()> {
+    apply_rebalances(member, handler).await;
+    match record {
+        None => {
+            handler.tick(member).await;
+            member.refresh_lag();
+            ControlFlow::Continue(())
+        }
+        // Read before a revoke the loop has applied: its next owner reads it.
+        Some(record) if !member.is_assigned(record.partition()) => ControlFlow::Continue(()),
+        Some(record) => {
+            member.metrics().consumed();
+            handler.record(member, record).await
+        }
+    }
+}
+
+/// Applies the rebalances the group reported, in order. The loop calls it before every
+/// record and tick; a handler calls it from its stop, within its own bound.
+pub async fn apply_rebalances<H: Handler>(member: &mut Member, handler: &mut H) {
+    for change in member.take_rebalances() {
+        match change {
+            Rebalanced::Assigned(partitions) => {
+                member.note_assigned(&partitions);
+                handler.assigned(member, &partitions).await;
+            }
+            Rebalanced::Revoked(partitions) => {
+                handler.revoked(member, &partitions).await;
+                member.forget(&partitions);
+            }
+        }
+    }
+}
