@@ -1,5 +1,6 @@
-//! Splitting an OTLP request into the records ingest publishes (docs/design.md#topics): on `signals`, one record per trace id, with spans and logs that carry no valid
-//! trace id keyed by their service; on `logs`, one record per service. A group is split
+//! Splitting an OTLP request into the records ingest publishes (docs/design.md#topics): on
+//! `signals`, one record per trace id, with spans and logs that carry no valid trace id
+//! keyed by their service; on `logs`, one record per service. A group is split
 //! further only to keep every record's encoding at or under the size limit; an item that
 //! cannot fit alone is rejected, by name, never dropped silently.
 //!
