@@ -269,8 +269,8 @@ async fn republish(
 }
 
 /// Every unmarked alert updated at or after `since_ns`, oldest first, in chunks of `chunk`
-/// (the logminer's bound per pass, docs/design.md#republication), until none is left or a send fails. Returns how many were
-/// published and why it stopped early.
+/// (the logminer's bound per pass, docs/design.md#republication), until none is left or a
+/// send fails. Returns how many were published and why it stopped early.
 async fn republish_unmarked(
     publisher: &Publisher,
     store: &Store,

@@ -11,7 +11,7 @@ pub mod health;
 pub mod ingest;
 pub mod logminer;
 pub mod notifier;
-pub mod repeats;
+pub mod repeat_filter;
 pub mod runtime;
 pub mod writer;
 
@@ -36,7 +36,7 @@ use tokio::task::JoinHandle;
 /// log shippers), human-readable otherwise. The filter comes from `TAYGA_LOG` (`info` when
 /// unset), in `tracing_subscriber::EnvFilter` syntax (`tayga=debug,rdkafka=warn`); the client
 /// libraries' repeated events are limited to one line per condition and minute
-/// ([`repeats`]). Does nothing if a subscriber is already installed.
+/// ([`repeat_filter`]). Does nothing if a subscriber is already installed.
 pub fn init_tracing() {
     use tracing_subscriber::filter::FilterExt;
     use tracing_subscriber::layer::SubscriberExt;
@@ -50,7 +50,9 @@ pub fn init_tracing() {
     } else {
         layer.json().flatten_event(true).with_current_span(false).boxed()
     };
-    let _ = tracing_subscriber::registry().with(layer.with_filter(filter.and(repeats::Repeats::global()))).try_init();
+    let _ = tracing_subscriber::registry()
+        .with(layer.with_filter(filter.and(repeat_filter::RepeatFilter::global())))
+        .try_init();
 }
 
 /// A shutdown flag that many tasks can wait on. Cloning shares the flag; once triggered it

@@ -6,10 +6,10 @@
 
 pub mod decode;
 pub mod flatten;
+pub mod protobuf;
 pub mod rowbinary;
 pub mod split;
 pub mod synth;
-pub mod wire;
 
 pub use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
 pub use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;

@@ -11,7 +11,7 @@
 
 use prost::Message;
 
-use super::wire::{self, Msg, Reader, LEN, VARINT};
+use super::protobuf::{self, Msg, Reader, LEN, VARINT};
 use super::{any_value_text, flatten, push_hex, UNKNOWN_SERVICE};
 use crate::identity;
 use crate::store::encoded::{put_len, put_str, put_u32, put_u64, EncodedRows};
@@ -93,7 +93,7 @@ fn all_or_nothing<'a, T: TableRow>(
     mut write: impl FnMut(&mut Scratch<'a>, &Resource<'a>, Vec<Scope<'a>>, &mut EncodedRows<T>) -> Result<()>,
 ) -> Result<()> {
     let before = rows.len();
-    let result = wire::check(record, request).map_err(|_| NotCanonical).and_then(|()| {
+    let result = protobuf::check(record, request).map_err(|_| NotCanonical).and_then(|()| {
         let mut scratch = Scratch::default();
         for_each_resource(record, &mut scratch, |scratch, resource, scopes| write(scratch, resource, scopes, rows))
     });
@@ -204,7 +204,7 @@ fn scope(payload: &[u8]) -> Result<Scope<'_>> {
     }
     if let Some(scope) = scope {
         // The last occurrence wins (proto3).
-        name = wire::last_bytes(scope, 1);
+        name = protobuf::last_bytes(scope, 1);
     }
     Ok((name, items))
 }
@@ -690,7 +690,7 @@ mod tests {
         let nest = |tag: u32, parts: &[Vec<u8>]| {
             let mut out = Vec::new();
             for part in parts {
-                wire::put_len_field(&mut out, tag, part.len());
+                protobuf::put_len_field(&mut out, tag, part.len());
                 out.extend_from_slice(part);
             }
             out

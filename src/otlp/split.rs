@@ -1,5 +1,6 @@
-//! Splitting an OTLP request into the records ingest publishes (docs/design.md#topics): on `signals`, one record per trace id, with spans and logs that carry no valid
-//! trace id keyed by their service; on `logs`, one record per service. A group is split
+//! Splitting an OTLP request into the records ingest publishes (docs/design.md#topics): on
+//! `signals`, one record per trace id, with spans and logs that carry no valid trace id
+//! keyed by their service; on `logs`, one record per service. A group is split
 //! further only to keep every record's encoding at or under the size limit; an item that
 //! cannot fit alone is rejected, by name, never dropped silently.
 //!
@@ -11,7 +12,7 @@ use std::collections::HashMap;
 use opentelemetry_proto::tonic::resource::v1::Resource;
 use prost::Message;
 
-use super::wire::{self, field_len, Msg, Reader, WireError};
+use super::protobuf::{self, field_len, Msg, Reader, WireError};
 use super::{hex_id, service_name, valid_trace_id, ExportLogsServiceRequest, ExportTraceServiceRequest};
 
 /// What a record is keyed by.
@@ -132,23 +133,23 @@ struct Parts<'a> {
 }
 
 impl<'a> Parts<'a> {
-    /// `bytes` must have passed [`wire::check`].
+    /// `bytes` must have passed [`protobuf::check`].
     fn of(bytes: &'a [u8]) -> Parts<'a> {
         let mut parts = Parts { resources: Vec::new(), scopes: Vec::new(), items: Vec::new() };
         let mut request = Reader::new(bytes);
         while let Some(field) = request.next_field() {
-            if field.tag != RESOURCES || field.wire_type != wire::LEN {
+            if field.tag != RESOURCES || field.wire_type != protobuf::LEN {
                 continue;
             }
             let ri = parts.resources.len();
             let mut resource = ResourcePart { head: Vec::new(), head_len: 0, resource: Vec::new() };
             let mut fields = Reader::new(field.payload);
             while let Some(f) = fields.next_field() {
-                if f.tag == SCOPES && f.wire_type == wire::LEN {
+                if f.tag == SCOPES && f.wire_type == protobuf::LEN {
                     parts.scope(ri, f.payload);
                     continue;
                 }
-                if f.tag == RESOURCE && f.wire_type == wire::LEN {
+                if f.tag == RESOURCE && f.wire_type == protobuf::LEN {
                     resource.resource.push(f.payload);
                 }
                 resource.head.push(f.raw);
@@ -164,7 +165,7 @@ impl<'a> Parts<'a> {
         let mut scope = ScopePart { resource, head: Vec::new(), head_len: 0 };
         let mut fields = Reader::new(bytes);
         while let Some(f) = fields.next_field() {
-            if f.tag == ITEMS && f.wire_type == wire::LEN {
+            if f.tag == ITEMS && f.wire_type == protobuf::LEN {
                 self.items.push(ItemPart { scope: si, payload: f.payload });
             } else {
                 scope.head.push(f.raw);
@@ -195,7 +196,7 @@ impl<'a> Parts<'a> {
         let mut resource_group: Vec<Option<usize>> = vec![None; self.resources.len()];
         for (i, item) in self.items.iter().enumerate() {
             let trace_id = match grouping {
-                Grouping::ByTrace => wire::last_bytes(item.payload, trace_id_tag),
+                Grouping::ByTrace => protobuf::last_bytes(item.payload, trace_id_tag),
                 Grouping::ByService => &[],
             };
             let group = if valid_trace_id(trace_id) {
@@ -271,15 +272,15 @@ impl<'a> Parts<'a> {
             }
             let resource_len =
                 self.resources[ri].head_len + scope_runs.iter().map(|(_, _, len)| field_len(*len)).sum::<usize>();
-            wire::put_len_field(&mut out, RESOURCES, resource_len);
+            protobuf::put_len_field(&mut out, RESOURCES, resource_len);
             self.resources[ri].head.iter().for_each(|f| out.extend_from_slice(f));
             let mut next = run.iter();
             for (si, n, len) in scope_runs {
-                wire::put_len_field(&mut out, SCOPES, len);
+                protobuf::put_len_field(&mut out, SCOPES, len);
                 self.scopes[si].head.iter().for_each(|f| out.extend_from_slice(f));
                 for &i in next.by_ref().take(n) {
                     let payload = self.items[i].payload;
-                    wire::put_len_field(&mut out, ITEMS, payload.len());
+                    protobuf::put_len_field(&mut out, ITEMS, payload.len());
                     out.extend_from_slice(payload);
                 }
             }
@@ -330,7 +331,7 @@ pub fn split_encoded_by<R: OtlpRequest>(
     groupings: &[Grouping],
     max_bytes: usize,
 ) -> Result<Vec<Split<Vec<u8>>>, WireError> {
-    wire::check(bytes, R::MESSAGE)?;
+    protobuf::check(bytes, R::MESSAGE)?;
     let parts = Parts::of(bytes);
     Ok(groupings.iter().map(|g| parts.split(*g, R::TRACE_ID_TAG, max_bytes)).collect())
 }
@@ -338,7 +339,7 @@ pub fn split_encoded_by<R: OtlpRequest>(
 /// The service of every resource of an `R` that holds at least one item, once each, in
 /// order of appearance (what a token bound to services is judged by).
 pub fn item_services<R: OtlpRequest>(bytes: &[u8]) -> Result<Vec<String>, WireError> {
-    wire::check(bytes, R::MESSAGE)?;
+    protobuf::check(bytes, R::MESSAGE)?;
     let parts = Parts::of(bytes);
     let mut resources: Vec<usize> = parts.items.iter().map(|item| parts.scopes[item.scope].resource).collect();
     resources.dedup();
@@ -703,17 +704,17 @@ mod tests {
         let second = Resource { attributes: vec![crate::otlp::string_attr("host.name", "h")], ..Default::default() }
             .encode_to_vec();
         for part in [&first, &second] {
-            wire::put_len_field(&mut resource_spans, 1, part.len());
+            protobuf::put_len_field(&mut resource_spans, 1, part.len());
             resource_spans.extend_from_slice(part);
         }
         resource_spans.extend_from_slice(&[0x48, 0x07]); // field 9, varint 7
         for trace in [1u8, 2] {
             let scope = ScopeSpans { spans: vec![span(trace, trace, 3)], ..Default::default() }.encode_to_vec();
-            wire::put_len_field(&mut resource_spans, 2, scope.len());
+            protobuf::put_len_field(&mut resource_spans, 2, scope.len());
             resource_spans.extend_from_slice(&scope);
         }
         let mut request = Vec::new();
-        wire::put_len_field(&mut request, 1, resource_spans.len());
+        protobuf::put_len_field(&mut request, 1, resource_spans.len());
         request.extend_from_slice(&resource_spans);
         let whole = ExportTraceServiceRequest::decode(request.as_slice()).unwrap();
         let split = split_encoded::<ExportTraceServiceRequest>(&request, Grouping::ByTrace, 900_000).unwrap();

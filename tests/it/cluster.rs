@@ -216,9 +216,9 @@ async fn retention_drops_expired_days_on_every_shard() {
     assert_eq!(applied.len(), schema::MIGRATIONS.len(), "node 2 sees the migrations node 1 applied");
 }
 
-/// The writer's outage on the cluster (docs/writer.md): N rows stored; one server (shard 2) stopped; M more records sent,
-/// the writer retrying with its partitions paused; the server started; after the drain the
-/// deduplicated count is N + M and no row is stored twice. Then the whole topic read again
+/// The writer's outage on the cluster (docs/writer.md): N rows stored; one server (shard 2)
+/// stopped; M more records sent, the writer retrying with its partitions paused; the server
+/// started; after the drain the deduplicated count is N + M and no row is stored twice. Then the whole topic read again
 /// (the group reset to the beginning) adds no row, raw counts included.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_outage_of_one_server_and_a_whole_topic_reread_store_every_row_once() {

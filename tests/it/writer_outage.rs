@@ -1,6 +1,6 @@
-//! The writer's outage behaviour (docs/writer.md, "ClickHouse down"), reproduced with the real `tayga serve writer` against a
-//! ClickHouse server of this test's own (the shared one is never stopped): N rows stored;
-//! ClickHouse stopped; M more records sent; the backlog waits in the broker (the writer
+//! The writer's outage behaviour (docs/writer.md, "ClickHouse down"), reproduced with the
+//! real `tayga serve writer` against a ClickHouse server of this test's own (the shared one
+//! is never stopped): N rows stored; ClickHouse stopped; M more records sent; the backlog waits in the broker (the writer
 //! group's lag is M) while the writer retries with backoff, paused; ClickHouse started; after
 //! the drain the deduplicated count is exactly N + M.
 

@@ -1,5 +1,6 @@
-//! The notifier's retry rules (docs/design.md#notifier-retries), as pure functions: which responses are retried, how long to wait
-//! after a failed attempt, and how a `Retry-After` header is read.
+//! The notifier's retry rules (docs/design.md#notifier-retries), as pure functions: which
+//! responses are retried, how long to wait after a failed attempt, and how a `Retry-After`
+//! header is read.
 
 use std::time::{Duration, SystemTime};
 

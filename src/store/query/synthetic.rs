@@ -154,7 +154,8 @@ const MERGED_TABLES: [&str; 9] = [
     "notifier_deliveries",
 ];
 
-/// Merges `table` into one part per partition, as a settled table is.
+/// Merges `table` into one part per partition, as a settled table is (on one server: the
+/// synthetic data is never written to a cluster).
 pub fn optimize_sql(table: &str) -> String {
     format!("OPTIMIZE TABLE {table} FINAL")
 }

@@ -1,7 +1,7 @@
-//! `GET /api/v1/deliveries`: the latest state of every `(alert, target)` pair (docs/design.md#notifier-states)
-//! created in a window. `POST /api/v1/deliveries/{alert_id}/retry`: the operator's manual
-//! retry of a failed delivery, through `workflow::retry::retry`, the function
-//! `tayga deliveries retry` calls.
+//! `GET /api/v1/deliveries`: the latest state of every `(alert, target)` pair
+//! (docs/design.md#notifier-states) created in a window.
+//! `POST /api/v1/deliveries/{alert_id}/retry`: the operator's manual retry of a failed
+//! delivery, through `workflow::retry::retry`, the function `tayga deliveries retry` calls.
 
 use axum::extract::{Path, State};
 use axum::Json;

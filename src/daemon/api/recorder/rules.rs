@@ -1,5 +1,6 @@
-//! How the pipeline endpoint combines the replicas of a service (docs/design.md#replica-metrics): counter rates (and the histogram series quantiles are computed from)
-//! are summed over replicas; the data lag, the template count and `up` take the largest
+//! How the pipeline endpoint combines the replicas of a service
+//! (docs/design.md#replica-metrics): counter rates (and the histogram series quantiles are
+//! computed from) are summed over replicas; the data lag, the template count and `up` take the largest
 //! replica; every other gauge is summed. The rule of each metric name is in [`RULES`], one
 //! small table, so a renaming of metrics changes only this table.
 

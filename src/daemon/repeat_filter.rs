@@ -41,15 +41,15 @@ struct Condition {
 
 /// The per-layer filter (installed by `daemon::init_tracing`).
 #[derive(Default)]
-pub struct Repeats {
+pub struct RepeatFilter {
     conditions: Mutex<HashMap<String, Condition>>,
 }
 
-static GLOBAL: OnceLock<&'static Repeats> = OnceLock::new();
+static GLOBAL: OnceLock<&'static RepeatFilter> = OnceLock::new();
 
-impl Repeats {
+impl RepeatFilter {
     /// The process's filter: one, so [`report`] finds it.
-    pub fn global() -> &'static Repeats {
+    pub fn global() -> &'static RepeatFilter {
         GLOBAL.get_or_init(|| Box::leak(Box::default()))
     }
 
@@ -92,7 +92,7 @@ fn condition_of(message: &str) -> String {
     message.chars().filter(|c| !c.is_ascii_digit()).collect()
 }
 
-impl<S> Filter<S> for &'static Repeats {
+impl<S> Filter<S> for &'static RepeatFilter {
     fn enabled(&self, _meta: &Metadata<'_>, _cx: &Context<'_, S>) -> bool {
         true
     }
@@ -155,7 +155,7 @@ pub async fn report(shutdown: Shutdown) {
 }
 
 fn log_repeated() {
-    for (target, message, repeated) in Repeats::global().take() {
+    for (target, message, repeated) in RepeatFilter::global().take() {
         tracing::warn!(
             library = target,
             repeated,
@@ -172,7 +172,7 @@ mod tests {
 
     #[test]
     fn the_first_of_a_condition_passes_and_repeats_are_counted() {
-        let r = Repeats::default();
+        let r = RepeatFilter::default();
         let refused = |ms: u32| format!("FAIL 127.0.0.1:9092: Connect failed: Connection refused (after {ms}ms)");
         assert!(r.admit("librdkafka", &refused(3)));
         assert!(!r.admit("librdkafka", &refused(5)));
