@@ -104,7 +104,7 @@ def tayga_topics(prefix):
 
 def ingest_answers():
     """Whether `tayga serve ingest` (or `serve all`) is up and publishing to the broker."""
-    return '"using":"redpanda"' in http_ok("http://127.0.0.1:14518/health")[1]
+    return '"using":"broker"' in http_ok("http://127.0.0.1:14518/health")[1]
 
 
 def stop(proc):

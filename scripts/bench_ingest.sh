@@ -14,7 +14,7 @@ export TAYGA_INGEST_HTTP_ADDR=127.0.0.1:14318 TAYGA_INGEST_GRPC_ADDR=127.0.0.1:1
 "$bin" serve ingest >/tmp/tayga-bench-ingest.log 2>&1 &
 pid=$!
 trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; curl -s "http://127.0.0.1:8123/?query=DROP+DATABASE+IF+EXISTS+$prefix" >/dev/null' EXIT
-until curl -sf http://127.0.0.1:14318/health | grep -q '"using":"redpanda"'; do sleep 0.2; done
+until curl -sf http://127.0.0.1:14318/health | grep -q '"using":"broker"'; do sleep 0.2; done
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
 ticks_per_sec=$(getconf CLK_TCK)

@@ -572,6 +572,14 @@ mod tests {
     }
 
     #[test]
+    fn the_broker_policy_keeps_its_former_name() {
+        for value in ["broker", "redpanda"] {
+            let loaded = Loaded::from_parts(None, &env(&[("TAYGA_INGEST_PIPELINE", value)])).unwrap();
+            assert_eq!(loaded.config.ingest.pipeline, PipelinePolicy::Broker, "{value}");
+        }
+    }
+
+    #[test]
     fn an_alias_is_reported_under_its_own_name() {
         let err = Loaded::from_parts(None, &env(&[("LOGMINER_REPLICAS", "abc")])).unwrap_err();
         assert_eq!(err.problems, vec!["$LOGMINER_REPLICAS: `abc` is not an integer"]);

@@ -123,7 +123,9 @@ impl Default for RetentionConfig {
 #[serde(rename_all = "lowercase")]
 pub enum PipelinePolicy {
     Auto,
-    Redpanda,
+    /// Prefer the broker; `redpanda`, its former name, is still accepted.
+    #[serde(alias = "redpanda")]
+    Broker,
     Direct,
 }
 
@@ -134,7 +136,7 @@ pub struct IngestConfig {
     pub http_addr: String,
     /// OTLP/gRPC listener.
     pub grpc_addr: String,
-    /// `TAYGA_INGEST_PIPELINE`: auto, redpanda or direct.
+    /// `TAYGA_INGEST_PIPELINE`: auto, broker (or its former name, redpanda) or direct.
     pub pipeline: PipelinePolicy,
     /// Largest request body accepted, after decompression.
     pub max_body_bytes: u64,

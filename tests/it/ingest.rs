@@ -95,7 +95,7 @@ fn read_topic(config: &Config, topic: &str, partitions: i32, expected: usize) ->
 async fn three_traces_make_three_records_keyed_by_trace_id() {
     let mut env = TestEnv::new("ingest_traces");
     let (running, shutdown) = start_ingest(&mut env.config).await;
-    wait_until_using(&running, "redpanda").await;
+    wait_until_using(&running, "broker").await;
 
     let request =
         traces("web", vec![span(trace_id(1), 1), span(trace_id(2), 2), span(trace_id(1), 3), span(trace_id(3), 4)]);
@@ -125,7 +125,7 @@ async fn three_traces_make_three_records_keyed_by_trace_id() {
 async fn logs_are_published_by_service_and_by_trace_and_spans_without_trace_by_service() {
     let mut env = TestEnv::new("ingest_logs");
     let (running, shutdown) = start_ingest(&mut env.config).await;
-    wait_until_using(&running, "redpanda").await;
+    wait_until_using(&running, "broker").await;
 
     let log = |trace: Option<u8>, body: &str| LogRecord {
         trace_id: trace.map(|t| trace_id(t).to_vec()).unwrap_or_default(),
@@ -197,7 +197,7 @@ async fn bad_input_gets_its_4xx_and_publishes_nothing() {
     let mut env = TestEnv::new("ingest_bad");
     env.config.ingest.max_body_bytes = 64 * 1024;
     let (running, shutdown) = start_ingest(&mut env.config).await;
-    wait_until_using(&running, "redpanda").await;
+    wait_until_using(&running, "broker").await;
 
     let good = traces("web", vec![span(trace_id(1), 1)]).encode_to_vec();
     let truncated = good[..good.len() - 4].to_vec();
@@ -291,8 +291,8 @@ async fn without_a_broker_ingest_goes_direct_and_moves_to_a_broker_that_appears(
         assert_eq!(response.status(), 200, "no client error during the move");
         let health: serde_json::Value =
             reqwest::get(format!("http://{}/health", running.http_addr)).await.unwrap().json().await.unwrap();
-        if health["ingest"]["using"] == "redpanda" {
-            assert_eq!(health["ingest"]["redpanda"], "up");
+        if health["ingest"]["using"] == "broker" {
+            assert_eq!(health["ingest"]["broker"], "up");
             break;
         }
         assert!(Instant::now() < deadline, "the broker was not picked up: {health}");
@@ -320,7 +320,7 @@ async fn a_broker_that_stops_under_load_loses_no_acknowledged_span() {
     let broker = OwnBroker::start(free_port());
     env.config.kafka.brokers = broker.address();
     let (running, shutdown) = start_ingest(&mut env.config).await;
-    wait_until_using(&running, "redpanda").await;
+    wait_until_using(&running, "broker").await;
 
     // Freeze the broker (SIGSTOP) partway: it stops answering but keeps what it
     // acknowledged, so afterwards broker records + direct rows can be counted.
@@ -370,7 +370,7 @@ async fn a_broker_that_stops_under_load_loses_no_acknowledged_span() {
             }
             let health: serde_json::Value =
                 reqwest::get(format!("http://{}/health", running.http_addr)).await.ok()?.json().await.ok()?;
-            if health["ingest"]["using"] != "redpanda" {
+            if health["ingest"]["using"] != "broker" {
                 return None;
             }
             let records = read_topic(config, &names.signals, 12, 1);
@@ -415,7 +415,7 @@ async fn grpc_export_with_gzip_and_partial_success_for_an_oversized_span() {
     let mut env = TestEnv::new("ingest_grpc");
     env.config.ingest.max_record_bytes = 10_000;
     let (running, shutdown) = start_ingest(&mut env.config).await;
-    wait_until_using(&running, "redpanda").await;
+    wait_until_using(&running, "broker").await;
 
     let mut client = TraceServiceClient::connect(format!("http://{}", running.grpc_addr))
         .await
@@ -465,7 +465,7 @@ async fn grpc_export_with_gzip_and_partial_success_for_an_oversized_span() {
 async fn standard_opentelemetry_sdk_exporters_work_unchanged() {
     let mut env = TestEnv::new("ingest_sdk");
     let (running, shutdown) = start_ingest(&mut env.config).await;
-    wait_until_using(&running, "redpanda").await;
+    wait_until_using(&running, "broker").await;
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk/otel_export.py");
     for (protocol, endpoint, service) in [
         ("http", format!("http://{}", running.http_addr), "sdk-http"),
@@ -519,7 +519,7 @@ async fn the_ingest_process_stops_cleanly_on_sigterm() {
     wait_for("the ingest process to answer /health", Duration::from_secs(20), || async move {
         let health: serde_json::Value =
             reqwest::get(format!("http://127.0.0.1:{port}/health")).await.ok()?.json().await.ok()?;
-        (health["ingest"]["using"] == "redpanda").then_some(())
+        (health["ingest"]["using"] == "broker").then_some(())
     })
     .await;
     let status = std::process::Command::new("kill").args(["-TERM", &child.id().unwrap().to_string()]).status().unwrap();

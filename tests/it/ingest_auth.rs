@@ -54,7 +54,7 @@ async fn tokens_admit_their_clients_and_nothing_else_is_stored() {
         AuthToken::Bound { token: WEB_TOKEN.into(), services: vec!["web".into()] },
     ];
     let (running, shutdown) = start_ingest(&mut env.config).await;
-    wait_until_using(&running, "redpanda").await;
+    wait_until_using(&running, "broker").await;
     let addr = running.http_addr.to_string();
 
     let (status, body) = post_with(&addr, None, "web", 1).await;
@@ -130,7 +130,7 @@ async fn tokens_from_the_environment_and_a_file_are_never_shown() {
     let child = ChildGuard::spawn(&mut cmd, "tayga serve ingest");
     wait_for("ingest to use the broker", Duration::from_secs(30), || async {
         let h: serde_json::Value = reqwest::get(format!("http://{http}/health")).await.ok()?.json().await.ok()?;
-        (h["ingest"]["using"] == "redpanda").then_some(())
+        (h["ingest"]["using"] == "broker").then_some(())
     })
     .await;
     assert_eq!(post_with(&http, Some(OPS_TOKEN), "db", 1).await.0, 200, "a token from the environment");

@@ -167,7 +167,7 @@ async fn health_says_starting_until_the_broker_was_probed_and_requests_wait_for_
     assert_eq!(response.status(), 200, "stored once the probe answered (directly: the broker is silent)");
     let after = health(&addr).await.unwrap();
     assert_eq!(after["ingest"]["using"], "direct", "{after}");
-    assert_eq!(after["ingest"]["redpanda"], "down");
+    assert_eq!(after["ingest"]["broker"], "down");
     assert_eq!(after["ingest"]["backlog"]["records"], 1, "the direct write is kept for the topics: {after}");
     shutdown.trigger();
     running.wait().await.unwrap();
@@ -231,7 +231,7 @@ async fn a_broker_outage_is_replayed_into_stories_hits_and_one_alert() {
     env.config.notifier.targets = vec![hook.target("ops")];
     let store = env.migrated_store().await;
     let (running, shutdown) = start_ingest(&mut env.config).await;
-    wait_until_using(&running, "redpanda").await;
+    wait_until_using(&running, "broker").await;
     let (consumers, tasks) = start_consumers(&mut env.config, &["writer", "assembler", "logminer", "notifier"]);
     let service = "shop";
     let known: Vec<String> = (0..5).map(|i| format!("user {i} logged in from 10.0.0.{i}")).collect();
@@ -269,7 +269,7 @@ async fn a_broker_outage_is_replayed_into_stories_hits_and_one_alert() {
 
     wait_for("the backlog to be replayed", limit, || async {
         let h = health(&running.http_addr.to_string()).await?;
-        (h["ingest"]["backlog"]["records"] == 0 && h["ingest"]["using"] == "redpanda").then_some(())
+        (h["ingest"]["backlog"]["records"] == 0 && h["ingest"]["using"] == "broker").then_some(())
     })
     .await;
     let want: BTreeSet<String> = (1..=n).map(|t| hex_id(&trace_id(t))).collect();
@@ -329,7 +329,7 @@ async fn kill_9_mid_replay_then_restart_loses_and_doubles_nothing() {
     let http = free_addr();
     let mut ingest = spawn_ingest(&env, &http, &log);
     wait_for("ingest to use the broker", Duration::from_secs(30), || async {
-        (health(&http).await?["ingest"]["using"] == "redpanda").then_some(())
+        (health(&http).await?["ingest"]["using"] == "broker").then_some(())
     })
     .await;
     let (consumers, tasks) = start_consumers(&mut env.config, &["writer"]);
@@ -374,7 +374,7 @@ async fn kill_9_mid_replay_then_restart_loses_and_doubles_nothing() {
     let _ingest = spawn_ingest(&env, &http, &log);
     wait_for("the restarted ingest to finish the replay", Duration::from_secs(120), || async {
         let h = health(&http).await?;
-        (h["ingest"]["backlog"]["records"] == 0 && h["ingest"]["using"] == "redpanda").then_some(())
+        (h["ingest"]["backlog"]["records"] == 0 && h["ingest"]["using"] == "broker").then_some(())
     })
     .await;
     assert_eq!(backlog::stats(&store).await.unwrap().records, 0);

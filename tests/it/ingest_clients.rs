@@ -181,7 +181,7 @@ async fn concurrent_chunked_pipelined_and_continued_requests_are_served() {
     let mut env = TestEnv::new("ingest_chunked");
     env.config.ingest.body_timeout_secs = 3;
     let (running, shutdown) = start_ingest(&mut env.config).await;
-    wait_until_using(&running, "redpanda").await;
+    wait_until_using(&running, "broker").await;
     let addr = running.http_addr.to_string();
 
     let (statuses, pipelined, continued, stalled, sent) = tokio::task::spawn_blocking(move || {
@@ -286,7 +286,7 @@ async fn a_flood_of_maximum_size_chunked_bodies_stays_under_the_memory_bound() {
     let pid = child.id();
     wait_for("ingest to use the broker", Duration::from_secs(30), || async {
         let h: serde_json::Value = reqwest::get(format!("http://{http}/health")).await.ok()?.json().await.ok()?;
-        (h["ingest"]["using"] == "redpanda").then_some(())
+        (h["ingest"]["using"] == "broker").then_some(())
     })
     .await;
 
@@ -372,7 +372,7 @@ async fn a_flood_of_maximum_size_chunked_bodies_stays_under_the_memory_bound() {
 async fn h2c_is_served_and_metrics_are_refused_clearly() {
     let mut env = TestEnv::new("ingest_h2c");
     let (running, shutdown) = start_ingest(&mut env.config).await;
-    wait_until_using(&running, "redpanda").await;
+    wait_until_using(&running, "broker").await;
 
     let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
         .http2_only(true)

@@ -28,7 +28,7 @@ async fn grpc_answers_malformed_and_oversized_input_with_invalid_argument() {
     let mut env = TestEnv::new("ingest_grpc_codes");
     env.config.ingest.max_body_bytes = 64 * 1024;
     let (running, shutdown) = start_ingest(&mut env.config).await;
-    wait_until_using(&running, "redpanda").await;
+    wait_until_using(&running, "broker").await;
     let endpoint = running.grpc_addr.to_string();
     let good = traces("web", vec![span([7; 16], 1)]).encode_to_vec();
     let hex: String = good.iter().map(|b| format!("{b:02x}")).collect();
@@ -52,7 +52,7 @@ async fn grpc_answers_malformed_and_oversized_input_with_invalid_argument() {
 async fn otlp_json_takes_nan_and_infinities_for_doubles() {
     let mut env = TestEnv::new("ingest_json_nan");
     let (running, shutdown) = start_ingest(&mut env.config).await;
-    wait_until_using(&running, "redpanda").await;
+    wait_until_using(&running, "broker").await;
     let json = r#"{"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"web"}}]},
         "scopeSpans":[{"spans":[{"traceId":"0af7651916cd43dd8448eb211c80319c","spanId":"b7ad6b7169203331","name":"x",
         "startTimeUnixNano":"1764460800000000000","endTimeUnixNano":"1764460800000001000",
@@ -102,7 +102,7 @@ async fn idle_and_half_sent_connections_are_closed_and_bounded() {
     env.config.ingest.body_timeout_secs = 2;
     env.config.ingest.max_connections = 40;
     let (running, shutdown) = start_ingest(&mut env.config).await;
-    wait_until_using(&running, "redpanda").await;
+    wait_until_using(&running, "broker").await;
     let addr = running.http_addr;
     let slow = tokio::task::spawn_blocking(move || {
         let mut conns = Vec::new();
@@ -203,7 +203,7 @@ async fn concurrent_large_requests_are_backpressure_not_an_outage_under_a_memory
     let pid = child.id();
     wait_for("ingest to use the broker", Duration::from_secs(30), || async {
         let h: serde_json::Value = reqwest::get(format!("http://{http}/health")).await.ok()?.json().await.ok()?;
-        (h["ingest"]["using"] == "redpanda").then_some(())
+        (h["ingest"]["using"] == "broker").then_some(())
     })
     .await;
     let idle_rss = proc_status_bytes(pid, "VmRSS");
@@ -216,7 +216,7 @@ async fn concurrent_large_requests_are_backpressure_not_an_outage_under_a_memory
             while watching.load(std::sync::atomic::Ordering::Relaxed) {
                 if let Ok(r) = reqwest::get(format!("http://{http}/health")).await {
                     if let Ok(h) = r.json::<serde_json::Value>().await {
-                        seen.insert(h["ingest"]["redpanda"].as_str().unwrap_or("?").to_string());
+                        seen.insert(h["ingest"]["broker"].as_str().unwrap_or("?").to_string());
                     }
                 }
                 tokio::time::sleep(Duration::from_millis(100)).await;

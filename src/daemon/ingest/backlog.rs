@@ -306,7 +306,7 @@ pub(super) async fn replay_loop(ingest: Arc<Ingest>, shutdown: Shutdown) -> anyh
                     // full local queue is only load (the next pass waits for room).
                     let path = match &e {
                         ReplayError::Publish(p) if p.is_backpressure() => None,
-                        ReplayError::Publish(_) => Some(Path::Redpanda),
+                        ReplayError::Publish(_) => Some(Path::Broker),
                         ReplayError::Store(s) if s.is_unreachable() => Some(Path::Direct),
                         ReplayError::Store(_) => None,
                     };

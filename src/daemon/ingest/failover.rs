@@ -1,6 +1,6 @@
 //! Which ingest path carries a request (docs/ingest.md, *Failover*: why it is a breaker).
 //!
-//! Two paths: the broker ("redpanda") and ClickHouse directly ("direct"). A path that fails
+//! Two paths: the broker ("broker") and ClickHouse directly ("direct"). A path that fails
 //! is marked down and skipped; only the background probe brings it back, and not before its
 //! cooldown has passed, so a client's request never pays to rediscover a dead path. The
 //! broker starts down-until-probed: the log is probed before it is published to. The
@@ -18,7 +18,7 @@ use crate::config::PipelinePolicy;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Path {
-    Redpanda,
+    Broker,
     Direct,
 }
 
@@ -37,7 +37,7 @@ enum PathState {
 pub struct Failover {
     policy: PipelinePolicy,
     cooldown: Duration,
-    redpanda: PathState,
+    broker: PathState,
     direct: PathState,
     /// Direct writes are waiting to be replayed to the topics.
     backlog_pending: bool,
@@ -52,7 +52,7 @@ pub struct Health {
     /// The path the next request takes, "none" when both are down, "starting" before the
     /// start-up probe answered (requests wait for it).
     pub using: &'static str,
-    pub redpanda: &'static str,
+    pub broker: &'static str,
     pub direct: &'static str,
 }
 
@@ -61,7 +61,7 @@ impl Failover {
         Failover {
             policy,
             cooldown,
-            redpanda: PathState::Unprobed,
+            broker: PathState::Unprobed,
             direct: PathState::Up,
             backlog_pending: false,
             backlog_full: false,
@@ -70,27 +70,27 @@ impl Failover {
 
     fn state(&self, path: Path) -> PathState {
         match path {
-            Path::Redpanda => self.redpanda,
+            Path::Broker => self.broker,
             Path::Direct => self.direct,
         }
     }
 
     fn set(&mut self, path: Path, state: PathState) {
         match path {
-            Path::Redpanda => self.redpanda = state,
+            Path::Broker => self.broker = state,
             Path::Direct => self.direct = state,
         }
     }
 
-    /// The preference order: `direct` pins direct first; `auto` and `redpanda` prefer the
+    /// The preference order: `direct` pins direct first; `auto` and `broker` prefer the
     /// log, except while a backlog is replayed through a working direct path.
     pub fn preference(&self) -> [Path; 2] {
         match self.policy {
-            PipelinePolicy::Direct => [Path::Direct, Path::Redpanda],
-            PipelinePolicy::Auto | PipelinePolicy::Redpanda if self.replaying() && !self.backlog_full => {
-                [Path::Direct, Path::Redpanda]
+            PipelinePolicy::Direct => [Path::Direct, Path::Broker],
+            PipelinePolicy::Auto | PipelinePolicy::Broker if self.replaying() && !self.backlog_full => {
+                [Path::Direct, Path::Broker]
             }
-            PipelinePolicy::Auto | PipelinePolicy::Redpanda => [Path::Redpanda, Path::Direct],
+            PipelinePolicy::Auto | PipelinePolicy::Broker => [Path::Broker, Path::Direct],
         }
     }
 
@@ -111,12 +111,12 @@ impl Failover {
 
     /// The backlog is being replayed: both paths work and records wait.
     pub fn replaying(&self) -> bool {
-        self.backlog_pending && self.is_up(Path::Redpanda) && self.is_up(Path::Direct)
+        self.backlog_pending && self.is_up(Path::Broker) && self.is_up(Path::Direct)
     }
 
     /// Before the start-up probe answered.
     pub fn starting(&self) -> bool {
-        self.redpanda == PathState::Unprobed
+        self.broker == PathState::Unprobed
     }
 
     /// The paths a request may try, in order; empty means refuse at once (503).
@@ -134,7 +134,7 @@ impl Failover {
     /// Paths the probe should check now: down ones whose cooldown has passed, and the
     /// broker before its first probe.
     pub fn due_for_probe(&self, now: Instant) -> Vec<Path> {
-        [Path::Redpanda, Path::Direct]
+        [Path::Broker, Path::Direct]
             .into_iter()
             .filter(|p| match self.state(*p) {
                 PathState::Up => false,
@@ -159,11 +159,11 @@ impl Failover {
             policy: self.policy,
             using: match self.usable().first() {
                 _ if self.starting() => "starting",
-                Some(Path::Redpanda) => "redpanda",
+                Some(Path::Broker) => "broker",
                 Some(Path::Direct) => "direct",
                 None => "none",
             },
-            redpanda: word(Path::Redpanda),
+            broker: word(Path::Broker),
             direct: word(Path::Direct),
         }
     }
@@ -181,37 +181,37 @@ mod tests {
         let mut f = Failover::new(PipelinePolicy::Auto, COOLDOWN);
         assert!(f.starting());
         assert_eq!(f.health().using, "starting");
-        assert_eq!(f.due_for_probe(now), vec![Path::Redpanda]);
-        f.probed(Path::Redpanda, true, now);
-        assert_eq!(f.usable(), vec![Path::Redpanda, Path::Direct]);
-        assert_eq!(f.health().using, "redpanda");
+        assert_eq!(f.due_for_probe(now), vec![Path::Broker]);
+        f.probed(Path::Broker, true, now);
+        assert_eq!(f.usable(), vec![Path::Broker, Path::Direct]);
+        assert_eq!(f.health().using, "broker");
     }
 
     #[test]
     fn a_failed_path_is_skipped_until_a_probe_after_the_cooldown() {
         let t0 = Instant::now();
         let mut f = Failover::new(PipelinePolicy::Auto, COOLDOWN);
-        f.probed(Path::Redpanda, true, t0);
-        f.failed(Path::Redpanda, t0);
+        f.probed(Path::Broker, true, t0);
+        f.failed(Path::Broker, t0);
         assert_eq!(f.usable(), vec![Path::Direct], "the next request goes straight to direct");
         assert!(f.due_for_probe(t0 + COOLDOWN / 2).is_empty(), "no probe inside the cooldown");
-        assert_eq!(f.due_for_probe(t0 + COOLDOWN), vec![Path::Redpanda]);
-        f.probed(Path::Redpanda, false, t0 + COOLDOWN);
+        assert_eq!(f.due_for_probe(t0 + COOLDOWN), vec![Path::Broker]);
+        f.probed(Path::Broker, false, t0 + COOLDOWN);
         assert!(f.due_for_probe(t0 + COOLDOWN + COOLDOWN / 2).is_empty(), "a failed probe restarts the cooldown");
-        f.probed(Path::Redpanda, true, t0 + 2 * COOLDOWN);
-        assert_eq!(f.usable()[0], Path::Redpanda);
+        f.probed(Path::Broker, true, t0 + 2 * COOLDOWN);
+        assert_eq!(f.usable()[0], Path::Broker);
     }
 
     #[test]
     fn both_down_means_refuse_at_once() {
         let t0 = Instant::now();
-        let mut f = Failover::new(PipelinePolicy::Redpanda, COOLDOWN);
-        f.probed(Path::Redpanda, false, t0);
+        let mut f = Failover::new(PipelinePolicy::Broker, COOLDOWN);
+        f.probed(Path::Broker, false, t0);
         f.failed(Path::Direct, t0);
         assert!(f.usable().is_empty());
         assert_eq!(
             f.health(),
-            Health { policy: PipelinePolicy::Redpanda, using: "none", redpanda: "down", direct: "down" }
+            Health { policy: PipelinePolicy::Broker, using: "none", broker: "down", direct: "down" }
         );
     }
 
@@ -219,42 +219,42 @@ mod tests {
     fn the_policy_orders_paths_but_never_removes_one() {
         let t0 = Instant::now();
         let mut f = Failover::new(PipelinePolicy::Direct, COOLDOWN);
-        f.probed(Path::Redpanda, true, t0);
-        assert_eq!(f.usable(), vec![Path::Direct, Path::Redpanda]);
+        f.probed(Path::Broker, true, t0);
+        assert_eq!(f.usable(), vec![Path::Direct, Path::Broker]);
         f.failed(Path::Direct, t0);
-        assert_eq!(f.usable(), vec![Path::Redpanda], "pinned direct still fails over to the log");
+        assert_eq!(f.usable(), vec![Path::Broker], "pinned direct still fails over to the log");
     }
 
     #[test]
     fn a_pending_backlog_keeps_new_requests_direct_until_it_is_replayed() {
         let t0 = Instant::now();
         let mut f = Failover::new(PipelinePolicy::Auto, COOLDOWN);
-        f.probed(Path::Redpanda, false, t0);
+        f.probed(Path::Broker, false, t0);
         f.set_backlog_pending(true);
         assert!(!f.replaying(), "nothing replays while the broker is down");
         assert_eq!(f.usable(), vec![Path::Direct]);
-        f.probed(Path::Redpanda, true, t0 + COOLDOWN);
+        f.probed(Path::Broker, true, t0 + COOLDOWN);
         assert!(f.replaying());
-        assert_eq!(f.usable(), vec![Path::Direct, Path::Redpanda], "the topics get the backlog first");
+        assert_eq!(f.usable(), vec![Path::Direct, Path::Broker], "the topics get the backlog first");
         assert_eq!(f.health().using, "direct");
         f.set_backlog_full(true);
-        assert_eq!(f.usable(), vec![Path::Redpanda, Path::Direct], "a full backlog cannot keep new requests");
+        assert_eq!(f.usable(), vec![Path::Broker, Path::Direct], "a full backlog cannot keep new requests");
         assert!(f.replaying());
         f.set_backlog_full(false);
         f.failed(Path::Direct, t0 + COOLDOWN);
-        assert_eq!(f.usable(), vec![Path::Redpanda], "with ClickHouse down the broker takes everything");
+        assert_eq!(f.usable(), vec![Path::Broker], "with ClickHouse down the broker takes everything");
         f.probed(Path::Direct, true, t0 + 2 * COOLDOWN);
         f.set_backlog_pending(false);
-        assert_eq!(f.usable(), vec![Path::Redpanda, Path::Direct], "drained: the broker takes over");
+        assert_eq!(f.usable(), vec![Path::Broker, Path::Direct], "drained: the broker takes over");
     }
 
     #[test]
-    fn health_serialises_as_seed_001_shows() {
+    fn health_names_the_leg_in_use_and_each_path_state() {
         let mut f = Failover::new(PipelinePolicy::Auto, COOLDOWN);
-        f.probed(Path::Redpanda, true, Instant::now());
+        f.probed(Path::Broker, true, Instant::now());
         assert_eq!(
             serde_json::to_string(&f.health()).unwrap(),
-            r#"{"policy":"auto","using":"redpanda","redpanda":"up","direct":"up"}"#
+            r#"{"policy":"auto","using":"broker","broker":"up","direct":"up"}"#
         );
     }
 }

@@ -38,7 +38,7 @@ pub struct RejectLabels {
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct PathLabel {
-    /// `redpanda` or `direct`.
+    /// `broker` or `direct`.
     pub path: &'static str,
 }
 

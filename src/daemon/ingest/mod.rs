@@ -271,7 +271,7 @@ async fn probe_loop(
             let ok = match path {
                 // A broker that answers gets its topics now: whichever service starts
                 // first creates them.
-                Path::Redpanda => tokio::time::timeout(PROBE_BOUND, async {
+                Path::Broker => tokio::time::timeout(PROBE_BOUND, async {
                     crate::bus::probe::answers(&config.kafka, PROBE_TIMEOUT).await
                         && match ensure_topics(&config.kafka, &names).await {
                             Ok(_) => true,

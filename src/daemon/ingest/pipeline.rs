@@ -173,7 +173,7 @@ impl Pipeline {
         let mut last_error = String::from("both paths are in their cooldown");
         for path in paths {
             let result = match path {
-                Path::Redpanda => self.publish(kind, &prepared, ingest_ns).await,
+                Path::Broker => self.publish(kind, &prepared, ingest_ns).await,
                 Path::Direct => self.insert(kind, &prepared, ingest_ns).await.map_err(PathError::Failed),
             };
             let path_name = path_name(path);
@@ -278,7 +278,7 @@ impl Pipeline {
 
     pub fn update_path_gauges(&self) {
         let failover = self.failover.lock().unwrap();
-        for path in [Path::Redpanda, Path::Direct] {
+        for path in [Path::Broker, Path::Direct] {
             self.metrics.set_path_up(path_name(path), failover.is_up(path));
         }
     }
@@ -337,7 +337,7 @@ impl ExportRequest for ExportLogsServiceRequest {
 
 pub fn path_name(path: Path) -> &'static str {
     match path {
-        Path::Redpanda => "redpanda",
+        Path::Broker => "broker",
         Path::Direct => "direct",
     }
 }

@@ -114,7 +114,7 @@ fn latest_by_instance(series: &[Series], service: &str, metric: &str) -> BTreeMa
 /// Which ingest leg carries traffic now: the broker when its path is up, else the direct one.
 fn ingest_leg(series: &[Series]) -> Option<&'static str> {
     let up = |path| latest(&summed(series, "ingest", |m| m == "tayga_ingest_path_up", &[("path", path)]));
-    match (up("redpanda"), up("direct")) {
+    match (up("broker"), up("direct")) {
         (Some(v), _) if v >= 1.0 => Some("broker"),
         (_, Some(v)) if v >= 1.0 => Some("direct"),
         (None, None) => None,
@@ -318,7 +318,7 @@ mod tests {
         let s = vec![
             series("notifier", "tayga_notifier_deliveries_total", &[("target", "a")], vec![(1, 1.0), (2, 2.0)]),
             series("notifier", "tayga_notifier_deliveries_total", &[("target", "b")], vec![(2, 3.0)]),
-            series("ingest", "tayga_ingest_path_up", &[("path", "redpanda")], vec![(2, 0.0)]),
+            series("ingest", "tayga_ingest_path_up", &[("path", "broker")], vec![(2, 0.0)]),
             series("ingest", "tayga_ingest_path_up", &[("path", "direct")], vec![(2, 1.0)]),
         ];
         assert_eq!(summed(&s, "notifier", |m| m == "tayga_notifier_deliveries_total", &[]), vec![(1, 1.0), (2, 5.0)]);
