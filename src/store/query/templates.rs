@@ -60,14 +60,8 @@ pub async fn templates(
     query.bind(limit.min(MAX_LIMIT)).fetch_all().await.map_err(|e| store.query_error("reading templates", e))
 }
 
-#[derive(Debug, Clone, PartialEq, Row, Deserialize)]
-pub struct MinuteCount {
-    pub service: String,
-    pub template_id: u64,
-    /// Minutes since the epoch.
-    pub minute: u64,
-    pub count: u64,
-}
+/// The same per-template minute counts the logminer's rules read.
+pub use crate::store::logminer::MinuteCount;
 
 /// Hits per template and minute; distinct log ids, so re-read logs count once. A hit of an
 /// absorbed template counts for its survivor (0: no merge row). Binds: from, to, services
