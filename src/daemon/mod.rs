@@ -201,7 +201,7 @@ pub async fn retry_at_start<T, E, F, Fut>(
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, E>>,
-    E: std::fmt::Display + Into<anyhow::Error>,
+    E: std::fmt::Display + Into<anyhow::Error> + 'static,
 {
     let deadline = tokio::time::Instant::now() + limit;
     let stopped = || anyhow::Error::new(Stopped { what: what.to_string() });
@@ -213,7 +213,7 @@ where
         match attempt {
             Ok(value) => return Ok(value),
             Err(_) if shutdown.is_triggered() => return Err(stopped()),
-            Err(e) if tokio::time::Instant::now() >= deadline => {
+            Err(e) if tokio::time::Instant::now() >= deadline || needs_the_operator(&e) => {
                 return Err(e.into()).with_context(|| format!("{what} failed"));
             }
             Err(e) => {
@@ -224,6 +224,16 @@ where
             }
         }
     }
+}
+
+/// True when retrying cannot help: ClickHouse refused the credentials or presented a
+/// certificate this machine does not trust. Start-up then fails at once, in one line.
+fn needs_the_operator<E: std::fmt::Display + 'static>(error: &E) -> bool {
+    let error: &dyn std::any::Any = error;
+    let store = error
+        .downcast_ref::<crate::store::StoreError>()
+        .or_else(|| error.downcast_ref::<anyhow::Error>().and_then(|e| e.chain().find_map(|c| c.downcast_ref())));
+    store.is_some_and(crate::store::StoreError::needs_the_operator)
 }
 
 /// True when `error` is a [`Stopped`]: the daemon ended because it was told to.

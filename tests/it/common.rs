@@ -504,6 +504,9 @@ pub struct PrivateClickHouse {
     home: tempfile::TempDir,
     pub http_port: u16,
     pub tcp_port: u16,
+    /// The password of the user `default` when the server is the secured shape
+    /// ([`PrivateClickHouse::start_secured`]): HTTPS on `http_port`, no plain HTTP.
+    password: Option<String>,
 }
 
 /// Ports for a private server: HTTP, TCP, and the interserver port services.sh derives
@@ -528,13 +531,34 @@ fn clickhouse_ports() -> (u16, u16) {
 impl PrivateClickHouse {
     pub fn start() -> PrivateClickHouse {
         let (http_port, tcp_port) = clickhouse_ports();
-        let ch = PrivateClickHouse { home: tempfile::tempdir().unwrap(), http_port, tcp_port };
+        let ch = PrivateClickHouse { home: tempfile::tempdir().unwrap(), http_port, tcp_port, password: None };
+        ch.up();
+        ch
+    }
+
+    /// A server that answers only HTTPS (on `http_port`), with a certificate for 127.0.0.1
+    /// signed by a CA made at start ([`PrivateClickHouse::ca_file`]), and the user `default`
+    /// only with `password` (`scripts/services.sh`, TAYGA_CH_HTTPS_PORT).
+    pub fn start_secured(password: &str) -> PrivateClickHouse {
+        let (http_port, tcp_port) = clickhouse_ports();
+        let ch = PrivateClickHouse {
+            home: tempfile::tempdir().unwrap(),
+            http_port,
+            tcp_port,
+            password: Some(password.to_string()),
+        };
         ch.up();
         ch
     }
 
     pub fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.http_port)
+        let scheme = if self.password.is_some() { "https" } else { "http" };
+        format!("{scheme}://127.0.0.1:{}", self.http_port)
+    }
+
+    /// The PEM file of the CA that signed a secured server's certificate.
+    pub fn ca_file(&self) -> std::path::PathBuf {
+        self.home.path().join("clickhouse/tls/ca.pem")
     }
 
     fn services(&self, what: &str) {
@@ -544,6 +568,9 @@ impl PrivateClickHouse {
             .env("TAYGA_HOME", self.home.path())
             .env("TAYGA_CH_HTTP_PORT", self.http_port.to_string())
             .env("TAYGA_CH_TCP_PORT", self.tcp_port.to_string())
+            .envs(self.password.iter().flat_map(|password| {
+                [("TAYGA_CH_HTTPS_PORT", self.http_port.to_string()), ("TAYGA_CH_PASSWORD", password.clone())]
+            }))
             .output()
             .expect("scripts/services.sh runs");
         assert!(out.status.success(), "services.sh {what} failed: {}", String::from_utf8_lossy(&out.stderr));
