@@ -310,6 +310,44 @@ mod tests {
         assert!(format!("{err:#}").contains("other failed: down"), "{err:#}");
     }
 
+    /// Refused credentials are not retried for the hour the limit allows: only the operator
+    /// can cure them. Seen as the store's error or inside an anyhow chain alike.
+    #[tokio::test]
+    async fn retry_at_start_gives_up_at_once_on_what_only_the_operator_can_cure() {
+        let shutdown = Shutdown::new();
+        let refused =
+            || crate::store::StoreError::Refused { url: "https://ch:8443".into(), user: "tayga".into(), code: 193 };
+        let mut attempts = 0;
+        let err = retry_at_start::<(), _, _, _>(
+            "migrating",
+            Duration::from_secs(3600),
+            Duration::from_secs(1),
+            &shutdown,
+            || {
+                attempts += 1;
+                std::future::ready(Err(refused()))
+            },
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(attempts, 1);
+        assert!(format!("{err:#}").contains("wrong password (code 193)"), "{err:#}");
+        let mut attempts = 0;
+        retry_at_start::<(), anyhow::Error, _, _>(
+            "migrating",
+            Duration::from_secs(3600),
+            Duration::from_secs(1),
+            &shutdown,
+            || {
+                attempts += 1;
+                std::future::ready(Err(anyhow::Error::new(refused()).context("reading")))
+            },
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(attempts, 1);
+    }
+
     #[tokio::test]
     async fn shutdown_interrupts_an_attempt_in_flight_and_is_a_clean_stop() {
         let shutdown = Shutdown::new();
