@@ -231,3 +231,26 @@ impl Store {
 pub const SERVER_VERSION_SQL: &str = "SELECT version()";
 
 pub use crate::time::now_ns;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// 18.16 says which of the user and the password is wrong; current servers do not.
+    #[test]
+    fn a_refusal_is_recognised_by_its_code_on_old_and_current_servers() {
+        let refusal = |text: &str| refusal_code(&clickhouse::error::Error::BadResponse(text.into()));
+        assert_eq!(
+            refusal(
+                "Code: 193, e.displayText() = DB::Exception: Wrong password for user default, e.what() = DB::Exception"
+            ),
+            Some(193)
+        );
+        assert_eq!(
+            refusal("Code: 516. DB::Exception: default: Authentication failed: password is incorrect, or there is no user with such name. (AUTHENTICATION_FAILED)"),
+            Some(516)
+        );
+        assert_eq!(refusal("Code: 60, e.displayText() = DB::Exception: Table t.x doesn't exist"), None);
+        assert_eq!(refusal_reason(516), "wrong user or password");
+    }
+}
