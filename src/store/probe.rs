@@ -51,9 +51,18 @@ pub async fn reachable(config: &ClickHouseConfig, timeout: Duration) -> Result<(
     }
 }
 
-/// Whether ClickHouse answers a query through `store` within `timeout`.
-pub async fn answers(store: &Store, timeout: Duration) -> bool {
-    matches!(tokio::time::timeout(timeout, store.server_version()).await, Ok(Ok(_)))
+/// `/health`'s reason when ClickHouse does not answer.
+pub const NOT_ANSWERING: &str = "ClickHouse does not answer";
+
+/// Whether ClickHouse answers a query through `store` within `timeout`; when it does not,
+/// why, in one line for `/health`: what the operator must cure (credentials refused, a
+/// certificate not trusted) said as such, anything else as not answering.
+pub async fn answers(store: &Store, timeout: Duration) -> Result<(), String> {
+    match tokio::time::timeout(timeout, store.server_version()).await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) if e.needs_the_operator() => Err(e.to_string()),
+        _ => Err(NOT_ANSWERING.into()),
+    }
 }
 
 /// Why a connection could not be opened, from the socket's own error: `connection refused`,

@@ -156,3 +156,46 @@ async fn migrate_and_the_writer_daemon_work_over_https() {
     let status = writer.exit_within(Duration::from_secs(30)).await;
     assert!(status.success(), "{status:?}\n{}", writer.log());
 }
+
+/// A daemon already running when its password stops working (rotated on the server) is
+/// not stopped: the API's `/health` says `degraded`, with the refusal as its reason and
+/// without the password.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_api_health_says_degraded_with_the_refusal_after_a_rotation() {
+    let ch = PrivateClickHouse::start_secured(PASSWORD);
+    let env = secured_env("tls_api_health", &ch);
+    let addr = common::free_addr();
+    let _api = common::ChildGuard::spawn(
+        env.tayga()
+            .args(["serve", "api"])
+            .env("TAYGA_API_LISTEN_ADDR", &addr)
+            .env("TAYGA_CLICKHOUSE_SSL_CA_FILE", &env.config.clickhouse.ssl_ca_file)
+            .env("TAYGA_CLICKHOUSE_PASSWORD", PASSWORD)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null()),
+        "tayga serve api",
+    );
+    let http = reqwest::Client::new();
+    let health = |want: &'static str| {
+        let (http, addr) = (http.clone(), addr.clone());
+        async move {
+            let doc: serde_json::Value =
+                http.get(format!("http://{addr}/health")).send().await.ok()?.json().await.ok()?;
+            (doc["clickhouse"] == want).then_some(doc)
+        }
+    };
+    wait_for("the API's /health to see ClickHouse up", Duration::from_secs(60), || health("up")).await;
+    ch.set_password("rotated-elsewhere");
+    let doc =
+        wait_for("the API's /health to say why ClickHouse is down", Duration::from_secs(60), || health("down")).await;
+    assert_eq!(doc["status"], "degraded", "{doc}");
+    assert_eq!(
+        doc["reasons"],
+        serde_json::json!([format!(
+            "ClickHouse at {} refused the user `default`: wrong password (code 193)",
+            ch.url()
+        )]),
+        "{doc}"
+    );
+    assert!(!doc.to_string().contains(PASSWORD), "{doc}");
+}
