@@ -45,6 +45,9 @@ pub async fn reachable(config: &ClickHouseConfig, timeout: Duration) -> Result<(
         Err(e) if e.is_timeout() => Err(Other(format!("no answer within {} ms", timeout.as_millis()))),
         Err(e) => match super::tls::untrusted_certificate(&e) {
             Some(why) => Err(PingFailure::Untrusted(why)),
+            None if super::tls::not_tls(&e) => {
+                Err(Other("the port does not speak TLS (plain HTTP? use http://)".into()))
+            }
             None if e.is_connect() => Err(Other(connect_failure(&e))),
             None => Err(Other(format!("/ping failed ({e})"))),
         },
@@ -84,6 +87,26 @@ fn connect_failure(error: &reqwest::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An `https://` URL at a port that answers plain HTTP is told as such, not as a
+    /// corrupt message.
+    #[tokio::test]
+    async fn https_to_a_plain_http_port_is_told_as_such() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            use tokio::io::{AsyncReadExt, AsyncWriteExt};
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let mut hello = [0u8; 512];
+            let _ = socket.read(&mut hello).await;
+            let _ = socket.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n").await;
+        });
+        let config = ClickHouseConfig { url: format!("https://{addr}"), ..Default::default() };
+        assert_eq!(
+            reachable(&config, Duration::from_secs(30)).await.unwrap_err(),
+            PingFailure::Other("the port does not speak TLS (plain HTTP? use http://)".into())
+        );
+    }
 
     /// The refusal is found under the HTTP client's wrapping, and told in two words.
     /// (A server that accepts and never answers: `cmd::reach`'s test.)

@@ -53,10 +53,24 @@ where
 /// Why the server's certificate was refused, when that is what `error` (or one of its
 /// causes) is: rustls's own words, e.g. `invalid peer certificate: UnknownIssuer`.
 pub(in crate::store) fn untrusted_certificate(error: &(dyn Error + 'static)) -> Option<String> {
+    match rustls_cause(error)? {
+        refused @ rustls::Error::InvalidCertificate(_) => Some(refused.to_string()),
+        _ => None,
+    }
+}
+
+/// True when the server answered the TLS handshake with something that is not TLS: an
+/// `https://` URL pointing at a plain HTTP port.
+pub(in crate::store) fn not_tls(error: &(dyn Error + 'static)) -> bool {
+    matches!(rustls_cause(error), Some(rustls::Error::InvalidMessage(_)))
+}
+
+/// rustls's error among `error`'s causes.
+fn rustls_cause<'e>(error: &'e (dyn Error + 'static)) -> Option<&'e rustls::Error> {
     let mut cause = Some(error);
     while let Some(e) = cause {
-        if let Some(rustls::Error::InvalidCertificate(_)) = e.downcast_ref::<rustls::Error>() {
-            return Some(e.to_string());
+        if let Some(tls) = e.downcast_ref::<rustls::Error>() {
+            return Some(tls);
         }
         // tokio-rustls hands rustls's error over inside an io::Error (itself wrapped in
         // another by hyper), and an io::Error's `source()` skips the error it wraps.
