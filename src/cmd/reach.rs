@@ -14,6 +14,11 @@ pub enum Unreachable {
     Broker { brokers: String, why: String },
     #[error("cannot reach ClickHouse at {url}: {why}")]
     ClickHouse { url: String, why: String },
+    #[error(
+        "ClickHouse at {url} presented a certificate this machine does not trust ({why}): {}",
+        crate::store::UNTRUSTED_ADVICE
+    )]
+    Untrusted { url: String, why: String },
 }
 
 impl Unreachable {
@@ -21,6 +26,7 @@ impl Unreachable {
         match self {
             Unreachable::Broker { .. } => super::fail::BROKER_HINT,
             Unreachable::ClickHouse { .. } => super::fail::CLICKHOUSE_HINT,
+            Unreachable::Untrusted { .. } => crate::store::UNTRUSTED_ADVICE,
         }
     }
 }
@@ -48,9 +54,11 @@ pub async fn topic(kafka: &KafkaConfig, topic: &str, timeout: Duration) -> anyho
 
 /// Succeeds when ClickHouse's `/ping` answers within `timeout` (a refused port at once).
 pub async fn clickhouse(config: &ClickHouseConfig, timeout: Duration) -> Result<(), Unreachable> {
-    crate::store::probe::reachable(config, timeout).await.map_err(|why| Unreachable::ClickHouse {
-        url: crate::config::redact::url(&config.url),
-        why: with_flag(why, timeout),
+    use crate::store::probe::PingFailure;
+    let url = crate::config::redact::url(&config.url);
+    crate::store::probe::reachable(config, timeout).await.map_err(|failure| match failure {
+        PingFailure::Untrusted(why) => Unreachable::Untrusted { url, why },
+        PingFailure::Other(why) => Unreachable::ClickHouse { url, why: with_flag(why, timeout) },
     })
 }
 

@@ -67,7 +67,7 @@ async fn start_local(
     out: &mut dyn Write,
 ) -> anyhow::Result<()> {
     let url = crate::config::redact::url(&config.clickhouse.url);
-    match local::clickhouse(home, &config.clickhouse.url, notes).await? {
+    match local::clickhouse(home, &config.clickhouse, notes).await? {
         local::Found::Answering => writeln!(out, "clickhouse: using the server that answers at {url}")?,
         local::Found::Owned(o) => {
             writeln!(out, "clickhouse: running at {url} (pid {}, data in {}/clickhouse)", o.pid, home.display())?;

@@ -41,6 +41,8 @@ pub const OTHER_VARIABLES: &[&str] = &[
     "TAYGA_HOME",
     "TAYGA_CH_HTTP_PORT",
     "TAYGA_CH_TCP_PORT",
+    "TAYGA_CH_HTTPS_PORT",
+    "TAYGA_CH_PASSWORD",
     "TAYGA_BROKER_PORT",
     "TAYGA_LOGHUB_2K",
 ];
@@ -200,16 +202,26 @@ impl Loaded {
             }
         };
         let mut config = config;
+        // What set a key whose file cannot be read: its variable, else the file, else the key.
+        let set_by = |key: &str| match env_vars.get(key) {
+            Some(var) => format!("${var}"),
+            None => file.map_or(key.to_string(), |(label, _)| label.to_string()),
+        };
         if config.clickhouse.password.is_empty() && !config.clickhouse.password_file.is_empty() {
             let path = &config.clickhouse.password_file;
             match std::fs::read_to_string(path) {
                 Ok(text) => config.clickhouse.password = text.trim_end_matches(['\n', '\r']).to_string(),
                 Err(e) => {
-                    let from = match env_vars.get("clickhouse.password_file") {
-                        Some(var) => format!("${var}"),
-                        None => file.map_or("clickhouse.password_file".to_string(), |(label, _)| label.to_string()),
-                    };
+                    let from = set_by("clickhouse.password_file");
                     problems.push(format!("{from}: cannot read the ClickHouse password file {path}: {e}"));
+                }
+            }
+        }
+        if !config.clickhouse.ssl_ca_file.is_empty() {
+            match read_ssl_ca(&config.clickhouse.ssl_ca_file) {
+                Ok(certificates) => config.clickhouse.ssl_ca = certificates,
+                Err(why) => {
+                    problems.push(format!("{}: {why}", set_by("clickhouse.ssl_ca_file")));
                 }
             }
         }
@@ -254,6 +266,27 @@ impl Loaded {
     pub fn source_of(&self, path: &str) -> Option<&Source> {
         self.values.get(path).map(|(_, s)| s)
     }
+}
+
+/// The certificates of a PEM CA file (`[clickhouse] ssl_ca_file`), each checked to be usable
+/// as a trust anchor, so a file that cannot serve is reported when the configuration is
+/// loaded, naming the file, rather than at the first connection.
+pub fn read_ssl_ca(path: &str) -> Result<Vec<rustls::pki_types::CertificateDer<'static>>, String> {
+    use rustls::pki_types::{pem::PemObject, CertificateDer};
+    let pem = std::fs::read(path).map_err(|e| format!("cannot read the ClickHouse CA file {path}: {e}"))?;
+    let certificates = CertificateDer::pem_slice_iter(&pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("the ClickHouse CA file {path} is not PEM: {e}"))?;
+    if certificates.is_empty() {
+        return Err(format!("the ClickHouse CA file {path} holds no PEM certificate"));
+    }
+    let mut roots = rustls::RootCertStore::empty();
+    for certificate in &certificates {
+        roots
+            .add(certificate.clone())
+            .map_err(|e| format!("the ClickHouse CA file {path} holds a certificate that cannot be a CA: {e}"))?;
+    }
+    Ok(certificates)
 }
 
 /// Keys whose values are never printed.
@@ -577,6 +610,28 @@ mod tests {
             let loaded = Loaded::from_parts(None, &env(&[("TAYGA_INGEST_PIPELINE", value)])).unwrap();
             assert_eq!(loaded.config.ingest.pipeline, PipelinePolicy::Broker, "{value}");
         }
+    }
+
+    #[test]
+    fn a_ca_file_that_cannot_serve_is_reported_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("missing.pem");
+        let err =
+            Loaded::from_parts(None, &env(&[("TAYGA_CLICKHOUSE_SSL_CA_FILE", missing.to_str().unwrap())])).unwrap_err();
+        assert_eq!(err.problems.len(), 1, "{err}");
+        assert!(err.problems[0].starts_with("$TAYGA_CLICKHOUSE_SSL_CA_FILE: cannot read the ClickHouse CA file "));
+        assert!(err.problems[0].contains("missing.pem"), "{err}");
+        let not_pem = dir.path().join("ca.pem");
+        std::fs::write(&not_pem, "not a certificate\n").unwrap();
+        let err =
+            Loaded::from_parts(None, &env(&[("TAYGA_CLICKHOUSE_SSL_CA_FILE", not_pem.to_str().unwrap())])).unwrap_err();
+        assert_eq!(
+            err.problems,
+            vec![format!(
+                "$TAYGA_CLICKHOUSE_SSL_CA_FILE: the ClickHouse CA file {} holds no PEM certificate",
+                not_pem.display()
+            )]
+        );
     }
 
     #[test]

@@ -66,6 +66,13 @@ pub struct ClickHouseConfig {
     /// A file holding the password (a Compose or Kubernetes secret); read at load time when
     /// `password` is empty. Its trailing newline is not part of the password.
     pub password_file: String,
+    /// A PEM file of the CA (one or more certificates) that signed the server's certificate,
+    /// trusted for an `https://` URL beside the public roots; read at load time.
+    pub ssl_ca_file: String,
+    /// The certificates of `ssl_ca_file`, read and checked when the configuration is loaded
+    /// ([`read_ssl_ca`](super::read_ssl_ca)).
+    #[serde(skip)]
+    pub ssl_ca: Vec<rustls::pki_types::CertificateDer<'static>>,
     /// A cluster of `remote_servers` to lay the tables out on: each one a Replicated…MergeTree
     /// `<table>_local` on every server, created `ON CLUSTER`, behind a Distributed `<table>`
     /// (docs/scaling.md). Empty: one server, plain MergeTree tables.
@@ -80,6 +87,8 @@ impl Default for ClickHouseConfig {
             user: "default".into(),
             password: String::new(),
             password_file: String::new(),
+            ssl_ca_file: String::new(),
+            ssl_ca: Vec::new(),
             cluster: String::new(),
         }
     }

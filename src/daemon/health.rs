@@ -27,6 +27,8 @@ pub struct Known {
     /// What [`watch_clickhouse`] saw ([`ANSWERS`], [`SILENT`]); 0 for daemons whose own
     /// document says.
     clickhouse: AtomicU8,
+    /// Why ClickHouse was [`SILENT`] at the last look.
+    clickhouse_why: std::sync::Mutex<String>,
 }
 
 const ANSWERS: u8 = 1;
@@ -55,7 +57,8 @@ pub fn with_known(inner: HealthFn, known: Arc<Known>, brokers: String) -> Health
             _ => {}
         }
         if obj.get("clickhouse").and_then(Value::as_str) == Some("down") {
-            reasons.push("ClickHouse does not answer".into());
+            let why = known.clickhouse_why.lock().map(|why| why.clone()).unwrap_or_default();
+            reasons.push(if why.is_empty() { crate::store::probe::NOT_ANSWERING.into() } else { why }.into());
         }
         if broker_down {
             reasons.push(format!("the broker at {brokers} does not accept connections").into());
@@ -93,7 +96,15 @@ pub async fn watch_broker(kafka: KafkaConfig, known: Arc<Known>, shutdown: Shutd
 /// does not say (the API) ([`crate::store::probe::answers`]).
 pub async fn watch_clickhouse(store: Store, known: Arc<Known>, shutdown: Shutdown) {
     loop {
-        let state = if crate::store::probe::answers(&store, LOOK_TIMEOUT).await { ANSWERS } else { SILENT };
+        let state = match crate::store::probe::answers(&store, LOOK_TIMEOUT).await {
+            Ok(()) => ANSWERS,
+            Err(why) => {
+                if let Ok(mut said) = known.clickhouse_why.lock() {
+                    *said = why;
+                }
+                SILENT
+            }
+        };
         known.clickhouse.store(state, Ordering::Relaxed);
         if !shutdown.sleep(LOOK_EVERY).await {
             return;
@@ -123,5 +134,7 @@ mod tests {
         let doc = health();
         assert_eq!((doc["status"].clone(), doc["clickhouse"].clone()), (json!("degraded"), json!("down")));
         assert_eq!(doc["reasons"], json!(["ClickHouse does not answer"]), "said once");
+        *known.clickhouse_why.lock().unwrap() = "ClickHouse at https://ch:8443 refused the user `tayga`".into();
+        assert_eq!(health()["reasons"], json!(["ClickHouse at https://ch:8443 refused the user `tayga`"]));
     }
 }

@@ -203,7 +203,7 @@ pub async fn retry_at_start<T, E, F, Fut>(
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, E>>,
-    E: std::fmt::Display + Into<anyhow::Error>,
+    E: std::fmt::Display + Into<anyhow::Error> + 'static,
 {
     let deadline = tokio::time::Instant::now() + limit;
     let stopped = || anyhow::Error::new(Stopped { what: what.to_string() });
@@ -215,7 +215,7 @@ where
         match attempt {
             Ok(value) => return Ok(value),
             Err(_) if shutdown.is_triggered() => return Err(stopped()),
-            Err(e) if tokio::time::Instant::now() >= deadline => {
+            Err(e) if tokio::time::Instant::now() >= deadline || needs_the_operator(&e) => {
                 return Err(e.into()).with_context(|| format!("{what} failed"));
             }
             Err(e) => {
@@ -226,6 +226,16 @@ where
             }
         }
     }
+}
+
+/// True when retrying cannot help: ClickHouse refused the credentials or presented a
+/// certificate this machine does not trust. Start-up then fails at once, in one line.
+fn needs_the_operator<E: std::fmt::Display + 'static>(error: &E) -> bool {
+    let error: &dyn std::any::Any = error;
+    let store = error
+        .downcast_ref::<crate::store::StoreError>()
+        .or_else(|| error.downcast_ref::<anyhow::Error>().and_then(|e| e.chain().find_map(|c| c.downcast_ref())));
+    store.is_some_and(crate::store::StoreError::needs_the_operator)
 }
 
 /// True when `error` is a [`Stopped`]: the daemon ended because it was told to.
@@ -300,6 +310,44 @@ mod tests {
             .await
             .unwrap_err();
         assert!(format!("{err:#}").contains("other failed: down"), "{err:#}");
+    }
+
+    /// Refused credentials are not retried for the hour the limit allows: only the operator
+    /// can cure them. Seen as the store's error or inside an anyhow chain alike.
+    #[tokio::test]
+    async fn retry_at_start_gives_up_at_once_on_what_only_the_operator_can_cure() {
+        let shutdown = Shutdown::new();
+        let refused =
+            || crate::store::StoreError::Refused { url: "https://ch:8443".into(), user: "tayga".into(), code: 193 };
+        let mut attempts = 0;
+        let err = retry_at_start::<(), _, _, _>(
+            "migrating",
+            Duration::from_secs(3600),
+            Duration::from_secs(1),
+            &shutdown,
+            || {
+                attempts += 1;
+                std::future::ready(Err(refused()))
+            },
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(attempts, 1);
+        assert!(format!("{err:#}").contains("wrong password (code 193)"), "{err:#}");
+        let mut attempts = 0;
+        retry_at_start::<(), anyhow::Error, _, _>(
+            "migrating",
+            Duration::from_secs(3600),
+            Duration::from_secs(1),
+            &shutdown,
+            || {
+                attempts += 1;
+                std::future::ready(Err(anyhow::Error::new(refused()).context("reading")))
+            },
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(attempts, 1);
     }
 
     #[tokio::test]

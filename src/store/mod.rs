@@ -24,6 +24,7 @@ pub mod rows;
 pub mod schema;
 pub mod statements;
 pub mod stories;
+mod tls;
 
 use clickhouse::Client;
 
@@ -34,8 +35,40 @@ pub use rows::*;
 pub enum StoreError {
     #[error("ClickHouse at {url} did not answer: {source}")]
     Unreachable { url: String, source: clickhouse::error::Error },
+    /// The server turned our credentials down: retrying will not help, the operator must.
+    #[error("ClickHouse at {url} refused the user `{user}`: {} (code {code})", refusal_reason(*.code))]
+    Refused { url: String, user: String, code: u32 },
+    /// The server's certificate is not signed by a CA this machine trusts: retrying will not
+    /// help, the operator must name the CA.
+    #[error("ClickHouse at {url} presented a certificate this machine does not trust ({why}): {UNTRUSTED_ADVICE}")]
+    Untrusted { url: String, why: String },
     #[error("{what} failed: {source}")]
     Query { what: String, source: clickhouse::error::Error },
+}
+
+/// What to do about a certificate this machine does not trust (said by the store's error
+/// and by the commands' `/ping` check alike).
+pub const UNTRUSTED_ADVICE: &str = "set [clickhouse] ssl_ca_file (TAYGA_CLICKHOUSE_SSL_CA_FILE) to its CA";
+
+/// Server error codes that refuse the credentials: 192 unknown user and 193 wrong password
+/// (18.16), 516 authentication failed (current servers, which no longer say which).
+const REFUSAL_CODES: [u32; 3] = [192, 193, 516];
+
+fn refusal_reason(code: u32) -> &'static str {
+    match code {
+        192 => "no such user",
+        193 => "wrong password",
+        _ => "wrong user or password",
+    }
+}
+
+/// The server's error code in a refusal's text (`Code: 193, e.displayText() = …` on 18.16,
+/// `Code: 516. DB::Exception: …` on current servers), if it is one that refuses credentials.
+fn refusal_code(source: &clickhouse::error::Error) -> Option<u32> {
+    let clickhouse::error::Error::BadResponse(text) = source else { return None };
+    let rest = text.trim_start().strip_prefix("Code: ")?;
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok().filter(|code| REFUSAL_CODES.contains(code))
 }
 
 impl StoreError {
@@ -44,10 +77,17 @@ impl StoreError {
     pub fn is_unreachable(&self) -> bool {
         match self {
             StoreError::Unreachable { .. } => true,
+            StoreError::Refused { .. } | StoreError::Untrusted { .. } => false,
             StoreError::Query { source, .. } => {
                 matches!(source, clickhouse::error::Error::Network(_))
             }
         }
+    }
+
+    /// True when only the operator can cure the failure (credentials refused, a certificate
+    /// not trusted): a start-up fails at once rather than retrying.
+    pub fn needs_the_operator(&self) -> bool {
+        matches!(self, StoreError::Refused { .. } | StoreError::Untrusted { .. })
     }
 }
 
@@ -56,13 +96,14 @@ impl StoreError {
 pub struct Store {
     client: Client,
     url: String,
+    user: String,
     database: String,
     cluster: Option<schema::Cluster>,
 }
 
 impl Store {
     pub fn new(config: &ClickHouseConfig) -> Store {
-        let client = Client::default()
+        let client = Client::with_http_client(tls::http_client(config))
             .with_url(&config.url)
             .with_user(&config.user)
             .with_password(&config.password)
@@ -83,6 +124,7 @@ impl Store {
         Store {
             client: client.with_database(&config.database),
             url: config.url.clone(),
+            user: config.user.clone(),
             database: config.database.clone(),
             cluster,
         }
@@ -130,11 +172,12 @@ impl Store {
 
     /// The server's version string, e.g. `18.16.1`.
     pub async fn server_version(&self) -> Result<String, StoreError> {
-        self.server_client()
-            .query(SERVER_VERSION_SQL)
-            .fetch_one::<String>()
-            .await
-            .map_err(|source| StoreError::Unreachable { url: self.url.clone(), source })
+        self.server_client().query(SERVER_VERSION_SQL).fetch_one::<String>().await.map_err(|source| {
+            match self.query_error("reading the server version", source) {
+                StoreError::Query { source, .. } => StoreError::Unreachable { url: self.url(), source },
+                known => known,
+            }
+        })
     }
 
     /// Runs one statement that returns nothing.
@@ -154,12 +197,22 @@ impl Store {
         self.client.query(&format!("SELECT ?fields FROM {} {rest}", T::TABLE))
     }
 
+    /// The error of a statement, typed by what the operator must do about it.
     pub(in crate::store) fn query_error(&self, what: &str, source: clickhouse::error::Error) -> StoreError {
-        if matches!(source, clickhouse::error::Error::Network(_)) {
-            StoreError::Unreachable { url: self.url.clone(), source }
+        if let Some(why) = tls::untrusted_certificate(&source) {
+            StoreError::Untrusted { url: self.url(), why }
+        } else if let Some(code) = refusal_code(&source) {
+            StoreError::Refused { url: self.url(), user: self.user.clone(), code }
+        } else if matches!(source, clickhouse::error::Error::Network(_)) {
+            StoreError::Unreachable { url: self.url(), source }
         } else {
             StoreError::Query { what: what.to_string(), source }
         }
+    }
+
+    /// The server's URL as errors show it (credentials in it redacted).
+    fn url(&self) -> String {
+        crate::config::redact::url(&self.url)
     }
 
     /// Drops this store's database and everything in it. Tests use it to clean up.
@@ -178,3 +231,26 @@ impl Store {
 pub const SERVER_VERSION_SQL: &str = "SELECT version()";
 
 pub use crate::time::now_ns;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// 18.16 says which of the user and the password is wrong; current servers do not.
+    #[test]
+    fn a_refusal_is_recognised_by_its_code_on_old_and_current_servers() {
+        let refusal = |text: &str| refusal_code(&clickhouse::error::Error::BadResponse(text.into()));
+        assert_eq!(
+            refusal(
+                "Code: 193, e.displayText() = DB::Exception: Wrong password for user default, e.what() = DB::Exception"
+            ),
+            Some(193)
+        );
+        assert_eq!(
+            refusal("Code: 516. DB::Exception: default: Authentication failed: password is incorrect, or there is no user with such name. (AUTHENTICATION_FAILED)"),
+            Some(516)
+        );
+        assert_eq!(refusal("Code: 60, e.displayText() = DB::Exception: Table t.x doesn't exist"), None);
+        assert_eq!(refusal_reason(516), "wrong user or password");
+    }
+}

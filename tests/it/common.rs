@@ -504,6 +504,9 @@ pub struct PrivateClickHouse {
     home: tempfile::TempDir,
     pub http_port: u16,
     pub tcp_port: u16,
+    /// The password of the user `default` when the server is the secured shape
+    /// ([`PrivateClickHouse::start_secured`]): HTTPS on `http_port`, no plain HTTP.
+    password: Option<String>,
 }
 
 /// Ports for a private server: HTTP, TCP, and the interserver port services.sh derives
@@ -528,13 +531,59 @@ fn clickhouse_ports() -> (u16, u16) {
 impl PrivateClickHouse {
     pub fn start() -> PrivateClickHouse {
         let (http_port, tcp_port) = clickhouse_ports();
-        let ch = PrivateClickHouse { home: tempfile::tempdir().unwrap(), http_port, tcp_port };
+        let ch = PrivateClickHouse { home: tempfile::tempdir().unwrap(), http_port, tcp_port, password: None };
+        ch.up();
+        ch
+    }
+
+    /// A server that answers only HTTPS (on `http_port`), with a certificate for 127.0.0.1
+    /// signed by a CA made at start ([`PrivateClickHouse::ca_file`]), and the user `default`
+    /// only with `password` (`scripts/services.sh`, TAYGA_CH_HTTPS_PORT).
+    pub fn start_secured(password: &str) -> PrivateClickHouse {
+        let (http_port, tcp_port) = clickhouse_ports();
+        let ch = PrivateClickHouse {
+            home: tempfile::tempdir().unwrap(),
+            http_port,
+            tcp_port,
+            password: Some(password.to_string()),
+        };
         ch.up();
         ch
     }
 
     pub fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.http_port)
+        let scheme = if self.password.is_some() { "https" } else { "http" };
+        format!("{scheme}://127.0.0.1:{}", self.http_port)
+    }
+
+    /// Gives a secured server's user `default` another password; the server reloads its
+    /// users within seconds, as it does for an operator's rotation.
+    pub fn set_password(&self, password: &str) {
+        let users = self.home.path().join("clickhouse/users.xml");
+        let text = std::fs::read_to_string(&users).unwrap();
+        let (start, end) = ("<password_sha256_hex>", "</password_sha256_hex>");
+        let from = text.find(start).expect("a secured server's users.xml") + start.len();
+        let to = from + text[from..].find(end).unwrap();
+        let digest = Command::new("sh")
+            .arg("-c")
+            .arg("printf '%s' \"$1\" | sha256sum | cut -d' ' -f1")
+            .arg("sh")
+            .arg(password)
+            .output()
+            .unwrap();
+        let hex = String::from_utf8(digest.stdout).unwrap();
+        // A new file in its place, dated later than the server's last read of it (the server
+        // compares whole seconds), as `sed -i` or a configuration tool would leave it.
+        let next = users.with_extension("xml.new");
+        std::fs::write(&next, format!("{}{}{}", &text[..from], hex.trim(), &text[to..])).unwrap();
+        let later = std::time::SystemTime::now() + Duration::from_secs(2);
+        std::fs::File::options().write(true).open(&next).unwrap().set_modified(later).unwrap();
+        std::fs::rename(&next, &users).unwrap();
+    }
+
+    /// The PEM file of the CA that signed a secured server's certificate.
+    pub fn ca_file(&self) -> std::path::PathBuf {
+        self.home.path().join("clickhouse/tls/ca.pem")
     }
 
     fn services(&self, what: &str) {
@@ -544,6 +593,9 @@ impl PrivateClickHouse {
             .env("TAYGA_HOME", self.home.path())
             .env("TAYGA_CH_HTTP_PORT", self.http_port.to_string())
             .env("TAYGA_CH_TCP_PORT", self.tcp_port.to_string())
+            .envs(self.password.iter().flat_map(|password| {
+                [("TAYGA_CH_HTTPS_PORT", self.http_port.to_string()), ("TAYGA_CH_PASSWORD", password.clone())]
+            }))
             .output()
             .expect("scripts/services.sh runs");
         assert!(out.status.success(), "services.sh {what} failed: {}", String::from_utf8_lossy(&out.stderr));

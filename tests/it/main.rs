@@ -35,6 +35,7 @@ mod replicas;
 mod retry;
 mod soak;
 mod store;
+mod store_tls;
 mod tidy;
 mod web;
 mod writer;

@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::config::ClickHouseConfig;
 use anyhow::{bail, Context};
 
 /// What to run when a binary is missing.
@@ -42,8 +43,9 @@ pub enum Found {
 /// Lines for the operator (stale PID files cleaned, …), printed by the caller.
 pub type Notes = Vec<String>;
 
-/// ClickHouse at `url`: used if it answers, else started on its loopback port.
-pub async fn clickhouse(home: &Path, url: &str, notes: &mut Notes) -> anyhow::Result<Found> {
+/// ClickHouse at `config.url`: used if it answers, else started on its loopback port (plain HTTP).
+pub async fn clickhouse(home: &Path, config: &ClickHouseConfig, notes: &mut Notes) -> anyhow::Result<Found> {
+    let url = config.url.as_str();
     let parsed = reqwest::Url::parse(url).with_context(|| format!("clickhouse.url `{url}` is not a URL"))?;
     let host = parsed.host_str().unwrap_or_default().to_string();
     let port = parsed.port_or_known_default().unwrap_or(8123);
@@ -51,7 +53,8 @@ pub async fn clickhouse(home: &Path, url: &str, notes: &mut Notes) -> anyhow::Re
     let dir = home.join("clickhouse");
     let pid_file = dir.join("pid");
     let adopted = stale(&pid_file, "clickhouse", &["clickhouse", &dir.display().to_string()], notes);
-    if ch_answers(&ping).await {
+    // Asked as every command asks (`https://` with the configured CA included).
+    if crate::store::probe::reachable(config, Duration::from_secs(2)).await.is_ok() {
         return Ok(adopted.map_or(Found::Answering, Found::Owned));
     }
     if let Some(owned) = adopted {
@@ -60,6 +63,9 @@ pub async fn clickhouse(home: &Path, url: &str, notes: &mut Notes) -> anyhow::Re
     }
     if !is_loopback(&host) {
         bail!("nothing answers at clickhouse.url {url}; tayga up starts a ClickHouse only on a loopback address");
+    }
+    if parsed.scheme() != "http" {
+        bail!("nothing answers at clickhouse.url {url}; tayga up starts a ClickHouse only for an http:// URL");
     }
     let Some(bin) =
         ["/usr/sbin/clickhouse-server", "/usr/bin/clickhouse-server"].into_iter().find(|b| Path::new(b).exists())

@@ -72,7 +72,9 @@ const TIMEOUT_EXCEEDED: &str = "Code: 159";
 impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> ApiError {
         let text = e.to_string();
-        if e.is_unreachable() || text.contains(TIMEOUT_EXCEEDED) {
+        // Credentials refused or a certificate not trusted: ClickHouse is unavailable to us
+        // until the operator acts, as when it is down.
+        if e.is_unreachable() || e.needs_the_operator() || text.contains(TIMEOUT_EXCEEDED) {
             ApiError::Unavailable(text)
         } else {
             ApiError::Internal(text)
