@@ -6,14 +6,16 @@
 
 use crate::common;
 use crate::ingest::{span_ids_on_signals, start_ingest, wait_until_using};
-use crate::ingest_limits::{many_traces, proc_status_bytes};
+use crate::ingest_limits::{
+    many_traces, proc_status_bytes, spawn_bounded_ingest, BOUNDED_BODY_BYTES, BOUNDED_INFLIGHT_BYTES,
+};
 
 use std::collections::BTreeSet;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
-use common::{free_addr, get_json, metric, scrape, wait_for, ChildGuard, TestEnv};
+use common::{free_addr, get_json, metric, scrape, wait_for, TestEnv};
 
 const NODE_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk/node");
 
@@ -273,22 +275,9 @@ async fn concurrent_chunked_pipelined_and_continued_requests_are_served() {
 async fn a_flood_of_maximum_size_chunked_bodies_stays_under_the_memory_bound() {
     let env = TestEnv::new("ingest_chunked_flood");
     let http = free_addr();
-    let (max_body, max_inflight) = (8u64 << 20, 12u64 << 20);
-    let mut cmd = env.tayga();
-    cmd.args(["serve", "ingest"])
-        .env("TAYGA_INGEST_HTTP_ADDR", &http)
-        .env("TAYGA_INGEST_GRPC_ADDR", free_addr())
-        .env("TAYGA_INGEST_MAX_BODY_BYTES", max_body.to_string())
-        .env("TAYGA_INGEST_MAX_INFLIGHT_BYTES", max_inflight.to_string())
-        .env("TAYGA_INGEST_BODY_TIMEOUT_SECS", "600")
-        .stdout(std::process::Stdio::null());
-    let child = ChildGuard::spawn(&mut cmd, "tayga serve ingest");
+    let (max_body, max_inflight) = (BOUNDED_BODY_BYTES, BOUNDED_INFLIGHT_BYTES);
+    let child = spawn_bounded_ingest(&env, &http, max_body, max_inflight).await;
     let pid = child.id();
-    wait_for("ingest to use the broker", Duration::from_secs(30), || async {
-        let h: serde_json::Value = reqwest::get(format!("http://{http}/health")).await.ok()?.json().await.ok()?;
-        (h["ingest"]["using"] == "broker").then_some(())
-    })
-    .await;
 
     let addr = http.clone();
     let (accepted, refusals, resets) = tokio::task::spawn_blocking(move || {

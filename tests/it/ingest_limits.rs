@@ -182,6 +182,31 @@ pub(crate) fn many_traces(first: u32, traces_n: u32) -> (Vec<u8>, Vec<String>) {
     (traces("load", spans).encode_to_vec(), ids)
 }
 
+/// The bounds the memory tests run ingest under: 8 MiB bodies, 12 MiB in flight.
+pub(crate) const BOUNDED_BODY_BYTES: u64 = 8 << 20;
+pub(crate) const BOUNDED_INFLIGHT_BYTES: u64 = 12 << 20;
+
+/// `tayga serve ingest` on `http` with these memory bounds, once it uses the broker.
+pub(crate) async fn spawn_bounded_ingest(env: &TestEnv, http: &str, max_body: u64, max_inflight: u64) -> ChildGuard {
+    let mut cmd = env.tayga();
+    cmd.args(["serve", "ingest"])
+        .env("TAYGA_INGEST_HTTP_ADDR", http)
+        .env("TAYGA_INGEST_GRPC_ADDR", free_addr())
+        .env("TAYGA_INGEST_MAX_BODY_BYTES", max_body.to_string())
+        .env("TAYGA_INGEST_MAX_INFLIGHT_BYTES", max_inflight.to_string())
+        // The body timeout has its own test; on a starved machine six 40,000-span bodies
+        // sent at once took over 30 s to arrive (408), which is not what these tests are about.
+        .env("TAYGA_INGEST_BODY_TIMEOUT_SECS", "600")
+        .stdout(std::process::Stdio::null());
+    let child = ChildGuard::spawn(&mut cmd, "tayga serve ingest");
+    wait_for("ingest to use the broker", Duration::from_secs(30), || async {
+        let h: serde_json::Value = reqwest::get(format!("http://{http}/health")).await.ok()?.json().await.ok()?;
+        (h["ingest"]["using"] == "broker").then_some(())
+    })
+    .await;
+    child
+}
+
 /// Concurrent large requests that fill librdkafka's local queue: the broker is never marked
 /// down, every accepted span is on the topic, the excess is refused with 503 and
 /// Retry-After, and the peak RSS of the process stays under the bound docs/ingest.md gives.
@@ -189,23 +214,8 @@ pub(crate) fn many_traces(first: u32, traces_n: u32) -> (Vec<u8>, Vec<String>) {
 async fn concurrent_large_requests_are_backpressure_not_an_outage_under_a_memory_bound() {
     let env = TestEnv::new("ingest_load");
     let http = free_addr();
-    let mut cmd = env.tayga();
-    cmd.args(["serve", "ingest"])
-        .env("TAYGA_INGEST_HTTP_ADDR", &http)
-        .env("TAYGA_INGEST_GRPC_ADDR", free_addr())
-        .env("TAYGA_INGEST_MAX_BODY_BYTES", (8u64 << 20).to_string())
-        .env("TAYGA_INGEST_MAX_INFLIGHT_BYTES", (12u64 << 20).to_string())
-        // The body timeout has its own test; on a starved machine six 40,000-span bodies
-        // sent at once took over 30 s to arrive (408), which is not what this test is about.
-        .env("TAYGA_INGEST_BODY_TIMEOUT_SECS", "600")
-        .stdout(std::process::Stdio::null());
-    let child = ChildGuard::spawn(&mut cmd, "tayga serve ingest");
+    let child = spawn_bounded_ingest(&env, &http, BOUNDED_BODY_BYTES, BOUNDED_INFLIGHT_BYTES).await;
     let pid = child.id();
-    wait_for("ingest to use the broker", Duration::from_secs(30), || async {
-        let h: serde_json::Value = reqwest::get(format!("http://{http}/health")).await.ok()?.json().await.ok()?;
-        (h["ingest"]["using"] == "broker").then_some(())
-    })
-    .await;
     let idle_rss = proc_status_bytes(pid, "VmRSS");
 
     let watching = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
@@ -279,7 +289,7 @@ async fn concurrent_large_requests_are_backpressure_not_an_outage_under_a_memory
     assert!(!accepted.is_empty());
     // docs/ingest.md: peak RSS stays under 64 MiB + 48 × ingest.max_inflight_bytes (one-span
     // traces, the costliest shape per byte, measured about 37 ×).
-    let bound = (64u64 << 20) + 48 * (12u64 << 20);
+    let bound = (64u64 << 20) + 48 * BOUNDED_INFLIGHT_BYTES;
     assert!(peak < bound, "peak RSS {} MiB is over the bound of {} MiB", peak >> 20, bound >> 20);
 
     let on_topic = span_ids_on_signals(&env.config, accepted.len()).await;
