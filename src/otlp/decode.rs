@@ -417,15 +417,7 @@ mod tests {
 
     #[test]
     fn deflate_bodies_in_zlib_and_raw_form() {
-        let request = ExportTraceServiceRequest {
-            resource_spans: vec![ResourceSpans {
-                scope_spans: vec![ScopeSpans {
-                    spans: vec![Span { name: "deflated".into(), ..Default::default() }],
-                    ..Default::default()
-                }],
-                ..Default::default()
-            }],
-        };
+        let request = sample();
         let bytes = request.encode_to_vec();
         let mut zlib = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
         zlib.write_all(&bytes).unwrap();

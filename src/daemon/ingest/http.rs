@@ -10,9 +10,8 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::Router;
-use prost::Message;
-
 use futures_util::StreamExt as _;
+use prost::Message;
 
 use super::auth::Refusal;
 use super::listen::{Busy, Held, Inflight};
