@@ -292,6 +292,11 @@ pub struct LogminerConfig {
     pub ownership_window_min: u64,
     /// Detection pass interval.
     pub tick_secs: u64,
+    /// A line that can raise an alert (a new template, a minute reaching a spike threshold)
+    /// starts a detection pass at once rather than at the next tick, debounced, and
+    /// passes start at least `prompt_pass_min_gap_ms` apart (docs/logminer.md).
+    pub prompt_passes: bool,
+    pub prompt_pass_min_gap_ms: u64,
     /// Clean stop: flush bound, then the new-template pass bound (15 s, 20 s: docs/design.md#logminer-shutdown).
     pub shutdown_flush_timeout_secs: u64,
     pub shutdown_pass_timeout_secs: u64,
@@ -334,6 +339,8 @@ impl Default for LogminerConfig {
             replica_id: String::new(),
             ownership_window_min: 60,
             tick_secs: 10,
+            prompt_passes: true,
+            prompt_pass_min_gap_ms: 500,
             shutdown_flush_timeout_secs: 15,
             shutdown_pass_timeout_secs: 20,
             revoke_pass_timeout_secs: 30,
@@ -594,6 +601,10 @@ impl Config {
             ),
         );
         check(self.logminer.tick_secs >= 1, "logminer.tick_secs must be at least 1".into());
+        check(
+            self.logminer.prompt_pass_min_gap_ms >= 100,
+            "logminer.prompt_pass_min_gap_ms must be at least 100 (set logminer.prompt_passes = false to run passes only on the tick)".into(),
+        );
         check(self.logminer.ownership_window_min >= 1, "logminer.ownership_window_min must be at least 1".into());
         check(self.logminer.spike_factor > 1.0, "logminer.spike_factor must be above 1".into());
         check(

@@ -34,13 +34,24 @@ pub(crate) struct Replica {
 
 impl Replica {
     pub(crate) fn start(env: &TestEnv, id: &str, tick_secs: u64) -> Replica {
+        Replica::spawn(env, id, tick_secs, true)
+    }
+
+    /// A replica whose detection passes run only on its tick (and at revokes and stops):
+    /// no mined line starts one, so a test can act between a line's mining and its pass.
+    pub(crate) fn start_tick_only(env: &TestEnv, id: &str, tick_secs: u64) -> Replica {
+        Replica::spawn(env, id, tick_secs, false)
+    }
+
+    fn spawn(env: &TestEnv, id: &str, tick_secs: u64, prompt_passes: bool) -> Replica {
         let metrics_addr = format!("127.0.0.1:{}", free_port());
         let child = ChildGuard::spawn_logged(
             env.tayga()
                 .args(["serve", "logminer"])
                 .env("TAYGA_LOGMINER_METRICS_ADDR", &metrics_addr)
                 .env("TAYGA_LOGMINER_REPLICA_ID", id)
-                .env("TAYGA_LOGMINER_TICK_SECS", tick_secs.to_string()),
+                .env("TAYGA_LOGMINER_TICK_SECS", tick_secs.to_string())
+                .env("TAYGA_LOGMINER_PROMPT_PASSES", prompt_passes.to_string()),
             &format!("tayga serve logminer ({id})"),
         );
         Replica { child, metrics_addr }
@@ -382,7 +393,7 @@ async fn an_alert_stored_while_the_broker_is_down_is_republished_when_it_returns
     env.config.kafka.brokers = broker.address();
     let store = prepare(&env).await;
     // The test's config names its own broker, and Replica::start passes it on.
-    let replica = Replica::start(&env, "r1", 4);
+    let replica = Replica::start_tick_only(&env, "r1", 4);
     wait_for("the assignment", WAIT, || {
         let r = &replica;
         async move { (r.ownership().await?.0.len() == 12).then_some(()) }
@@ -390,7 +401,7 @@ async fn an_alert_stored_while_the_broker_is_down_is_republished_when_it_returns
     .await;
 
     // The template row is stored by the 1 s flush; the broker is frozen before the next
-    // 4 s detection pass can publish the alert. If a pass slips in between, try another line.
+    // 4 s detection pass can publish the alert (no line starts a pass here). If a pass slips in between, try another line.
     let mut frozen_alert = None;
     for attempt in 0..3 {
         let body = format!("disk {attempt} of node {} is full", attempt + 7);
@@ -470,7 +481,7 @@ async fn new_template_alert_of(store: &Store, template_id: u64) -> Option<AlertR
 async fn a_template_mined_just_before_a_revoke_or_a_clean_stop_is_still_announced() {
     let env = TestEnv::new("logminer_passes");
     let store = prepare(&env).await;
-    let a = Replica::start(&env, "a", 600);
+    let a = Replica::start_tick_only(&env, "a", 600);
     wait_for("a's assignment", WAIT, || {
         let a = &a;
         async move { (a.ownership().await?.0.len() == 12).then_some(()) }
@@ -481,7 +492,7 @@ async fn a_template_mined_just_before_a_revoke_or_a_clean_stop_is_still_announce
     assert!(new_template_alert_of(&store, t.template_id).await.is_none(), "no detection pass has run yet");
 
     // b joins: a's partitions are revoked, and a's revoke pass announces the template.
-    let b = Replica::start(&env, "b", 600);
+    let b = Replica::start_tick_only(&env, "b", 600);
     let announced = wait_for("the revoke pass to announce the template", WAIT, || {
         let store = store.clone();
         async move { new_template_alert_of(&store, t.template_id).await }

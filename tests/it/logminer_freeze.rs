@@ -313,6 +313,7 @@ impl Rig {
         let mut config = env.config.clone();
         // Only rebalances and stops pass here; no detection pass runs.
         config.logminer.tick_secs = 3600;
+        config.logminer.prompt_passes = false;
         config.logminer.shutdown_flush_timeout_secs = FLUSH_BOUND_SECS;
         config.logminer.shutdown_pass_timeout_secs = PASS_BOUND_SECS;
         config.logminer.revoke_pass_timeout_secs = PASS_BOUND_SECS;

@@ -58,9 +58,9 @@ async fn a_merge_is_stored_unannounced_not_restored_after_a_restart_and_remine_r
     let version = masking_version(&env);
     let mut sent: Vec<ExportLogsServiceRequest> = Vec::new();
 
-    // Detection ticks 10 minutes apart: only the shutdown pass announces, after the four
-    // templates were stored and then absorbed.
-    let replica = Replica::start(&env, "r1", 600);
+    // Detection ticks 10 minutes apart and no line starts a pass: only the shutdown pass
+    // announces, after the four templates were stored and then absorbed.
+    let replica = Replica::start_tick_only(&env, "r1", 600);
     // Logs of the masking epoch the logminer starts, so that remine re-mines them.
     let t0 = wait_for("the masking epoch", WAIT, || {
         let store = store.clone();

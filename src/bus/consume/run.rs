@@ -1,6 +1,6 @@
 //! The one consume loop of the async daemons (assembler, logminer, notifier). The loop owns
 //! the order of things: it waits for the next record, the daemon's tick or the stop (the
-//! stop first when several are ready), applies the group's rebalances before any record or
+//! stop first when several are ready; a wake the daemon asked for is a tick), applies the group's rebalances before any record or
 //! tick, drops records of partitions it no longer holds, refreshes the lag off the loop, and
 //! at the end leaves the group. The daemon is a [`Handler`]: what a record, a tick, an
 //! assignment, a revoke and the stop mean to it, and nothing of the loop.
@@ -26,6 +26,13 @@ const ERROR_PAUSE: Duration = Duration::from_millis(500);
 pub trait Handler: Send {
     /// How often [`Handler::tick`] runs (the first tick comes at once).
     fn tick_every(&self) -> Duration;
+
+    /// When the loop should run [`Handler::tick`] before the next periodic one, if ever: a
+    /// daemon with work that should not wait for the period (a detection pass a mined
+    /// record asked for) names the instant here.
+    fn wake_at(&self) -> Option<tokio::time::Instant> {
+        None
+    }
 
     /// Whether the loop should read records now. A daemon that holds too much unstored
     /// work says no, and the loop only ticks until it says yes.
@@ -66,10 +73,12 @@ pub async fn run<H: Handler>(mut member: Member, mut handler: H, stop: impl Futu
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         let reading = handler.wants_records();
+        let wake = handler.wake_at();
         let woke = tokio::select! {
             biased;
             _ = &mut stop => break,
             _ = tick.tick() => None,
+            _ = tokio::time::sleep_until(wake.unwrap_or_else(tokio::time::Instant::now)), if wake.is_some() => None,
             record = member.recv(), if reading => Some(record),
         };
         let record = match woke {

@@ -1,7 +1,8 @@
 //! The logminer as the consume loop drives it ([`crate::bus::consume::Handler`]): it mines
 //! every record of `<prefix>.logs` into the [`Book`], stores what was mined and then commits
 //! the offsets it covers, applies the group's rebalances (docs/design.md#logminer-rebalances), runs the
-//! detection pass every `tick_secs`, and stops cleanly within its bounds
+//! detection pass every `tick_secs` and as soon as a mined line can raise an alert
+//! (`prompt.rs`), and stops cleanly within its bounds
 //! (docs/design.md#logminer-shutdown).
 
 use std::collections::{BTreeMap, HashMap};
@@ -16,6 +17,7 @@ use tokio::time::Instant;
 use super::detect::{Rules, Spikes};
 use super::metrics::LogminerMetrics;
 use super::ownership::Ownership;
+use super::prompt::{PromptPasses, SpikeWatch};
 use super::publish::Outbox;
 use super::{Cadence, Status};
 use crate::bus::consume::{apply_rebalances, Handler, Member};
@@ -44,9 +46,13 @@ pub(super) struct Logminer {
     pub(super) ownership: Ownership,
     pub(super) outbox: Outbox,
     cadence: Cadence,
-    /// When the next flush and the next detection pass are due.
+    /// When the next flush and the next periodic detection pass are due.
     next_flush: Instant,
     next_pass: Instant,
+    /// A detection pass a mined line asked for, and the spike thresholds lines are
+    /// watched for (both idle with `prompt_passes = false`).
+    prompt: PromptPasses,
+    pub(super) spike_watch: SpikeWatch,
     /// Per partition, the offset after the last record mined (what a commit would store).
     pub(super) mined_up_to: BTreeMap<i32, i64>,
     pub(super) spikes: HashMap<String, Spikes>,
@@ -93,6 +99,8 @@ impl Logminer {
             cadence,
             next_flush: now,
             next_pass: now + pass_every(&config.logminer),
+            prompt: PromptPasses::new(Duration::from_millis(config.logminer.prompt_pass_min_gap_ms)),
+            spike_watch: SpikeWatch::default(),
             mined_up_to: BTreeMap::new(),
             spikes: HashMap::new(),
             watermark: 0,
@@ -160,6 +168,10 @@ impl Handler for Logminer {
         self.cadence.flush_every.min(pass_every(&self.config.logminer))
     }
 
+    fn wake_at(&self) -> Option<Instant> {
+        self.prompt.due()
+    }
+
     fn wants_records(&self) -> bool {
         self.book.pending_hits() < MAX_PENDING_HITS
     }
@@ -176,12 +188,16 @@ impl Handler for Logminer {
         ControlFlow::Continue(())
     }
 
-    /// The detection pass when due, then the flush when due.
+    /// The detection pass when due (periodic or asked for), then the flush when due.
     async fn tick(&mut self, member: &mut Member) {
         let now = Instant::now();
-        if now >= self.next_pass {
-            self.next_pass = next_after(self.next_pass, pass_every(&self.config.logminer), now);
-            self.detection_pass(member).await;
+        let periodic = now >= self.next_pass;
+        if periodic || self.prompt.is_due(now) {
+            if periodic {
+                self.next_pass = next_after(self.next_pass, pass_every(&self.config.logminer), now);
+            }
+            self.prompt.started(now);
+            self.detection_pass(member, if periodic { "detection" } else { "prompt" }).await;
         }
         if now >= self.next_flush {
             self.next_flush = next_after(self.next_flush, self.cadence.flush_every, now);
@@ -207,6 +223,7 @@ impl Handler for Logminer {
     async fn assigned(&mut self, _member: &mut Member, partitions: &[i32]) {
         let assigned = self.ownership.assign(partitions);
         self.spikes.clear();
+        self.spike_watch.clear();
         // A fresh miner with every stored template: another replica may have mined our new
         // services' logs until now.
         loop {
@@ -265,13 +282,18 @@ impl Logminer {
         let now = now_ns();
         let at = std::time::Instant::now();
         self.newest_ingest_ns = self.newest_ingest_ns.max(record.ingest_ns);
+        let mut can_alert = false;
         for row in log_rows(request, record.ingest_ns) {
             self.ownership.mined(&row.service, partition, row.time_ns, now, at);
             let mined = self.book.mine(&row.service, row.log_id, row.time_ns, &row.body, now);
             if mined.absorbed > 0 {
                 self.metrics.merged(&row.service, mined.template_id, mined.absorbed);
             }
+            can_alert |= mined.new || self.spike_watch.hit(&row.service, mined.template_id, row.time_ns);
             self.metrics.mined();
+        }
+        if can_alert && self.config.logminer.prompt_passes {
+            self.prompt.request(Instant::now());
         }
     }
 

@@ -120,12 +120,8 @@ pub fn spike_from_row(row: &AlertRow) -> Spike {
 /// (its alert stays stored, no longer refreshed, so it turns inactive).
 pub fn detect(rules: &Rules, counts: &[MinuteCount], clock_ns: u64, spikes: &mut Spikes) -> Vec<Raised> {
     let now_min = clock_ns / MINUTE_NS;
-    let mut per_template: BTreeMap<u64, BTreeMap<u64, u64>> = BTreeMap::new();
-    let mut service_last_min = None::<u64>;
-    for c in counts.iter().filter(|c| c.minute <= now_min && c.count > 0) {
-        per_template.entry(c.template_id).or_default().insert(c.minute, c.count);
-        service_last_min = service_last_min.max(Some(c.minute));
-    }
+    let per_template = per_template(counts, now_min);
+    let service_last_min = per_template.values().filter_map(|minutes| minutes.keys().next_back().copied()).max();
     let mut raised = Vec::new();
     let mut hot_templates = Vec::new();
     for (&template_id, minutes) in &per_template {
@@ -141,6 +137,38 @@ pub fn detect(rules: &Rules, counts: &[MinuteCount], clock_ns: u64, spikes: &mut
     raised
 }
 
+/// The spike threshold of the minute at data time `clock_ns`, per template that has a
+/// baseline: what a prompt pass watches the incoming lines for (`prompt.rs`).
+pub fn spike_thresholds(rules: &Rules, counts: &[MinuteCount], clock_ns: u64) -> Vec<(u64, f64)> {
+    let now_min = clock_ns / MINUTE_NS;
+    per_template(counts, now_min)
+        .iter()
+        .filter_map(|(&template_id, minutes)| Some((template_id, threshold_at(rules, minutes, now_min)?.1)))
+        .collect()
+}
+
+/// Each template's counts by minute, up to minute `now_min`.
+fn per_template(counts: &[MinuteCount], now_min: u64) -> BTreeMap<u64, BTreeMap<u64, u64>> {
+    let mut per_template: BTreeMap<u64, BTreeMap<u64, u64>> = BTreeMap::new();
+    for c in counts.iter().filter(|c| c.minute <= now_min && c.count > 0) {
+        per_template.entry(c.template_id).or_default().insert(c.minute, c.count);
+    }
+    per_template
+}
+
+/// The baseline and threshold of minute `m`, set by the minutes before it; none without
+/// history: a template's first burst is news (new_template), not a spike, otherwise every
+/// template of a new service would spike at once.
+fn threshold_at(rules: &Rules, minutes: &BTreeMap<u64, u64>, m: u64) -> Option<(f64, f64)> {
+    let first = m.saturating_sub(rules.spike_baseline_min);
+    let sum: u64 = minutes.range(first..m).map(|(_, c)| c).sum();
+    if sum == 0 {
+        return None;
+    }
+    let baseline = sum as f64 / rules.spike_baseline_min as f64;
+    Some((baseline, (rules.spike_factor * baseline).max(rules.spike_min_count as f64)))
+}
+
 fn spike(
     rules: &Rules,
     template_id: u64,
@@ -152,15 +180,7 @@ fn spike(
     let count_at = |m: u64| minutes.get(&m).copied().unwrap_or(0);
     // A minute is hot when its count reaches the threshold set by the minutes before it.
     let judge = |m: u64| {
-        let first = m.saturating_sub(rules.spike_baseline_min);
-        let sum: u64 = minutes.range(first..m).map(|(_, c)| c).sum();
-        if sum == 0 {
-            // No history, no baseline: a template's first burst is news (new_template),
-            // not a spike; otherwise every template of a new service would spike at once.
-            return None;
-        }
-        let baseline = sum as f64 / rules.spike_baseline_min as f64;
-        let threshold = (rules.spike_factor * baseline).max(rules.spike_min_count as f64);
+        let (baseline, threshold) = threshold_at(rules, minutes, m)?;
         (count_at(m) as f64 >= threshold && count_at(m) > 0).then_some((m, count_at(m), baseline, threshold))
     };
     let hot: Vec<_> = [now_min.checked_sub(1), Some(now_min)].into_iter().flatten().filter_map(judge).collect();
@@ -272,6 +292,19 @@ mod tests {
         // A quiet template (1 line in 30 minutes) needs spike_min_count (20) lines in a minute.
         assert!(detect(&rules(), &counts(8, [(NOW - 20, 1), (NOW, 19)]), at(NOW, 10), &mut Spikes::new()).is_empty());
         assert_eq!(detect(&rules(), &counts(8, [(NOW - 20, 1), (NOW, 20)]), at(NOW, 10), &mut Spikes::new()).len(), 1);
+    }
+
+    #[test]
+    fn the_watched_threshold_is_the_count_at_which_detect_raises_the_spike() {
+        let history = counts(7, (NOW - 30..NOW).map(|m| (m, 4)));
+        assert_eq!(spike_thresholds(&rules(), &history, at(NOW, 10)), vec![(7, 20.0)]);
+        let with_now = |n| {
+            let mut c = history.clone();
+            c.extend(counts(7, [(NOW, n)]));
+            detect(&rules(), &c, at(NOW, 10), &mut Spikes::new()).len()
+        };
+        assert_eq!((with_now(19), with_now(20)), (0, 1));
+        assert!(spike_thresholds(&rules(), &counts(8, [(NOW, 500)]), at(NOW, 10)).is_empty(), "no history");
     }
 
     #[test]

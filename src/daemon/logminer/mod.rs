@@ -17,6 +17,9 @@
 //! - **Watermarks** (`passes.rs`): one per partition in `logminer_state`; an assignment
 //!   starts from the minimum over its partitions; every new-template pass moves the
 //!   assigned partitions' keys to the pass time.
+//! - **Prompt passes** (`prompt.rs`): a mined line that births a template or brings its
+//!   minute to a spike threshold starts the detection pass at once (debounced, passes at
+//!   least `prompt_pass_min_gap_ms` apart) instead of waiting for the tick.
 //! - **Publication** (`publish.rs`): each alert version is stored, published and marked;
 //!   after every detection pass, unmarked alerts of owned services from the last 24 h are
 //!   republished, oldest first, at most 1,000, stopping at the first failed send.
@@ -29,6 +32,7 @@ pub mod detect;
 pub mod metrics;
 mod ownership;
 mod passes;
+mod prompt;
 mod publish;
 
 use std::sync::{Arc, Mutex};

@@ -1,8 +1,8 @@
 //! The passes (docs/design.md#watermarks). The new-template pass announces the owned services' templates
 //! first seen after the watermark; it runs in every detection pass, and once, bounded,
-//! after a revoke and at a clean stop. The detection pass runs every tick: ownership
-//! expiry, new templates, the active spikes of services taken over, spikes and silences,
-//! republication, then the heartbeat.
+//! after a revoke and at a clean stop. The detection pass runs every tick, and as soon as a
+//! mined line can raise an alert (`prompt.rs`): ownership expiry, new templates, the active
+//! spikes of services taken over, spikes and silences, republication, then the heartbeat.
 
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
@@ -56,8 +56,9 @@ impl Logminer {
         Ok(())
     }
 
-    /// Every tick: flush, new templates, spikes and silences, republication, heartbeat.
-    pub(super) async fn detection_pass(&mut self, member: &mut Member) {
+    /// Every tick, and when a line asked (`pass` names which): flush, new templates, spikes
+    /// and silences, republication, heartbeat.
+    pub(super) async fn detection_pass(&mut self, member: &mut Member, pass: &str) {
         let started = Instant::now();
         self.expire_ownership();
         let result = async {
@@ -88,7 +89,7 @@ impl Logminer {
         {
             tracing::warn!(error = %e, "writing the heartbeat failed");
         }
-        self.observe("detection", started);
+        self.observe(pass, started);
         self.gauges();
     }
 
@@ -98,6 +99,7 @@ impl Logminer {
         for service in self.ownership.expire(window, Instant::now()) {
             tracing::info!(service = %service, "service not seen within the ownership window: no longer owned");
             self.spikes.remove(&service);
+            self.spike_watch.forget(&service);
         }
     }
 
@@ -145,6 +147,9 @@ impl Logminer {
                 let template = self.book.template_text(service, r.template_id).unwrap_or_default().to_string();
                 rows.push(r.to_row(service, &template, now));
             }
+            // An ongoing spike is refreshed by the tick; the others are watched for.
+            let watched = detect::spike_thresholds(&self.rules, &counts, clock);
+            self.spike_watch.set_thresholds(service, watched.into_iter().filter(|(t, _)| !spikes.contains_key(t)));
         }
         let ids: Vec<u64> = rows.iter().map(|r| r.alert_id).collect();
         if !ids.is_empty() {
