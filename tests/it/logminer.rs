@@ -175,6 +175,33 @@ fn reset_group(config: &Config) {
     consumer.commit(&tpl, CommitMode::Sync).expect("committing the reset offsets");
 }
 
+/// A new shape is announced by the pass its line starts, not by the next tick: the tick here
+/// is 10 minutes away, and the alert is awaited for far less.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_line_shape_is_announced_by_the_pass_its_line_starts_without_waiting_for_the_tick() {
+    let env = TestEnv::new("logminer_prompt");
+    let store = prepare(&env).await;
+    let replica = Replica::start(&env, "r1", 600);
+    wait_for("the assignment", WAIT, || {
+        let r = &replica;
+        async move { (r.ownership().await?.0.len() == 12).then_some(()) }
+    })
+    .await;
+    produce(&env.config, "checkout", &[(now_ns(), "refund issued for order 41".into())]).await;
+    let alert = wait_for("the new_template alert", WAIT, || {
+        let store = store.clone();
+        async move { alerts(&store).await.into_iter().find(|a| a.kind == "new_template") }
+    })
+    .await;
+    assert_eq!(alert.service, "checkout");
+    let passes = |pass: &'static str| {
+        let r = &replica;
+        async move { r.metric(&format!("tayga_logminer_pass_duration_seconds_count{{pass=\"{pass}\"}}")).await }
+    };
+    assert!(passes("prompt").await.unwrap_or(0.0) >= 1.0, "a prompt pass ran");
+    assert_eq!(passes("detection").await.unwrap_or(0.0), 0.0, "no periodic pass has run yet");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_new_line_shape_raises_one_alert_and_a_full_reread_adds_nothing() {
     let env = TestEnv::new("logminer_new");
