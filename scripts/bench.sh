@@ -411,20 +411,45 @@ if "e2e" in ONLY:
 
 cores = os.cpu_count()
 date = started.strftime("%Y-%m-%d %H:%M UTC")
+rows = [(*row, date) for row in rows]
+# A run of some sections (BENCH_ONLY) keeps the other sections' rows of the file it
+# rewrites, each with the date it was measured on: a row is always one run's figures.
+SECTIONS = {"ingest": ("ingest",), "writer": ("writer:", "writer, for context"), "mine": ("`tayga mine`",),
+            "daemons": ("writer (`tayga serve", "assembler ("), "e2e": ("end to end",)}
+kept, kept_logminer = [], []
+if os.path.exists(OUT):
+    old = open(OUT).read()
+    old_date = (re.search(r" on (\d{4}-\d\d-\d\d \d\d:\d\d UTC)", old) or [None, "an earlier run"])[1]
+    for line in old.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split(" | ")]
+        if not line.startswith("| ") or len(cells) < 5 or cells[0] in ("benchmark", "---"):
+            continue
+        section = next((k for k, starts in SECTIONS.items() if cells[0].startswith(starts)), None)
+        if section is None or section in ONLY:
+            continue
+        ratio = float(cells[3]) if cells[3] else None
+        kept.append((cells[0], cells[1], cells[2], ratio, cells[4], cells[5] if len(cells) > 5 else old_date))
+    if "logminer" not in ONLY:
+        block = re.search(r"Logminer \(`examples/logminer_bench.rs`[^\n]*\n\n```\n(.*?)```", old, re.S)
+        kept_logminer = block[1].splitlines() if block else []
+order = list(SECTIONS)
+rows = sorted(rows + kept, key=lambda r: next((order.index(k) for k, st in SECTIONS.items() if r[0].startswith(st)), 0))
+logminer = logminer or kept_logminer
 md = [
     "# Benchmarks",
     "",
-    f"Written by `scripts/bench.sh {runs} {seconds}` on {date}: {cores} cores, load average (1/5/15 min) "
-    f"{load_at_start} at the start. The machine is shared (other builds and tests run on it), so "
+    f"Written by `scripts/bench.sh {runs} {seconds}` on {date} (sections: {', '.join(sorted(ONLY))}): {cores} cores, "
+    f"load average (1/5/15 min) {load_at_start} at the start. Rows of sections that run did not measure are kept "
+    "from earlier runs, with their date. The machine is shared (other builds and tests run on it), so "
     "absolute figures move from run to run; **the ratios are the claims**: both sides of a row run "
     "in the same minutes, alternating, on the same broker and ClickHouse. Each figure is the median "
-    f"of {runs} runs.",
+    f"of the run's runs ({runs} in this one) unless the row says otherwise.",
     "",
-    "| benchmark | Tayga | other side | ratio (Tayga ÷ other) | load average after |",
-    "| --- | --- | --- | --- | --- |",
+    "| benchmark | Tayga | other side | ratio (Tayga ÷ other) | load average after | measured |",
+    "| --- | --- | --- | --- | --- | --- |",
 ]
-for name, ours, theirs, ratio, after in rows:
-    md.append(f"| {name} | {ours} | {theirs} | {'' if ratio is None else f'{ratio:.2f}'} | {after} |")
+for name, ours, theirs, ratio, after, when in rows:
+    md.append(f"| {name} | {ours} | {theirs} | {'' if ratio is None else f'{ratio:.2f}'} | {after} | {when} |")
 md += [
     "",
     "Ingest answers a request only after the broker acknowledged every record of it (`acks=all`, "
@@ -439,11 +464,11 @@ targets = [("ingest, OTLP/http", "lz4, as Tayga", 1.0), ("ingest, OTLP/grpc", "l
            ("writer:", "", 0.8), ("`tayga mine`", "", 10.0)]
 checks = []
 for start, contains, bar in targets:
-    for name, _, _, ratio, _ in rows:
+    for name, _, _, ratio, _, _ in rows:
         if name.startswith(start) and contains in name and ratio is not None:
             checks.append(f"- {name.split(':')[0]}: {ratio:.2f} against ≥ {bar:g}: **{'met' if ratio >= bar else 'not met'}**")
 if checks:
-    md += ["Targets (ingest at least Rotel's rate per CPU-second, the writer at least 0.8 of a raw insert, `tayga mine` at least 10× Drain3), medians of this run:", "", *checks, ""]
+    md += ["Targets (ingest at least Rotel's rate per CPU-second, the writer at least 0.8 of a raw insert, `tayga mine` at least 10× Drain3), read off the rows above:", "", *checks, ""]
 if logminer:
     md += ["Logminer (`examples/logminer_bench.rs`, one run):", "", "```", *logminer, "```", ""]
 text = "\n".join(md)

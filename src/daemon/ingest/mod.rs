@@ -17,6 +17,7 @@ mod http;
 pub mod listen;
 pub mod metrics;
 pub mod pipeline;
+mod replay;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -250,7 +251,7 @@ pub async fn start(config: &Config, shutdown: Shutdown) -> anyhow::Result<Runnin
         Ok(())
     }));
     tasks.push(tokio::spawn(probe_loop(ingest.clone(), config.clone(), store, ready_tx, shutdown.clone())));
-    tasks.push(tokio::spawn(backlog::replay_loop(ingest.clone(), shutdown.clone())));
+    tasks.push(tokio::spawn(replay::replay_loop(ingest.clone(), shutdown.clone())));
     Ok(Running { http_addr, grpc_addr, ingest, tasks })
 }
 

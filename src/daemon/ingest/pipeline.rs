@@ -87,6 +87,20 @@ pub struct Prepared {
 }
 
 impl Pipeline {
+    /// Logs (once per crossing) that the backlog passed 80 % of its bound, or is full, or
+    /// has room again.
+    pub fn note_backlog_room(&self) {
+        let b = &self.backlog;
+        let crossed = b.room_crossings();
+        if let Some(full) = crossed.full_changed {
+            self.failover.lock().unwrap().set_backlog_full(full);
+            self.metrics.backlog_full(full, b.stats(), b.max_bytes());
+        }
+        if crossed.started_filling {
+            self.metrics.backlog_filling(b.stats(), b.max_bytes());
+        }
+    }
+
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         failover: Failover,
