@@ -157,6 +157,24 @@ async fn every_row_struct_round_trips_through_its_table() {
             manual_retries: 2,
             retried_ns: now + 1,
             retried_by: "cli:ops@host".into(),
+            silence_id: 12,
+        },
+    )
+    .await;
+    round_trip(
+        &store,
+        SilenceRow {
+            silence_id: 12,
+            service: "checkout".into(),
+            kind: "spike".into(),
+            template_id: 5,
+            starts_ns: now,
+            ends_ns: now + 2,
+            comment: "deploy".into(),
+            created_by: "api".into(),
+            created_ns: now,
+            expired_by: "cli:ops@host".into(),
+            updated_ns: now + 1,
         },
     )
     .await;
