@@ -209,7 +209,8 @@ mod tests {
         assert!(any.matches(&alert("checkout", AlertKind::Spike, 7)));
         assert!(any.matches(&alert("checkout", AlertKind::NewTemplate, 8)));
         assert!(!any.matches(&alert("checkout-v2", AlertKind::Spike, 7)));
-        let spikes_of_7 = SilenceRow::new(&NewSilence { kind: "spike".into(), template_id: 7, ..new.clone() }, 1_000).unwrap();
+        let spikes_of_7 =
+            SilenceRow::new(&NewSilence { kind: "spike".into(), template_id: 7, ..new.clone() }, 1_000).unwrap();
         assert!(spikes_of_7.matches(&alert("checkout", AlertKind::Spike, 7)));
         assert!(!spikes_of_7.matches(&alert("checkout", AlertKind::Silence, 7)));
         assert!(!spikes_of_7.matches(&alert("checkout", AlertKind::Spike, 8)));

@@ -17,10 +17,10 @@ use super::metrics::RequestMetrics;
 
 #[derive(OpenApi)]
 #[openapi(
-    info(title = "Tayga API", description = "Everything Tayga stores: services, traces, stories, logs, templates, alerts, deliveries and the pipeline's own metrics. Times are Unix nanoseconds; 64-bit ids are 16 hex digits."),
+    info(title = "Tayga API", description = "Everything Tayga stores: services, traces, stories, logs, templates, alerts, deliveries, silences and the pipeline's own metrics. Times are Unix nanoseconds; 64-bit ids are 16 hex digits."),
     tags(
         (name = "services"), (name = "traces"), (name = "stories"), (name = "logs"),
-        (name = "templates"), (name = "alerts"), (name = "deliveries"), (name = "pipeline"),
+        (name = "templates"), (name = "alerts"), (name = "deliveries"), (name = "silences"), (name = "pipeline"),
     )
 )]
 struct ApiDoc;
@@ -40,6 +40,8 @@ pub fn api_routes(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(handlers::alerts::by_id))
         .routes(routes!(handlers::deliveries::list))
         .routes(routes!(handlers::deliveries::retry))
+        .routes(routes!(handlers::silences::list, handlers::silences::add))
+        .routes(routes!(handlers::silences::expire))
         .routes(routes!(handlers::pipeline::series))
         .with_state(state)
         .split_for_parts();

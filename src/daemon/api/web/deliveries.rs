@@ -17,8 +17,7 @@ use serde::Deserialize;
 
 use super::format::{self, MINUTE_NS};
 use super::layout::{chip, respond, shell, status_chip, template_text, time, Nav, PageResult};
-use super::{given, query};
-use crate::daemon::api::error::ApiError;
+use super::{given, query, refuse_cross_site};
 use crate::daemon::api::handlers::alerts::{self, Alert, AlertsParams};
 use crate::daemon::api::handlers::deliveries::{self, DeliveriesParams, Delivery, RetryParams};
 use crate::daemon::api::handlers::pipeline::{self, PipelineParams};
@@ -246,9 +245,7 @@ pub async fn retry(
     headers: HeaderMap,
     Form(form): Form<RetryForm>,
 ) -> PageResult {
-    if headers.get("sec-fetch-site").is_some_and(|v| v.as_bytes() == b"cross-site") {
-        return Err(ApiError::bad("target", "a retry must be asked from this app's own page").into());
-    }
+    refuse_cross_site(&headers, "target", "a retry")?;
     let target = form.target;
     let done = deliveries::retry(
         State(state),
