@@ -140,6 +140,16 @@ fn matched(s: &SilenceRow) -> String {
     format!("alerts of service {}{only}", s.service)
 }
 
+/// What a silence matches beyond its service: `any`, a kind, a template, or both.
+fn matches_column(s: &SilenceRow) -> String {
+    match (s.kind.as_str(), s.template_id) {
+        ("", 0) => "any".into(),
+        (kind, 0) => kind.into(),
+        ("", t) => format!("template {}", format_id(t)),
+        (kind, t) => format!("{kind} of {}", format_id(t)),
+    }
+}
+
 /// The silences as a table (or a JSON array), or a sentence when there are none.
 fn write_list(rows: &[SilenceRow], all: bool, now: u64, json: bool, out: &mut dyn Write) -> anyhow::Result<()> {
     if json {
@@ -154,24 +164,17 @@ fn write_list(rows: &[SilenceRow], all: bool, now: u64, json: bool, out: &mut dy
     }
     let layout = Layout::current();
     let time = |ns: u64| table_time(ns, now, layout);
-    let mut table = Table::new(["id", "state", "service", "kind", "template", "starts", "ends", "by", "comment"])
-        .keep(&["id", "state"]);
-    for s in rows.iter().map(|s| Shown::of(s, now)) {
-        let by = if s.expired_by.is_empty() {
-            s.created_by.to_string()
-        } else {
-            format!("{} (expired by {})", s.created_by, s.expired_by)
-        };
+    // Who made or expired a silence is in --json; the table keeps what an operator acts on.
+    let mut table = Table::new(["id", "state", "service", "matches", "ends", "comment"]).keep(&["id", "state"]);
+    for s in rows {
+        let shown = Shown::of(s, now);
         table.row([
-            s.silence_id.clone(),
-            s.state.to_string(),
-            s.service.to_string(),
-            if s.kind.is_empty() { "any".to_string() } else { s.kind.to_string() },
-            if s.template_id.is_empty() { "any".to_string() } else { s.template_id.clone() },
-            time(s.starts_ns),
+            shown.silence_id.clone(),
+            shown.state.to_string(),
+            s.service.clone(),
+            matches_column(s),
             time(s.ends_ns),
-            by,
-            s.comment.to_string(),
+            s.comment.clone(),
         ]);
     }
     write!(out, "{}", table.render(layout))?;

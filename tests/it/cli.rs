@@ -1017,7 +1017,31 @@ async fn every_command_at_80_columns_and_to_a_pipe() {
                 "HTTP 503 Service Unavailable from https://hooks.example/<redacted> after 3 attempts",
             ),
             delivery("pager", "delivered", ""),
+            tayga::store::DeliveryRow {
+                alert_id: 0xa3,
+                status: "silenced".into(),
+                attempts: 0,
+                silence_id: 0x5e,
+                ..delivery("ops", "", "")
+            },
         ])
+        .await
+        .unwrap();
+    let silence = |id: u64, service: &str, kind: &str, ends_ns: u64, expired_by: &str| tayga::store::SilenceRow {
+        silence_id: id,
+        service: service.into(),
+        kind: kind.into(),
+        template_id: if kind.is_empty() { 0 } else { 0xfe },
+        starts_ns: T0 - HOUR,
+        ends_ns,
+        comment: "deploy 4.2".into(),
+        created_by: "cli:ops@box".into(),
+        created_ns: T0 - HOUR,
+        expired_by: expired_by.into(),
+        updated_ns: T0 - HOUR,
+    };
+    store
+        .insert(&[silence(0x5e, "web", "", T0 + HOUR, ""), silence(0x5f, "checkout", "spike", T0 - MIN, "cli:ops@box")])
         .await
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
@@ -1035,6 +1059,9 @@ async fn every_command_at_80_columns_and_to_a_pipe() {
         ("snap_alerts_list_none", &["alerts", "list", "--service", "nobody"]),
         ("snap_deliveries_show", &["deliveries", "show", "--alert-id", "a1"]),
         ("snap_deliveries_show_none", &["deliveries", "show", "--alert-id", "a2"]),
+        ("snap_deliveries_show_silenced", &["deliveries", "show", "--alert-id", "a3"]),
+        ("snap_silences_list", &["silences", "list"]),
+        ("snap_silences_list_all", &["silences", "list", "--all"]),
         ("snap_deliveries_retry_dry_run", &["deliveries", "retry", "--alert-id", "a1", "--dry-run"]),
         ("snap_remine_dry_run", &["remine", "--dry-run"]),
         ("snap_scale_dry_run", &["scale", "logminer", "2", "--dry-run"]),
