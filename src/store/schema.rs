@@ -631,7 +631,7 @@ mod tests {
             assert!(tables.iter().any(|t| t == table), "{table} is not created by any migration");
         }
         assert!(tables.contains(&"notifier_deliveries".to_string()));
-        assert_eq!(tables.len(), 13);
+        assert_eq!(tables.len(), 14);
         assert_eq!(view_names(), vec!["trace_logs_mv".to_string()]);
     }
 

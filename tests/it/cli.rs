@@ -518,6 +518,9 @@ fn sample_args(path: &[String], log: &Path) -> Vec<String> {
         "up" => &[],
         "deliveries show" => &["--alert-id", "ab"],
         "deliveries retry" => &["--alert-id", "ab", "--dry-run"],
+        "silences add" => &["--service", "web", "--for", "1h", "--comment", "a test"],
+        "silences list" => &[],
+        "silences expire" => &["5e"],
         "remine" => &["--dry-run"],
         "alerts republish" => &["--since", "1h"],
         "scale logminer" => &["1", "--dry-run"],
@@ -566,6 +569,19 @@ async fn every_data_command_prints_json() {
         ..Default::default()
     };
     store.insert(&[failed]).await.unwrap();
+    // A running silence 5e, so the sample expiry has one to end.
+    let now = tayga::store::now_ns();
+    let silence = tayga::store::SilenceRow {
+        silence_id: 0x5e,
+        service: "web".into(),
+        starts_ns: now,
+        ends_ns: now + HOUR,
+        comment: "a test".into(),
+        created_ns: now,
+        updated_ns: now,
+        ..Default::default()
+    };
+    store.insert(&[silence]).await.unwrap();
     let project = tempfile::tempdir().unwrap();
     let lines = project.path().join("app.log");
     std::fs::write(&lines, "user 1 logged in\nuser 2 logged in\n").unwrap();
