@@ -176,3 +176,163 @@ async fn a_silence_holds_across_a_restart_and_on_every_replica() {
     a.stop().await;
     b.stop().await;
 }
+
+/// The API's three silence routes and the app's Silences page and forms, behind the token
+/// as every route is: the writes refuse a request without it, a bad parameter is named, an
+/// ended silence cannot be expired again, and a form posted from another site is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_api_and_the_app_add_list_and_expire_silences_behind_the_token() {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use serde_json::{json, Value};
+    use tayga::daemon::api::handlers::AppState;
+
+    let env = TestEnv::new("silence_api");
+    let shutdown = tayga::daemon::Shutdown::new();
+    let store = tayga::daemon::prepare(&env.config, &shutdown).await.expect("topics and schema");
+    let state = AppState {
+        store: store.clone(),
+        query_timeout: Duration::from_secs(10),
+        now_ns: tayga::store::now_ns,
+        alerts_topic: None,
+    };
+    let mut registry = prometheus_client::registry::Registry::default();
+    let metrics = tayga::daemon::api::metrics::RequestMetrics::register(&mut registry);
+    let health: tayga::daemon::HealthFn = Arc::new(|| json!({"api": {"status": "serving"}}));
+    let app = tayga::daemon::api::router::router(state, Arc::new(registry), metrics, health, "s3cret");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let stopped = shutdown.triggered();
+    tokio::spawn(async move { axum::serve(listener, app).with_graceful_shutdown(stopped).await.unwrap() });
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let post = |path: &str, token: Option<&'static str>| {
+        let mut request = http.post(format!("{base}{path}"));
+        if let Some(t) = token {
+            request = request.bearer_auth(t);
+        }
+        async move {
+            let response = request.send().await.unwrap();
+            let status = response.status().as_u16();
+            (status, response.json::<Value>().await.unwrap_or(Value::Null))
+        }
+    };
+    let get = |path: &str| {
+        let request = http.get(format!("{base}{path}")).bearer_auth("s3cret");
+        async move {
+            let response = request.send().await.unwrap();
+            (response.status().as_u16(), response.text().await.unwrap())
+        }
+    };
+    let add = "/api/v1/silences?service=checkout&kind=spike&duration_secs=3600&comment=deploy%204.2";
+
+    let (status, body) = post(add, None).await;
+    assert_eq!(status, 401, "{body}");
+    for (query, parameter) in [
+        ("service=checkout&duration_secs=0&comment=x", "duration_secs"),
+        ("service=checkout&kind=loud&duration_secs=60&comment=x", "kind"),
+        ("service=checkout&template_id=nope&duration_secs=60&comment=x", "template_id"),
+        ("service=%20&duration_secs=60&comment=x", "service"),
+        ("service=checkout&duration_secs=60&comment=%20", "comment"),
+    ] {
+        let (status, body) = post(&format!("/api/v1/silences?{query}"), Some("s3cret")).await;
+        assert_eq!((status, body["error"]["parameter"].as_str()), (400, Some(parameter)), "{query}: {body}");
+    }
+    assert!(silences::list(&store, 0).await.unwrap().is_empty(), "a refused request stores nothing");
+
+    let (status, added) = post(add, Some("s3cret")).await;
+    assert_eq!(status, 200, "{added}");
+    let id = added["silence_id"].as_str().unwrap().to_string();
+    assert_eq!((added["state"].as_str(), added["kind"].as_str()), (Some("active"), Some("spike")));
+    assert_eq!((added["created_by"].as_str(), added["comment"].as_str()), (Some("api"), Some("deploy 4.2")));
+    let (status, listed) = get("/api/v1/silences").await;
+    assert_eq!(status, 200);
+    let listed: Value = serde_json::from_str(&listed).unwrap();
+    assert_eq!(listed[0]["silence_id"], id.as_str(), "{listed}");
+
+    // The app: the page lists it with an Expire button; its add form posts back here.
+    let (status, page) = get("/silences").await;
+    assert_eq!(status, 200);
+    assert!(
+        page.contains(&format!("id=\"silence-{id}\"")) && page.contains(&format!("/silences/{id}/expire")),
+        "{page}"
+    );
+    let form =
+        [("service", "web"), ("kind", ""), ("template_id", ""), ("duration_secs", "900"), ("comment", "batch job")];
+    let response = http
+        .post(format!("{base}/silences"))
+        .bearer_auth("s3cret")
+        .header("sec-fetch-site", "cross-site")
+        .form(&form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 400, "a form from another site is refused");
+    let response = http.post(format!("{base}/silences")).bearer_auth("s3cret").form(&form).send().await.unwrap();
+    assert_eq!(response.status().as_u16(), 303);
+    let back = response.headers()["location"].to_str().unwrap().to_string();
+    assert!(back.starts_with("/silences?added="), "{back}");
+    let (_, page) = get(&back).await;
+    assert!(page.contains("batch job") && page.contains("added"), "{page}");
+
+    // An alert whose delivery a silence held back says so, and offers the Silence form.
+    let now = tayga::store::now_ns();
+    let alert = tayga::store::AlertRow {
+        alert_id: 0xa1e7,
+        kind: "spike".into(),
+        service: "checkout".into(),
+        template_id: 0x7e,
+        template: "payment failed".into(),
+        first_at: now - 60_000_000_000,
+        last_at: now,
+        count: 50,
+        baseline: 1.0,
+        threshold: 5.0,
+        stored_ns: now,
+        updated_ns: now,
+    };
+    tayga::store::logminer::store_alerts(&store, std::slice::from_ref(&alert)).await.unwrap();
+    let silence_id = tayga::wire::alert::parse_id(&id).unwrap();
+    let held = tayga::store::DeliveryRow {
+        alert_id: alert.alert_id,
+        target: "ops".into(),
+        status: "silenced".into(),
+        created_ns: now,
+        updated_ns: now,
+        silence_id,
+        ..Default::default()
+    };
+    store.insert(&[held]).await.unwrap();
+    let (status, page) = get(&format!("/alerts/{}", format_id(alert.alert_id))).await;
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("Held back by silence") && page.contains(&format!("/silences#silence-{id}")), "{page}");
+    assert!(page.contains("action=\"/silences\"") && page.contains("value=\"000000000000007e\""), "{page}");
+    let (_, deliveries) =
+        get(&format!("/api/v1/deliveries?alert_id={}&status=silenced", format_id(alert.alert_id))).await;
+    let deliveries: Value = serde_json::from_str(&deliveries).unwrap();
+    assert_eq!(deliveries["items"][0]["silence_id"], id.as_str(), "{deliveries}");
+
+    // Expired through the API: then it is over, and a second expiry is a conflict.
+    let expire = format!("/api/v1/silences/{id}/expire");
+    let (status, body) = post(&expire, None).await;
+    assert_eq!(status, 401, "{body}");
+    let (status, body) = post(&expire, Some("s3cret")).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!((body["state"].as_str(), body["expired_by"].as_str()), (Some("expired"), Some("api")));
+    let (status, body) = post(&expire, Some("s3cret")).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (409, Some("conflict")), "{body}");
+    let (status, body) = post("/api/v1/silences/00000000000000ab/expire", Some("s3cret")).await;
+    assert_eq!(status, 404, "{body}");
+    let (_, running) = get("/api/v1/silences").await;
+    let running: Value = serde_json::from_str(&running).unwrap();
+    assert_eq!(running.as_array().unwrap().len(), 1, "only the app's silence still runs: {running}");
+    assert_eq!(running[0]["service"], "web");
+    let (_, all) = get("/api/v1/silences?all=true").await;
+    let all: Value = serde_json::from_str(&all).unwrap();
+    assert_eq!(all.as_array().unwrap().len(), 2, "{all}");
+    shutdown.trigger();
+}

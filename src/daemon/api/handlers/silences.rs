@@ -80,9 +80,9 @@ pub async fn list(
 pub struct AddParams {
     /// The service whose alerts are held back.
     pub service: String,
-    /// Only alerts of this kind (`new_template`, `spike`, `silence`); default: every kind.
+    /// Only alerts of this kind (`new_template`, `spike`, `silence`); default (absent or empty): every kind.
     pub kind: Option<String>,
-    /// Only alerts of this template (16 hex digits); default: every template.
+    /// Only alerts of this template (16 hex digits); default (absent or empty): every template.
     pub template_id: Option<String>,
     /// How long the silence runs from now, in seconds (above 0).
     pub duration_secs: u64,
@@ -94,7 +94,8 @@ pub struct AddParams {
 pub fn new_silence(p: AddParams, by: &str) -> Result<NewSilence, ApiError> {
     let service =
         params::text("service", Some(p.service))?.ok_or_else(|| ApiError::bad("service", "must not be empty"))?;
-    let kind = match params::text("kind", p.kind)? {
+    // An empty kind or template (an unselected form field) is no filter.
+    let kind = match params::text("kind", p.kind)?.filter(|k| !k.is_empty()) {
         Some(k) => k
             .parse::<AlertKind>()
             .map_err(|_| ApiError::bad("kind", "must be one of new_template, spike, silence"))?
@@ -102,7 +103,7 @@ pub fn new_silence(p: AddParams, by: &str) -> Result<NewSilence, ApiError> {
             .to_string(),
         None => String::new(),
     };
-    let template_id = match params::text("template_id", p.template_id)? {
+    let template_id = match params::text("template_id", p.template_id)?.filter(|t| !t.is_empty()) {
         Some(t) => params::hex_id("template_id", &t)?,
         None => 0,
     };
@@ -110,6 +111,7 @@ pub fn new_silence(p: AddParams, by: &str) -> Result<NewSilence, ApiError> {
         return Err(ApiError::bad("duration_secs", "must be above 0"));
     }
     let comment = params::text("comment", Some(p.comment))?
+        .filter(|c| !c.trim().is_empty())
         .ok_or_else(|| ApiError::bad("comment", "must say why the alerts are held back"))?;
     Ok(NewSilence {
         service,
