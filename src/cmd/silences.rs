@@ -69,18 +69,8 @@ pub async fn run(
     match sub {
         SilencesCommand::Add(args) => {
             let row = silences::add(&store, &new_silence(args), now).await.map_err(|e| told(e, database))?;
-            if json {
-                writeln!(out, "{}", serde_json::to_string_pretty(&Shown::of(&row, now))?)?;
-                return Ok(());
-            }
-            writeln!(
-                out,
-                "silence {} added: {} are not delivered until {}",
-                format_id(row.silence_id),
-                matched(&row),
-                format_time(row.ends_ns)
-            )?;
-            Ok(())
+            let said = format!("are not delivered until {}", format_time(row.ends_ns));
+            write_one(&row, "added", &said, now, json, out)
         }
         SilencesCommand::List { all } => {
             let rows = silences::list(&store, if *all { 0 } else { now })
@@ -92,19 +82,27 @@ pub async fn run(
             let row = silences::expire(&store, *id, &super::deliveries::operator(), now)
                 .await
                 .map_err(|e| told(e, database))?;
-            if json {
-                writeln!(out, "{}", serde_json::to_string_pretty(&Shown::of(&row, now))?)?;
-                return Ok(());
-            }
-            writeln!(
-                out,
-                "silence {} expired: {} are delivered again from their next update",
-                format_id(row.silence_id),
-                matched(&row)
-            )?;
-            Ok(())
+            write_one(&row, "expired", "are delivered again from their next update", now, json, out)
         }
     }
+}
+
+/// One silence just added or expired: `silence <id> <done>: <what it matches> <said>`, or
+/// the silence as one JSON object.
+fn write_one(
+    row: &SilenceRow,
+    done: &str,
+    said: &str,
+    now: u64,
+    json: bool,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    if json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&Shown::of(row, now))?)?;
+    } else {
+        writeln!(out, "silence {} {done}: {} {said}", format_id(row.silence_id), matched(row))?;
+    }
+    Ok(())
 }
 
 fn new_silence(args: &SilencesAddArgs) -> NewSilence {

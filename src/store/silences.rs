@@ -196,15 +196,20 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_silence_matches_its_service_and_the_kind_and_template_it_names() {
-        let new = NewSilence {
+    /// A silence of every alert of checkout for 100 ns.
+    fn deploy() -> NewSilence {
+        NewSilence {
             service: "checkout".into(),
             duration_ns: 100,
             comment: "deploy".into(),
             by: "api".into(),
             ..Default::default()
-        };
+        }
+    }
+
+    #[test]
+    fn a_silence_matches_its_service_and_the_kind_and_template_it_names() {
+        let new = deploy();
         let any = SilenceRow::new(&new, 1_000).unwrap();
         assert!(any.matches(&alert("checkout", AlertKind::Spike, 7)));
         assert!(any.matches(&alert("checkout", AlertKind::NewTemplate, 8)));
@@ -219,13 +224,7 @@ mod tests {
 
     #[test]
     fn a_silence_runs_from_its_start_to_its_end_or_until_expired() {
-        let new = NewSilence {
-            service: "checkout".into(),
-            duration_ns: 100,
-            comment: "deploy".into(),
-            by: "api".into(),
-            ..Default::default()
-        };
+        let new = deploy();
         let s = SilenceRow::new(&new, 1_000).unwrap();
         assert_eq!((s.starts_ns, s.ends_ns), (1_000, 1_100));
         assert!(s.is_active(1_000) && s.is_active(1_099) && !s.is_active(1_100));
