@@ -169,7 +169,9 @@ impl Notifier {
         if wanted.is_empty() {
             return RecordEnd::Done;
         }
-        // 4. Deliver to every remaining target, from each pair's recorded state.
+        // 4.–6. Every remaining target by its pair's recorded state: a final row is a
+        // duplicate (judged in `deliver`), a running silence holds back a pair not yet being
+        // delivered, and the rest are delivered.
         let mut existing = loop {
             match store::latest_by_target(&self.ctx.store, alert.alert_id).await {
                 Ok(rows) => break rows,
@@ -181,12 +183,11 @@ impl Notifier {
                 }
             }
         };
-        // 5. An operator's silence that matches the alert now holds back every pair not
-        // already being delivered (docs/notifier.md, "Silences").
+        // The operators' silences (docs/notifier.md, "Silences"), read at most 5 s ago.
         let Ok(running) = self.silences.running(&self.ctx.shutdown).await else {
             return RecordEnd::Interrupted;
         };
-        let silence = silences::matching(&running, &alert, now_ns()).map(|s| s.silence_id);
+        let silence = silences::matching(&running, &alert, now).map(|s| s.silence_id);
         let shared = Arc::new(alert.clone());
         let mut tasks = JoinSet::new();
         for target in wanted {
