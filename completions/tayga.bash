@@ -52,6 +52,9 @@ _tayga() {
             tayga,serve)
                 cmd="tayga__subcmd__serve"
                 ;;
+            tayga,silences)
+                cmd="tayga__subcmd__silences"
+                ;;
             tayga,topics)
                 cmd="tayga__subcmd__topics"
                 ;;
@@ -148,6 +151,9 @@ _tayga() {
             tayga__subcmd__help,serve)
                 cmd="tayga__subcmd__help__subcmd__serve"
                 ;;
+            tayga__subcmd__help,silences)
+                cmd="tayga__subcmd__help__subcmd__silences"
+                ;;
             tayga__subcmd__help,topics)
                 cmd="tayga__subcmd__help__subcmd__topics"
                 ;;
@@ -175,6 +181,15 @@ _tayga() {
             tayga__subcmd__help__subcmd__scale,logminer)
                 cmd="tayga__subcmd__help__subcmd__scale__subcmd__logminer"
                 ;;
+            tayga__subcmd__help__subcmd__silences,add)
+                cmd="tayga__subcmd__help__subcmd__silences__subcmd__add"
+                ;;
+            tayga__subcmd__help__subcmd__silences,expire)
+                cmd="tayga__subcmd__help__subcmd__silences__subcmd__expire"
+                ;;
+            tayga__subcmd__help__subcmd__silences,list)
+                cmd="tayga__subcmd__help__subcmd__silences__subcmd__list"
+                ;;
             tayga__subcmd__help__subcmd__topics,create)
                 cmd="tayga__subcmd__help__subcmd__topics__subcmd__create"
                 ;;
@@ -192,6 +207,30 @@ _tayga() {
                 ;;
             tayga__subcmd__scale__subcmd__help,logminer)
                 cmd="tayga__subcmd__scale__subcmd__help__subcmd__logminer"
+                ;;
+            tayga__subcmd__silences,add)
+                cmd="tayga__subcmd__silences__subcmd__add"
+                ;;
+            tayga__subcmd__silences,expire)
+                cmd="tayga__subcmd__silences__subcmd__expire"
+                ;;
+            tayga__subcmd__silences,help)
+                cmd="tayga__subcmd__silences__subcmd__help"
+                ;;
+            tayga__subcmd__silences,list)
+                cmd="tayga__subcmd__silences__subcmd__list"
+                ;;
+            tayga__subcmd__silences__subcmd__help,add)
+                cmd="tayga__subcmd__silences__subcmd__help__subcmd__add"
+                ;;
+            tayga__subcmd__silences__subcmd__help,expire)
+                cmd="tayga__subcmd__silences__subcmd__help__subcmd__expire"
+                ;;
+            tayga__subcmd__silences__subcmd__help,help)
+                cmd="tayga__subcmd__silences__subcmd__help__subcmd__help"
+                ;;
+            tayga__subcmd__silences__subcmd__help,list)
+                cmd="tayga__subcmd__silences__subcmd__help__subcmd__list"
                 ;;
             tayga__subcmd__topics,create)
                 cmd="tayga__subcmd__topics__subcmd__create"
@@ -218,7 +257,7 @@ _tayga() {
 
     case "${cmd}" in
         tayga)
-            opts="-h -V --config --json --wide --timeout --help --version config migrate topics serve up deliveries remine alerts scale loadgen mine completions man help"
+            opts="-h -V --config --json --wide --timeout --help --version config migrate topics serve up deliveries silences remine alerts scale loadgen mine completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -675,7 +714,7 @@ _tayga() {
             return 0
             ;;
         tayga__subcmd__help)
-            opts="config migrate topics serve up deliveries remine alerts scale loadgen mine completions man help"
+            opts="config migrate topics serve up deliveries silences remine alerts scale loadgen mine completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -943,6 +982,62 @@ _tayga() {
         tayga__subcmd__help__subcmd__serve)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        tayga__subcmd__help__subcmd__silences)
+            opts="add list expire"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        tayga__subcmd__help__subcmd__silences__subcmd__add)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        tayga__subcmd__help__subcmd__silences__subcmd__expire)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        tayga__subcmd__help__subcmd__silences__subcmd__list)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -1265,6 +1360,193 @@ _tayga() {
         tayga__subcmd__serve)
             opts="-h --config --json --wide --timeout --help ingest writer assembler logminer notifier api all"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        tayga__subcmd__silences)
+            opts="-h --config --json --wide --timeout --help add list expire help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        tayga__subcmd__silences__subcmd__add)
+            opts="-h --service --kind --template --for --comment --config --json --wide --timeout --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --service)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
+                --kind)
+                    COMPREPLY=($(compgen -W "new_template spike silence" -- "${cur}"))
+                    return 0
+                    ;;
+                --template)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
+                --for)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --comment)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        tayga__subcmd__silences__subcmd__expire)
+            opts="-h --config --json --wide --timeout --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        tayga__subcmd__silences__subcmd__help)
+            opts="add list expire help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        tayga__subcmd__silences__subcmd__help__subcmd__add)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        tayga__subcmd__silences__subcmd__help__subcmd__expire)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        tayga__subcmd__silences__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        tayga__subcmd__silences__subcmd__help__subcmd__list)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        tayga__subcmd__silences__subcmd__list)
+            opts="-h --all --config --json --wide --timeout --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi

@@ -90,6 +90,13 @@ docs/demo.md says what the demo shows.")]
 tayga deliveries retry --alert-id 9f3c2a1b4d5e6f70 --dry-run"
     )]
     Deliveries(DeliveriesCommand),
+    /// Hold back the delivery of matching alerts for a while (silences), list them, expire them
+    #[command(
+        subcommand,
+        after_long_help = "Examples:\n  tayga silences add --service checkout --for 2h --comment \"deploy 4.2\"\n  \
+tayga silences list\n  tayga silences expire 9f3c2a1b4d5e6f70"
+    )]
+    Silences(SilencesCommand),
     /// Re-mine the stored logs with the current masking rules, rebuilding templates and hits
     #[command(
         long_about = "Re-mine the stored logs with the current masking rules, rebuilding templates and hits.\n\n\
@@ -259,6 +266,63 @@ pub struct DeliveriesRetryArgs {
     /// Check and print what would be retried; change nothing
     #[arg(long)]
     pub dry_run: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SilencesCommand {
+    /// Silence a service's alerts (optionally one kind, one template) from now for a duration
+    #[command(
+        long_about = "Silence a service's alerts from now for a duration.\n\nWhile the silence runs, the notifier \
+sends no matching alert to any target: each (alert, target) row reads `silenced` and names the silence. \
+The alerts are still stored and shown. A matching alert that is still active when the silence ends is \
+delivered with its next update; one that ended under the silence is never sent. Every notifier replica \
+honours a silence within 5 seconds of its start.",
+        after_long_help = "Examples:\n  tayga silences add --service checkout --for 2h --comment \"deploy 4.2\"\n  \
+tayga silences add --service web --kind spike --template fedcba9876543210 --for 30m --comment \"known batch job\""
+    )]
+    Add(SilencesAddArgs),
+    /// The running silences (with --all, every silence ever made), newest first
+    #[command(after_long_help = "Examples:\n  tayga silences list\n  tayga --json silences list --all")]
+    List {
+        /// Every silence, also those that ended or were expired
+        #[arg(long)]
+        all: bool,
+    },
+    /// End a silence now: matching alerts are delivered again from their next update
+    #[command(after_long_help = "Examples:\n  tayga silences expire 9f3c2a1b4d5e6f70")]
+    Expire {
+        /// The silence's id, as `tayga silences list` prints it
+        #[arg(value_name = "ID", value_parser = crate::wire::alert::parse_id, value_hint = ValueHint::Other)]
+        id: u64,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct SilencesAddArgs {
+    /// The service whose alerts are held back
+    #[arg(long, value_hint = ValueHint::Other)]
+    pub service: String,
+    /// Only alerts of this kind (default: every kind)
+    #[arg(long, value_name = "KIND", value_parser = alert_kind_parser())]
+    pub kind: Option<crate::wire::alert::AlertKind>,
+    /// Only alerts of this template, its id as `tayga alerts list` prints it (default: every template)
+    #[arg(long, value_name = "ID", value_parser = crate::wire::alert::parse_id, value_hint = ValueHint::Other)]
+    pub template: Option<u64>,
+    /// How long the silence runs from now, e.g. 30m, 2h, 7d
+    #[arg(long = "for", value_name = "DURATION", value_parser = parse_silence_duration)]
+    pub duration: Duration,
+    /// Why: shown with the silence and on every row it holds back
+    #[arg(long, value_hint = ValueHint::Other)]
+    pub comment: String,
+}
+
+/// `silences add --for`: a [`parse_window`] form above 0.
+pub fn parse_silence_duration(text: &str) -> Result<Duration, String> {
+    let d = parse_window(text)?;
+    if d.is_zero() {
+        return Err(format!("`{text}` is out of range: a silence runs for more than 0"));
+    }
+    Ok(d)
 }
 
 #[derive(Debug, Args)]

@@ -28,6 +28,19 @@ pub fn webhook_message_id(alert_id: u64, target: &str, state: &str) -> u64 {
     hash_fields(&[b"webhook", &alert_id.to_be_bytes(), target.as_bytes(), state.as_bytes()])
 }
 
+/// An operator's silence's id: a hash of what it matches, when it was made and by whom, so
+/// two silences made alike at the same nanosecond by the same operator are one.
+pub fn silence_id(service: &str, kind: &str, template_id: u64, created_ns: u64, created_by: &str) -> u64 {
+    hash_fields(&[
+        b"silence",
+        service.as_bytes(),
+        kind.as_bytes(),
+        &template_id.to_le_bytes(),
+        &created_ns.to_le_bytes(),
+        created_by.as_bytes(),
+    ])
+}
+
 /// An alert's id: a hash of its kind, its subject (the template) and its start
 /// (docs/design.md#identity), so the same alert gets the same id on any replica and after a re-read.
 /// A template is new only once, so a `new_template` alert's start is not part of it; a

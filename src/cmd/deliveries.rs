@@ -1,5 +1,6 @@
 //! `tayga deliveries show --alert-id ID`: the latest state of every (alert, target) pair of
-//! one alert in `notifier_deliveries`. An alert with no rows is not an error (it may not
+//! one alert in `notifier_deliveries` (a `silenced` row names the silence that held it
+//! back). An alert with no rows is not an error (it may not
 //! have been read yet, or was skipped as stale or by kind): it prints a sentence (or `[]`
 //! with `--json`) and exits 0. An id that is not 1–16 hex digits is a usage error (exit 2),
 //! refused by clap with `alert::parse_id`.
@@ -39,6 +40,8 @@ struct Shown<'a> {
     /// Empty when never retried.
     retried_at: String,
     retried_by: &'a str,
+    /// The silence that held a `silenced` pair back; empty otherwise.
+    silence_id: String,
 }
 
 impl<'a> Shown<'a> {
@@ -57,6 +60,7 @@ impl<'a> Shown<'a> {
             retried_ns: r.retried_ns,
             retried_at: if r.retried_ns == 0 { String::new() } else { format_time(r.retried_ns) },
             retried_by: &r.retried_by,
+            silence_id: if r.silence_id == 0 { String::new() } else { format_id(r.silence_id) },
         }
     }
 }
@@ -115,7 +119,7 @@ pub fn write_rows(id: u64, rows: &[DeliveryRow], json: bool, out: &mut dyn Write
 }
 
 /// The rows as a table, then who retried which (a line per retried row, `<target>: <verb>
-/// at <time> by <who>`). The `manual_retries` column appears only when a row was retried.
+/// at <time> by <who>`) and which silence holds which back (a line per silenced row). The `manual_retries` column appears only when a row was retried.
 fn write_table(rows: &[DeliveryRow], verb: &str, out: &mut dyn Write) -> anyhow::Result<()> {
     let retried = rows.iter().any(|r| r.manual_retries > 0);
     let mut header = vec!["target", "status", "attempts", "last_error", "created", "updated"];
@@ -144,11 +148,14 @@ fn write_table(rows: &[DeliveryRow], verb: &str, out: &mut dyn Write) -> anyhow:
     for s in rows.iter().filter(|r| r.manual_retries > 0).map(Shown::of) {
         writeln!(out, "{}: {verb} at {} by {}", s.target, s.retried_at, s.retried_by)?;
     }
+    for s in rows.iter().filter(|r| r.silence_id != 0).map(Shown::of) {
+        writeln!(out, "{}: held back by silence {} (tayga silences list --all)", s.target, s.silence_id)?;
+    }
     Ok(())
 }
 
 /// Who runs the command, as `retried_by` records it: `cli:<user>@<host>`.
-fn operator() -> String {
+pub(crate) fn operator() -> String {
     let user = ["USER", "LOGNAME"]
         .iter()
         .find_map(|v| std::env::var(v).ok().filter(|u| !u.trim().is_empty()))

@@ -14,6 +14,7 @@ pub mod reach;
 pub mod remine;
 pub mod scale;
 pub mod serve;
+pub mod silences;
 pub mod table;
 pub mod time;
 pub mod topics;
@@ -57,6 +58,7 @@ fn prose(cli: &Cli) -> bool {
             Command::Config(_)
             | Command::Topics(_)
             | Command::Deliveries(_)
+            | Command::Silences(_)
             | Command::Remine(_)
             | Command::Alerts(_)
             | Command::Scale(_)
@@ -90,6 +92,7 @@ pub async fn run(cli: Cli, out: &mut dyn Write, err: &mut dyn Write, terminals: 
         Command::Serve(args) => serve::run(load(file, err)?, args.service, err).await,
         Command::Up(args) => up::run(load(file, err)?, args, out, err).await,
         Command::Deliveries(sub) => deliveries::run(&load(file, err)?.config, sub, timeout, cli.json, out).await,
+        Command::Silences(sub) => silences::run(&load(file, err)?.config, sub, timeout, cli.json, out).await,
         Command::Remine(args) => {
             let config = load(file, err)?.config;
             reach::clickhouse(&config.clickhouse, timeout).await?;

@@ -21,7 +21,8 @@ pub const LATEST_BY_ALERT_SQL: &str = "SELECT alert_id, target,
     max(updated_ns),
     argMax(manual_retries, updated_ns),
     argMax(retried_ns, updated_ns),
-    argMax(retried_by, updated_ns)
+    argMax(retried_by, updated_ns),
+    argMax(silence_id, updated_ns)
 FROM notifier_deliveries
 WHERE alert_id = ?
 GROUP BY alert_id, target
@@ -75,6 +76,10 @@ pub enum Status {
     Pending,
     Delivered,
     Failed,
+    /// Held back by an operator's silence (`silence_id` names it); nothing was sent. Not
+    /// final: a copy of the alert read once no silence matches it is delivered
+    /// (docs/notifier.md, "Silences").
+    Silenced,
 }
 
 impl Status {
@@ -83,16 +88,17 @@ impl Status {
             Status::Pending => "pending",
             Status::Delivered => "delivered",
             Status::Failed => "failed",
+            Status::Silenced => "silenced",
         }
     }
 
     pub fn parse(s: &str) -> Option<Status> {
-        [Status::Pending, Status::Delivered, Status::Failed].into_iter().find(|st| st.as_str() == s)
+        [Status::Pending, Status::Delivered, Status::Failed, Status::Silenced].into_iter().find(|st| st.as_str() == s)
     }
 
     /// Delivered or failed: a re-read copy of the alert sends nothing to this target.
     pub fn is_final(self) -> bool {
-        !matches!(self, Status::Pending)
+        matches!(self, Status::Delivered | Status::Failed)
     }
 }
 

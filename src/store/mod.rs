@@ -22,6 +22,7 @@ pub mod remine;
 pub mod retention;
 pub mod rows;
 pub mod schema;
+pub mod silences;
 pub mod statements;
 pub mod stories;
 mod tls;

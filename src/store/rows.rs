@@ -185,8 +185,31 @@ pub struct DeliveryRow {
     pub retried_ns: u64,
     /// Who asked for it: `cli:<user>@<host>` or `api`.
     pub retried_by: String,
+    /// The silence that held a `silenced` pair back (0: none).
+    pub silence_id: u64,
 }
 table_row!(DeliveryRow, "notifier_deliveries", partitioned by created_ns);
+
+/// An operator's silence (`store::silences`): the alerts it matches and its time span.
+#[derive(Debug, Clone, PartialEq, Default, Row, Serialize, Deserialize)]
+pub struct SilenceRow {
+    pub silence_id: u64,
+    pub service: String,
+    /// Empty: every kind.
+    pub kind: String,
+    /// 0: every template.
+    pub template_id: u64,
+    pub starts_ns: u64,
+    pub ends_ns: u64,
+    pub comment: String,
+    /// `cli:<user>@<host>` or `api`.
+    pub created_by: String,
+    pub created_ns: u64,
+    /// Who expired it early; empty when it runs (or ran) its course.
+    pub expired_by: String,
+    pub updated_ns: u64,
+}
+table_row!(SilenceRow, "notifier_silences");
 
 #[derive(Debug, Clone, PartialEq, Default, Row, Serialize, Deserialize)]
 pub struct MetricSampleRow {
@@ -288,6 +311,7 @@ mod tests {
         agrees::<AlertPublicationRow>();
         agrees::<StateRow>();
         agrees::<DeliveryRow>();
+        agrees::<SilenceRow>();
         agrees::<MetricSampleRow>();
         agrees::<MigrationRow>();
         agrees::<BacklogRow>();

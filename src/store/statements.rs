@@ -11,9 +11,9 @@
 use serde::Serialize;
 
 use super::{
-    backlog, deliveries, insert, logminer, migrate, query, read, remine, retention, schema, stories,
-    AlertPublicationRow, AlertRow, BacklogRow, DeliveryRow, HitRow, LogRow, MetricSampleRow, MigrationRow, SpanRow,
-    StateRow, StoryRow, TableRow, TemplateMergeRow, TemplateRow, SERVER_VERSION_SQL,
+    backlog, deliveries, insert, logminer, migrate, query, read, remine, retention, schema, silences, stories,
+    AlertPublicationRow, AlertRow, BacklogRow, DeliveryRow, HitRow, LogRow, MetricSampleRow, MigrationRow, SilenceRow,
+    SpanRow, StateRow, StoryRow, TableRow, TemplateMergeRow, TemplateRow, SERVER_VERSION_SQL,
 };
 
 /// One statement as the client is given it: `?` for each bound value, `?fields` for the row
@@ -203,6 +203,7 @@ fn single_server(database: &str) -> Vec<Statement> {
     all.extend(logminer::statements());
     all.extend(remine::statements());
     all.extend(deliveries::statements());
+    all.extend(silences::statements());
     all.extend(stories::statements());
     all.extend(backlog::statements());
     all.extend(query::statements());
@@ -226,6 +227,7 @@ fn sample_inserts() -> Vec<Statement> {
         Statement::insert("insert.log_alert_publications", &[AlertPublicationRow::default()], None),
         Statement::insert("insert.logminer_state", &[StateRow::default()], None),
         Statement::insert("insert.notifier_deliveries", &[DeliveryRow::default()], None),
+        Statement::insert("insert.notifier_silences", &[SilenceRow::default()], None),
         Statement::insert("insert.pipeline_metrics", &[MetricSampleRow::default()], None),
         Statement::insert("insert.ingest_backlog", &[BacklogRow::default()], None),
         // Filled from `logs` by a materialized view; written directly only here.

@@ -518,6 +518,9 @@ fn sample_args(path: &[String], log: &Path) -> Vec<String> {
         "up" => &[],
         "deliveries show" => &["--alert-id", "ab"],
         "deliveries retry" => &["--alert-id", "ab", "--dry-run"],
+        "silences add" => &["--service", "web", "--for", "1h", "--comment", "a test"],
+        "silences list" => &[],
+        "silences expire" => &["5e"],
         "remine" => &["--dry-run"],
         "alerts republish" => &["--since", "1h"],
         "scale logminer" => &["1", "--dry-run"],
@@ -566,6 +569,19 @@ async fn every_data_command_prints_json() {
         ..Default::default()
     };
     store.insert(&[failed]).await.unwrap();
+    // A running silence 5e, so the sample expiry has one to end.
+    let now = tayga::store::now_ns();
+    let silence = tayga::store::SilenceRow {
+        silence_id: 0x5e,
+        service: "web".into(),
+        starts_ns: now,
+        ends_ns: now + HOUR,
+        comment: "a test".into(),
+        created_ns: now,
+        updated_ns: now,
+        ..Default::default()
+    };
+    store.insert(&[silence]).await.unwrap();
     let project = tempfile::tempdir().unwrap();
     let lines = project.path().join("app.log");
     std::fs::write(&lines, "user 1 logged in\nuser 2 logged in\n").unwrap();
@@ -1017,7 +1033,31 @@ async fn every_command_at_80_columns_and_to_a_pipe() {
                 "HTTP 503 Service Unavailable from https://hooks.example/<redacted> after 3 attempts",
             ),
             delivery("pager", "delivered", ""),
+            tayga::store::DeliveryRow {
+                alert_id: 0xa3,
+                status: "silenced".into(),
+                attempts: 0,
+                silence_id: 0x5e,
+                ..delivery("ops", "", "")
+            },
         ])
+        .await
+        .unwrap();
+    let silence = |id: u64, service: &str, kind: &str, ends_ns: u64, expired_by: &str| tayga::store::SilenceRow {
+        silence_id: id,
+        service: service.into(),
+        kind: kind.into(),
+        template_id: if kind.is_empty() { 0 } else { 0xfe },
+        starts_ns: T0 - HOUR,
+        ends_ns,
+        comment: "deploy 4.2".into(),
+        created_by: "cli:ops@box".into(),
+        created_ns: T0 - HOUR,
+        expired_by: expired_by.into(),
+        updated_ns: T0 - HOUR,
+    };
+    store
+        .insert(&[silence(0x5e, "web", "", T0 + HOUR, ""), silence(0x5f, "checkout", "spike", T0 - MIN, "cli:ops@box")])
         .await
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
@@ -1035,6 +1075,9 @@ async fn every_command_at_80_columns_and_to_a_pipe() {
         ("snap_alerts_list_none", &["alerts", "list", "--service", "nobody"]),
         ("snap_deliveries_show", &["deliveries", "show", "--alert-id", "a1"]),
         ("snap_deliveries_show_none", &["deliveries", "show", "--alert-id", "a2"]),
+        ("snap_deliveries_show_silenced", &["deliveries", "show", "--alert-id", "a3"]),
+        ("snap_silences_list", &["silences", "list"]),
+        ("snap_silences_list_all", &["silences", "list", "--all"]),
         ("snap_deliveries_retry_dry_run", &["deliveries", "retry", "--alert-id", "a1", "--dry-run"]),
         ("snap_remine_dry_run", &["remine", "--dry-run"]),
         ("snap_scale_dry_run", &["scale", "logminer", "2", "--dry-run"]),

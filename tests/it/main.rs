@@ -30,6 +30,7 @@ mod mine_props;
 mod notifier;
 mod notifier_formats;
 mod notifier_process;
+mod notifier_silences;
 mod packed;
 mod replicas;
 mod retry;

@@ -57,6 +57,11 @@ impl Running {
         self.metrics.result_count(target, result)
     }
 
+    /// Partitions of the alerts topic this replica holds now.
+    pub fn assigned(&self) -> i64 {
+        self.metrics.consumer.assigned_partitions.get()
+    }
+
     pub fn metrics_text(&self) -> String {
         let mut text = String::new();
         prometheus_client::encoding::text::encode(&mut text, &self.registry).unwrap();

@@ -157,6 +157,24 @@ async fn every_row_struct_round_trips_through_its_table() {
             manual_retries: 2,
             retried_ns: now + 1,
             retried_by: "cli:ops@host".into(),
+            silence_id: 12,
+        },
+    )
+    .await;
+    round_trip(
+        &store,
+        SilenceRow {
+            silence_id: 12,
+            service: "checkout".into(),
+            kind: "spike".into(),
+            template_id: 5,
+            starts_ns: now,
+            ends_ns: now + 2,
+            comment: "deploy".into(),
+            created_by: "api".into(),
+            created_ns: now,
+            expired_by: "cli:ops@host".into(),
+            updated_ns: now + 1,
         },
     )
     .await;
@@ -345,7 +363,7 @@ async fn the_deliveries_and_stories_reads_answer_alike_on_18_16_and_in_chdb() {
     items.push(statements::Statement::insert("s", &story_rows, None).bound().into());
     let latest = statements::Statement::new("l", deliveries::LATEST_BY_ALERT_SQL).binds(["11"]);
     items.push(
-        serde_json::json!({"sql": latest.bound(), "expect": "11,\"ops\",\"delivered\",2,\"try 2\",100,300,0,0,\"\""}),
+        serde_json::json!({"sql": latest.bound(), "expect": "11,\"ops\",\"delivered\",2,\"try 2\",100,300,0,0,\"\",0"}),
     );
     let counts = statements::Statement::new("c", stories::span_counts_sql(3)).binds(["'t1'", "'t2'", "'t3'"]);
     items.push(serde_json::json!({

@@ -17,10 +17,10 @@ use super::metrics::RequestMetrics;
 
 #[derive(OpenApi)]
 #[openapi(
-    info(title = "Tayga API", description = "Everything Tayga stores: services, traces, stories, logs, templates, alerts, deliveries and the pipeline's own metrics. Times are Unix nanoseconds; 64-bit ids are 16 hex digits."),
+    info(title = "Tayga API", description = "Everything Tayga stores: services, traces, stories, logs, templates, alerts, deliveries, silences and the pipeline's own metrics. Times are Unix nanoseconds; 64-bit ids are 16 hex digits."),
     tags(
         (name = "services"), (name = "traces"), (name = "stories"), (name = "logs"),
-        (name = "templates"), (name = "alerts"), (name = "deliveries"), (name = "pipeline"),
+        (name = "templates"), (name = "alerts"), (name = "deliveries"), (name = "silences"), (name = "pipeline"),
     )
 )]
 struct ApiDoc;
@@ -40,6 +40,8 @@ pub fn api_routes(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(handlers::alerts::by_id))
         .routes(routes!(handlers::deliveries::list))
         .routes(routes!(handlers::deliveries::retry))
+        .routes(routes!(handlers::silences::list, handlers::silences::add))
+        .routes(routes!(handlers::silences::expire))
         .routes(routes!(handlers::pipeline::series))
         .with_state(state)
         .split_for_parts();
@@ -93,7 +95,7 @@ mod tests {
     fn the_document_describes_every_route_with_its_parameters_and_errors() {
         let doc = serde_json::to_value(openapi()).unwrap();
         let paths = doc["paths"].as_object().unwrap();
-        assert_eq!(paths.len(), 13, "{:?}", paths.keys().collect::<Vec<_>>());
+        assert_eq!(paths.len(), 15, "{:?}", paths.keys().collect::<Vec<_>>());
         let logs = &doc["paths"]["/api/v1/logs"]["get"];
         let names: Vec<&str> =
             logs["parameters"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
@@ -107,6 +109,18 @@ mod tests {
         let retry = &doc["paths"]["/api/v1/deliveries/{alert_id}/retry"]["post"];
         for status in ["200", "404", "409"] {
             assert!(retry["responses"].get(status).is_some(), "the retry does not document {status}");
+        }
+        let add = &doc["paths"]["/api/v1/silences"]["post"];
+        let add_params: Vec<&str> =
+            add["parameters"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
+        assert_eq!(add_params, ["service", "kind", "template_id", "duration_secs", "comment"]);
+        let expire = &doc["paths"]["/api/v1/silences/{silence_id}/expire"]["post"];
+        for status in ["200", "400", "404", "409", "503"] {
+            assert!(
+                add["responses"].get(status).is_some() || matches!(status, "404" | "409"),
+                "the add does not document {status}"
+            );
+            assert!(expire["responses"].get(status).is_some(), "the expiry does not document {status}");
         }
         let trace = &doc["components"]["schemas"]["Trace"];
         assert!(trace["properties"]["spans"].is_object(), "{trace}");

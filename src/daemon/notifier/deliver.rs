@@ -291,8 +291,9 @@ pub async fn deliver(
             ctx.metrics.duplicate(&id, name, &row.status);
             return TargetEnd::Final;
         }
-        // Pending: carry on from its attempt count (a restart, or a rebalance).
-        Some(row) => row,
+        // Pending: carry on from its attempt count (a restart, or a rebalance). Silenced, and
+        // no silence holds it back any more: delivered now, from its first attempt.
+        Some(row) => DeliveryRow { silence_id: 0, ..row },
         None => DeliveryRow {
             alert_id,
             target: target.name.clone(),
@@ -365,6 +366,34 @@ pub async fn deliver(
             }
         }
     }
+}
+
+/// A pair an operator's silence holds back: nothing is sent, and the pair's row says
+/// `silenced` with the silence that matched. A pair already silenced by that silence is
+/// left as it is (a republished copy writes nothing).
+pub async fn hold_back(
+    ctx: Arc<Ctx>,
+    target: Arc<Target>,
+    alert_id: u64,
+    existing: Option<DeliveryRow>,
+    silence_id: u64,
+) -> TargetEnd {
+    let id = format_id(alert_id);
+    let mut row = match existing {
+        Some(row) if row.silence_id == silence_id => {
+            ctx.metrics.silenced(&id, &target.name, &format_id(silence_id));
+            return TargetEnd::Final;
+        }
+        Some(row) => row,
+        None => DeliveryRow { alert_id, target: target.name.clone(), created_ns: now_ns(), ..Default::default() },
+    };
+    row.status = Status::Silenced.as_str().into();
+    row.silence_id = silence_id;
+    if !persist(&ctx, &mut row).await {
+        return TargetEnd::Interrupted;
+    }
+    ctx.metrics.silenced(&id, &target.name, &format_id(silence_id));
+    TargetEnd::Final
 }
 
 /// A manual retry read when the later of the alert's `last_at` and the retry is older than

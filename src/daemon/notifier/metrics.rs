@@ -28,6 +28,8 @@ pub enum DeliveryResult {
     stale,
     /// The target's `kinds` do not include the alert's kind.
     skipped,
+    /// An operator's silence matched the alert: nothing was sent, the pair is `silenced`.
+    silenced,
 }
 
 /// The `outcome` label of `tayga_notifier_attempts_total`.
@@ -89,7 +91,7 @@ impl NotifierMetrics {
         let r = registry.sub_registry_with_prefix("tayga_notifier");
         r.register(
             "deliveries",
-            "How each record ended for each target: delivered, failed, duplicate, stale, skipped",
+            "How each record ended for each target: delivered, failed, duplicate, stale, skipped, silenced",
             m.deliveries.clone(),
         );
         r.register("attempts", "HTTP attempts by target and outcome", m.attempts.clone());
@@ -129,6 +131,12 @@ impl NotifierMetrics {
     pub fn duplicate(&self, alert_id: &str, target: &str, status: &str) {
         self.result(target, DeliveryResult::duplicate);
         tracing::debug!(alert_id, target, status, "already handled; nothing sent");
+    }
+
+    /// An operator's silence held the pair back: nothing is sent.
+    pub fn silenced(&self, alert_id: &str, target: &str, silence_id: &str) {
+        self.result(target, DeliveryResult::silenced);
+        tracing::info!(alert_id, target, silence_id, "silenced; nothing sent");
     }
 
     /// A pair an operator reset to pending is delivered once more (its outcome follows).

@@ -5,6 +5,7 @@
 //! - [`backoff`] and [`breaker`]: the seed's rules as pure functions, unit-tested.
 //! - [`deliver`]: one alert to one target: attempts, ladder, rows.
 //! - [`store`]: `notifier_deliveries` reads (argMax) and writes (timeouts, retries).
+//! - [`silences`]: the operators' running silences, read from the store and cached briefly.
 //! - [`metrics`]: what the notifier reports (each event logs and counts).
 //! - this file: the notifier as the consume loop drives it ([`crate::bus::consume::Handler`]):
 //!   the decision order (with a manual retry's, `crate::workflow::retry`) and the offset commits.
@@ -14,6 +15,7 @@ pub mod breaker;
 pub mod deliver;
 pub mod metrics;
 pub mod payload;
+pub mod silences;
 pub mod store;
 
 use std::ops::ControlFlow;
@@ -28,9 +30,11 @@ use tokio::task::JoinSet;
 
 use self::deliver::{Ctx, Settings, Target, TargetEnd};
 use self::metrics::{DeliveryResult, NotifierMetrics};
+use self::silences::Silences;
 use crate::bus::consume::{Group, Handler, Member};
 use crate::config::Config;
 use crate::daemon::{HealthFn, Shutdown, Spec};
+use crate::store::deliveries::Status;
 use crate::store::{now_ns, Store};
 use crate::wire::alert::{format_id, manual_retry_ns, Alert};
 
@@ -77,6 +81,7 @@ pub enum RecordEnd {
 pub struct Notifier {
     ctx: Arc<Ctx>,
     targets: Arc<Vec<Arc<Target>>>,
+    silences: Silences,
 }
 
 impl Notifier {
@@ -115,8 +120,9 @@ impl Notifier {
     ) -> anyhow::Result<Notifier> {
         let settings = Settings::from_config(&config.notifier);
         let http = Ctx::http_client(&settings).context("building the HTTP client")?;
+        let silences = Silences::new(store.clone());
         let ctx = Ctx { store, http, settings, metrics, shutdown };
-        Ok(Notifier { ctx: Arc::new(ctx), targets })
+        Ok(Notifier { ctx: Arc::new(ctx), targets, silences })
     }
 
     /// The decision order for one record (docs/design.md#notifier-decisions).
@@ -163,7 +169,9 @@ impl Notifier {
         if wanted.is_empty() {
             return RecordEnd::Done;
         }
-        // 4. Deliver to every remaining target, from each pair's recorded state.
+        // 4.–6. Every remaining target by its pair's recorded state: a final row is a
+        // duplicate (judged in `deliver`), a running silence holds back a pair not yet being
+        // delivered, and the rest are delivered.
         let mut existing = loop {
             match store::latest_by_target(&self.ctx.store, alert.alert_id).await {
                 Ok(rows) => break rows,
@@ -175,6 +183,11 @@ impl Notifier {
                 }
             }
         };
+        // The operators' silences (docs/notifier.md, "Silences"), read at most 5 s ago.
+        let Ok(running) = self.silences.running(&self.ctx.shutdown).await else {
+            return RecordEnd::Interrupted;
+        };
+        let silence = silences::matching(&running, &alert, now).map(|s| s.silence_id);
         let shared = Arc::new(alert.clone());
         let mut tasks = JoinSet::new();
         for target in wanted {
@@ -194,6 +207,11 @@ impl Notifier {
                     continue;
                 }
                 None => {}
+            }
+            let not_started = row.as_ref().is_none_or(|r| Status::parse(&r.status) == Some(Status::Silenced));
+            if let (Some(silence_id), true, None) = (silence, not_started, retried) {
+                tasks.spawn(deliver::hold_back(self.ctx.clone(), target, alert.alert_id, row, silence_id));
+                continue;
             }
             tasks.spawn(deliver::deliver(self.ctx.clone(), target, shared.clone(), row, read_at));
         }

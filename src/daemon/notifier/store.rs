@@ -1,11 +1,12 @@
-//! The notifier's use of `notifier_deliveries` (docs/design.md#notifier-states): the status values, and the time
-//! limits and retries around the reads and writes of `store::deliveries`.
+//! The notifier's use of `notifier_deliveries` (docs/design.md#notifier-states) and of
+//! `notifier_silences`: the time limits and retries around the reads and writes of
+//! `store::deliveries` and the read of `store::silences`.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::store::deliveries::latest_for_alert;
-use crate::store::{DeliveryRow, Store, StoreError};
+use crate::store::{DeliveryRow, SilenceRow, Store, StoreError};
 
 /// One write's own time limit, and how long a failed write is retried (docs/design.md#notifier-stop).
 pub const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -16,6 +17,12 @@ const WRITE_RETRY_PAUSE: Duration = Duration::from_millis(500);
 pub async fn latest_by_target(store: &Store, alert_id: u64) -> Result<BTreeMap<String, DeliveryRow>, CallError> {
     let rows = with_timeout("reading notifier_deliveries", latest_for_alert(store, alert_id)).await?;
     Ok(rows.into_iter().map(|r| (r.target.clone(), r)).collect())
+}
+
+/// The silences that end after `now_ns` (those not yet started are kept: the cache may be
+/// used past their start).
+pub async fn running_silences(store: &Store, now_ns: u64) -> Result<Vec<SilenceRow>, CallError> {
+    with_timeout("reading notifier_silences", crate::store::silences::list(store, now_ns)).await
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -32,7 +32,7 @@ pub fn deliveries_sql(q: &DeliverySearch) -> String {
     format!(
         "SELECT alert_id, target, argMax(status, updated_ns), argMax(attempts, updated_ns), argMax(last_error, updated_ns), \
          min(created_ns), max(updated_ns), argMax(manual_retries, updated_ns), argMax(retried_ns, updated_ns), \
-         argMax(retried_by, updated_ns) FROM notifier_deliveries WHERE {} \
+         argMax(retried_by, updated_ns), argMax(silence_id, updated_ns) FROM notifier_deliveries WHERE {} \
          GROUP BY alert_id, target{having} ORDER BY alert_id, target LIMIT ?",
         and_all(&conditions)
     )

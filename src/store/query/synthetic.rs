@@ -112,7 +112,7 @@ pub fn statements(s: &SyntheticData) -> Vec<(&'static str, String)> {
         (
             "notifier_deliveries",
             "INSERT INTO notifier_deliveries SELECT alert_id, arrayJoin(['ops', 'pager']), 'delivered', toUInt32(1), '', \
-             updated_ns, updated_ns + 1, toUInt32(0), toUInt64(0), '' FROM log_alerts"
+             updated_ns, updated_ns + 1, toUInt32(0), toUInt64(0), '', toUInt64(0) FROM log_alerts"
                 .to_string(),
         ),
         (

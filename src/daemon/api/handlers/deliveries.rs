@@ -21,7 +21,7 @@ use crate::workflow::retry::{self, RetryError, RetryRequest};
 pub struct Delivery {
     pub alert_id: String,
     pub target: String,
-    /// `pending`, `delivered` or `failed`.
+    /// `pending`, `delivered`, `failed` or `silenced` (held back by an operator's silence).
     pub status: String,
     pub attempts: u32,
     pub last_error: String,
@@ -33,6 +33,8 @@ pub struct Delivery {
     pub retried_ns: u64,
     /// Who asked: `cli:<user>@<host>` or `api`; empty when never.
     pub retried_by: String,
+    /// The silence that held a `silenced` pair back (16 hex digits); empty otherwise.
+    pub silence_id: String,
 }
 
 impl Delivery {
@@ -48,6 +50,7 @@ impl Delivery {
             manual_retries: r.manual_retries,
             retried_ns: r.retried_ns,
             retried_by: r.retried_by,
+            silence_id: if r.silence_id == 0 { String::new() } else { format_id(r.silence_id) },
         }
     }
 }
@@ -58,7 +61,7 @@ impl Delivery {
 pub struct DeliveriesParams {
     pub alert_id: Option<String>,
     pub target: Option<String>,
-    /// `pending`, `delivered` or `failed` (the latest state).
+    /// `pending`, `delivered`, `failed` or `silenced` (the latest state).
     pub status: Option<String>,
     /// Window on the pair's creation, Unix ns (default: the 7 days before `to`; at most 31 days).
     pub from: Option<u64>,
@@ -82,7 +85,7 @@ pub async fn list(
     let status = match params::text("status", p.status)? {
         Some(s) => match Status::parse(&s) {
             Some(st) => Some(st.as_str().to_string()),
-            None => return Err(ApiError::bad("status", "must be one of pending, delivered, failed")),
+            None => return Err(ApiError::bad("status", "must be one of pending, delivered, failed, silenced")),
         },
         None => None,
     };

@@ -7,6 +7,7 @@ pub mod deliveries;
 pub mod logs;
 pub mod pipeline;
 pub mod services;
+pub mod silences;
 pub mod stories;
 pub mod templates;
 pub mod traces;
@@ -19,7 +20,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::error::ApiError;
-use crate::store::{LogRow, Store, StoreError};
+use crate::store::{LogRow, Store};
 use crate::wire::alert::format_id;
 
 /// What every handler reads from.
@@ -38,7 +39,10 @@ pub struct AppState {
 
 impl AppState {
     /// Runs one store call within the query bound.
-    pub async fn run<T>(&self, call: impl Future<Output = Result<T, StoreError>>) -> Result<T, ApiError> {
+    pub async fn run<T, E>(&self, call: impl Future<Output = Result<T, E>>) -> Result<T, ApiError>
+    where
+        ApiError: From<E>,
+    {
         match tokio::time::timeout(self.query_timeout, call).await {
             Ok(result) => result.map_err(ApiError::from),
             Err(_) => Err(ApiError::Unavailable(format!(

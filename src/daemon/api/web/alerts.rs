@@ -10,8 +10,10 @@ use serde::Deserialize;
 use super::charts::{self, Rule, Series, Size, TimeChart};
 use super::format::{self, HOUR_NS, MINUTE_NS};
 use super::layout::{chip, log_table, respond, shell, status_chip, template_text, time, Nav, PageResult};
+use super::silences::silence_form;
 use super::{given, query};
 use crate::daemon::api::handlers::alerts::{self, Alert, AlertState, AlertsParams};
+use crate::daemon::api::handlers::deliveries::Delivery;
 use crate::daemon::api::handlers::templates::minute_series;
 use crate::daemon::api::handlers::AppState;
 use crate::daemon::api::params::{self, Query, Window};
@@ -111,6 +113,11 @@ fn alert_table(items: &[Alert], empty: &str) -> Markup {
     }
 }
 
+/// The silences that hold any of an alert's deliveries back, each once.
+fn silenced_by(deliveries: &[Delivery]) -> std::collections::BTreeSet<&str> {
+    deliveries.iter().filter(|d| !d.silence_id.is_empty()).map(|d| d.silence_id.as_str()).collect()
+}
+
 pub async fn detail(State(state): State<AppState>, Path(alert_id): Path<String>) -> PageResult {
     let d = alerts::by_id(State(state.clone()), Path(alert_id)).await?.0;
     let a = &d.alert;
@@ -162,7 +169,12 @@ pub async fn detail(State(state): State<AppState>, Path(alert_id): Path<String>)
                         }
                     }
                 }
+                @for id in silenced_by(&d.deliveries) {
+                    p.silenced { "Held back by silence " a href={ "/silences#silence-" (id) } { code { (id) } } ": not delivered while it runs." }
+                }
             }
+            h3 { "Silence this alert's kind on this template" }
+            (silence_form(&a.service, Some(&a.kind), &a.template_id))
         }
         section {
             h2 { "Lines per minute" }

@@ -1,5 +1,6 @@
 //! `/deliveries`: the latest state of every `(alert, target)` pair of the last 7 days
-//! (docs/design.md#notifier-states: status, attempts, last error, times, manual retries), filtered by alert, target
+//! (docs/design.md#notifier-states: status, attempts, last error, times, manual retries, the
+//! silence that held a silenced pair back), filtered by alert, target
 //! or status, and a health panel per target: its recent success rate and its breaker as last
 //! observed. A failed row has a retry button: a plain form posting to
 //! `/deliveries/{alert_id}/retry`, which calls the API's retry handler (the function `tayga
@@ -16,8 +17,7 @@ use serde::Deserialize;
 
 use super::format::{self, MINUTE_NS};
 use super::layout::{chip, respond, shell, status_chip, template_text, time, Nav, PageResult};
-use super::{given, query};
-use crate::daemon::api::error::ApiError;
+use super::{given, query, refuse_cross_site};
 use crate::daemon::api::handlers::alerts::{self, Alert, AlertsParams};
 use crate::daemon::api::handlers::deliveries::{self, DeliveriesParams, Delivery, RetryParams};
 use crate::daemon::api::handlers::pipeline::{self, PipelineParams};
@@ -41,6 +41,8 @@ pub struct Health {
     pub delivered: usize,
     pub failed: usize,
     pub pending: usize,
+    /// Held back by an operator's silence: neither a success nor a failure of the target.
+    pub silenced: usize,
 }
 
 impl Health {
@@ -58,6 +60,7 @@ fn health(rows: &[Delivery]) -> BTreeMap<&str, Health> {
         match d.status.as_str() {
             "delivered" => h.delivered += 1,
             "failed" => h.failed += 1,
+            "silenced" => h.silenced += 1,
             _ => h.pending += 1,
         }
     }
@@ -147,7 +150,10 @@ pub async fn page(State(state): State<AppState>, uri: Uri) -> PageResult {
                         div.tile.target data-target=(name) {
                             span.label { (name) }
                             span.value { @match h.success_rate() { Some(r) => { (format::percent(r)) } None => { "–" } } }
-                            span.sub { (h.delivered) " delivered · " (h.failed) " failed · " (h.pending) " pending" }
+                            span.sub {
+                                (h.delivered) " delivered · " (h.failed) " failed · " (h.pending) " pending"
+                                @if h.silenced > 0 { " · " (h.silenced) " silenced" }
+                            }
                             span.sub {
                                 "breaker "
                                 @match breaker.get(*name) {
@@ -169,7 +175,7 @@ pub async fn page(State(state): State<AppState>, uri: Uri) -> PageResult {
                 label { "status "
                     select name="status" {
                         option value="" { "any" }
-                        @for s in ["pending", "delivered", "failed"] {
+                        @for s in ["pending", "delivered", "failed", "silenced"] {
                             option value=(s) selected[status.as_deref() == Some(s)] { (s) }
                         }
                     }
@@ -195,7 +201,12 @@ pub async fn page(State(state): State<AppState>, uri: Uri) -> PageResult {
                                 td.nowrap { (d.target) }
                                 td { (status_chip(&d.status)) }
                                 td.num { (d.attempts) }
-                                td.error-text { (d.last_error) }
+                                td.error-text {
+                                    (d.last_error)
+                                    @if !d.silence_id.is_empty() {
+                                        span.sub { "held back by silence " a href={ "/silences#silence-" (d.silence_id) } { code { (d.silence_id) } } }
+                                    }
+                                }
                                 td.nowrap { (time(d.created_ns)) }
                                 td.nowrap { (time(d.updated_ns)) }
                                 td.retries {
@@ -234,9 +245,7 @@ pub async fn retry(
     headers: HeaderMap,
     Form(form): Form<RetryForm>,
 ) -> PageResult {
-    if headers.get("sec-fetch-site").is_some_and(|v| v.as_bytes() == b"cross-site") {
-        return Err(ApiError::bad("target", "a retry must be asked from this app's own page").into());
-    }
+    refuse_cross_site(&headers, "target", "a retry")?;
     let target = form.target;
     let done = deliveries::retry(
         State(state),
@@ -265,14 +274,22 @@ mod tests {
             manual_retries: 0,
             retried_ns: 0,
             retried_by: String::new(),
+            silence_id: String::new(),
         }
     }
 
     #[test]
     fn the_success_rate_counts_finished_deliveries_only() {
-        let rows = [d("a", "delivered"), d("a", "failed"), d("a", "delivered"), d("a", "pending"), d("b", "pending")];
+        let rows = [
+            d("a", "delivered"),
+            d("a", "failed"),
+            d("a", "delivered"),
+            d("a", "pending"),
+            d("a", "silenced"),
+            d("b", "pending"),
+        ];
         let h = health(&rows);
-        assert_eq!(h["a"], Health { delivered: 2, failed: 1, pending: 1 });
+        assert_eq!(h["a"], Health { delivered: 2, failed: 1, pending: 1, silenced: 1 });
         assert_eq!(h["a"].success_rate(), Some(2.0 / 3.0));
         assert_eq!(h["b"].success_rate(), None);
     }

@@ -23,15 +23,17 @@ pub enum Nav {
     Stories,
     Pipeline,
     Deliveries,
+    Silences,
 }
 
-const SECTIONS: [(Nav, &str, &str); 6] = [
+const SECTIONS: [(Nav, &str, &str); 7] = [
     (Nav::Overview, "/", "Overview"),
     (Nav::Alerts, "/alerts", "Alerts"),
     (Nav::Templates, "/templates", "Templates"),
     (Nav::Stories, "/stories", "Stories"),
     (Nav::Pipeline, "/pipeline", "Pipeline"),
     (Nav::Deliveries, "/deliveries", "Deliveries"),
+    (Nav::Silences, "/silences", "Silences"),
 ];
 
 /// A whole page. `refresh`: seconds between live refreshes (the script's; none without it).

@@ -6,7 +6,7 @@
 //!
 //! `layout.rs` is the shell and the shared pieces, `format.rs` and `charts.rs` are pure, and
 //! each area has its file: `overview`, `alerts`, `templates`, `stories` (shapes, a shape's
-//! traces, a trace), `pipeline`, `deliveries`; `login` signs a browser in when the API has a token.
+//! traces, a trace), `pipeline`, `deliveries`, `silences`; `login` signs a browser in when the API has a token.
 
 pub mod charts;
 pub mod format;
@@ -17,6 +17,7 @@ mod deliveries;
 pub mod login;
 mod overview;
 mod pipeline;
+mod silences;
 mod stories;
 mod templates;
 
@@ -44,6 +45,8 @@ pub fn routes(state: AppState) -> Router {
         .route("/pipeline", get(pipeline::page))
         .route("/deliveries", get(deliveries::page))
         .route("/deliveries/{alert_id}/retry", post(deliveries::retry))
+        .route("/silences", get(silences::page).post(silences::add))
+        .route("/silences/{silence_id}/expire", post(silences::expire))
         .route("/assets/style.css", get(|| async { asset("text/css; charset=utf-8", layout::STYLE) }))
         .route("/assets/app.js", get(|| async { asset("text/javascript; charset=utf-8", layout::SCRIPT) }))
         .with_state(state)
@@ -67,6 +70,16 @@ pub async fn not_found(uri: Uri) -> Response {
 /// A page's query string read into `T` (unknown names refused, the faulty one named).
 fn query<T: DeserializeOwned>(uri: &Uri) -> Result<T, PageError> {
     Ok(super::params::parse_query(uri.query().unwrap_or(""))?)
+}
+
+/// A write asked from another site's page (the browser says so in `Sec-Fetch-Site`) is
+/// refused, so a link elsewhere cannot make an operator's browser act. `param` is the form
+/// field the refusal names, `what` what was asked.
+fn refuse_cross_site(headers: &axum::http::HeaderMap, param: &str, what: &str) -> Result<(), PageError> {
+    if headers.get("sec-fetch-site").is_some_and(|v| v.as_bytes() == b"cross-site") {
+        return Err(ApiError::bad(param, format!("{what} must be asked from this app's own page")).into());
+    }
+    Ok(())
 }
 
 /// A form field: an empty value (an unselected filter) is no value.

@@ -13,6 +13,7 @@ use serde::Deserialize;
 use super::charts::{self, Series, Size, TimeChart};
 use super::format::{self, Window, HOUR_NS};
 use super::layout::{log_table, respond, shell, template_text, time, window_picker, Nav, PageError, PageResult};
+use super::silences::silence_form;
 use super::{given, query};
 use crate::daemon::api::error::ApiError;
 use crate::daemon::api::handlers::alerts::{self, AlertsParams};
@@ -208,6 +209,10 @@ pub async fn detail(
             dt { "first seen" } dd { (time(t.first_seen_ns)) }
             dt { "last seen" } dd { (time(t.last_seen_ns)) }
             dt { "masking" } dd { (t.masking_version) }
+        }
+        details.silence {
+            summary { "Silence this template's alerts" }
+            (silence_form(&service, None, &t.template_id))
         }
         section {
             h2 { "Lines per minute" }
