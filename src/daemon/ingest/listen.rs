@@ -14,6 +14,10 @@
 //!   bytes it has delivered so far, growing as it is read. A request past either bound is
 //!   refused at once (503 / `RESOURCE_EXHAUSTED` with a retry delay, naming the bound and
 //!   how full it was). What a request held is released when it is answered, on every path.
+//!
+//! With `ingest.tls_cert_file` set, both listeners speak TLS only (`daemon::tls`): the
+//! handshake must finish within the header timeout, and the HTTP version is the one the
+//! handshake chose (ALPN: `h2` or HTTP/1.1) rather than told from the first bytes.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,6 +31,7 @@ use tokio::net::TcpListener;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError};
 
 use crate::config::IngestConfig;
+use crate::daemon::tls::{negotiated_h2, Tls};
 use crate::daemon::Shutdown;
 
 /// Memory is counted in KiB, so a semaphore's permits hold any byte budget.
@@ -189,11 +194,13 @@ async fn detect_version(stream: &tokio::net::TcpStream, timeout: Duration) -> Op
 /// Serves `app` on `listener` until `shutdown`, within the connection bound and the header
 /// timeout; then lets the connections in flight finish (within `stop_bound`). HTTP/1.1
 /// (keep-alive and pipelining included) is what OTLP/HTTP clients speak; HTTP/2 over
-/// cleartext is served to a client that starts with its preface (prior knowledge).
+/// cleartext is served to a client that starts with its preface (prior knowledge); over
+/// `tls`, the version the handshake chose.
 pub async fn serve_http(
     listener: TcpListener,
     app: Router,
     config: &IngestConfig,
+    tls: Option<Arc<Tls>>,
     shutdown: Shutdown,
     stop_bound: Duration,
 ) -> anyhow::Result<()> {
@@ -229,8 +236,19 @@ pub async fn serve_http(
         };
         let _ = stream.set_nodelay(true);
         let service = TowerToHyperService::new(app.clone());
-        let (http1, h2, watcher) = (http1.clone(), h2.clone(), graceful.watcher());
+        let (http1, h2, watcher, tls) = (http1.clone(), h2.clone(), graceful.watcher(), tls.clone());
         tokio::spawn(async move {
+            if let Some(tls) = tls {
+                if let Some(stream) = tls.accept(stream, header_timeout).await {
+                    if negotiated_h2(&stream) {
+                        let _ = watcher.watch(h2.serve_connection(TokioIo::new(stream), service)).await;
+                    } else {
+                        let _ = watcher.watch(http1.serve_connection(TokioIo::new(stream), service)).await;
+                    }
+                }
+                drop(permit);
+                return;
+            }
             match detect_version(&stream, header_timeout).await {
                 Some(Version::Http1) => {
                     let _ = watcher.watch(http1.serve_connection(TokioIo::new(stream), service)).await;
@@ -265,6 +283,94 @@ pub fn bounded_incoming(
         });
         Some((accepted, (listener, permits)))
     })
+}
+
+/// The gRPC listener's connections over TLS: each holds a permit of the connection bound
+/// from its accept, and is handed to the server once its handshake finished (within
+/// `handshake_limit`). Handshakes run apart from the accepting, so a slow client delays
+/// no other.
+pub fn tls_incoming(
+    listener: TcpListener,
+    max_connections: u64,
+    tls: Arc<Tls>,
+    handshake_limit: Duration,
+) -> impl futures_util::Stream<Item = std::io::Result<TlsBoundedStream>> + Send + 'static {
+    let (ready, handshaken) = tokio::sync::mpsc::channel::<TlsBoundedStream>(64);
+    let accepted = bounded_incoming(listener, max_connections);
+    tokio::spawn(async move {
+        use futures_util::StreamExt as _;
+        tokio::pin!(accepted);
+        loop {
+            let stream = tokio::select! {
+                next = accepted.next() => match next {
+                    Some(Ok(stream)) => stream,
+                    Some(Err(e)) => {
+                        tracing::warn!(error = %e, "accepting an OTLP/gRPC connection failed");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                    None => return,
+                },
+                // The server stopped taking connections.
+                _ = ready.closed() => return,
+            };
+            let (tls, ready) = (tls.clone(), ready.clone());
+            tokio::spawn(async move {
+                if let Some(stream) = tls.accept(stream, handshake_limit).await {
+                    let _ = ready.send(TlsBoundedStream(stream)).await;
+                }
+            });
+        }
+    });
+    futures_util::stream::unfold(handshaken, |mut handshaken| async move {
+        let stream = handshaken.recv().await?;
+        Some((Ok(stream), handshaken))
+    })
+}
+
+/// A gRPC connection over TLS, holding its place in the bound.
+pub struct TlsBoundedStream(tokio_rustls::server::TlsStream<BoundedStream>);
+
+impl tokio::io::AsyncRead for TlsBoundedStream {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.0).poll_read(cx, buf)
+    }
+}
+
+impl tokio::io::AsyncWrite for TlsBoundedStream {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.0).poll_write(cx, buf)
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.0).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.0).poll_shutdown(cx)
+    }
+}
+
+impl tonic::transport::server::Connected for TlsBoundedStream {
+    type ConnectInfo = <BoundedStream as tonic::transport::server::Connected>::ConnectInfo;
+
+    fn connect_info(&self) -> Self::ConnectInfo {
+        self.0.get_ref().0.connect_info()
+    }
 }
 
 /// A connection that frees its place in the bound when dropped.
