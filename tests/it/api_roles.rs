@@ -18,7 +18,9 @@ use tayga::store::{now_ns, DeliveryRow, Store};
 use tayga::wire::alert::{format_id, AlertKind};
 use tayga::workflow::retry::AlertsTopic;
 
-use crate::common::TestEnv;
+use fantoccini::Locator;
+
+use crate::common::{Browser, TestEnv};
 use crate::notifier_support::{alert, row};
 
 const VIEWER: &str = "viewer-2c41";
@@ -73,12 +75,10 @@ fn csrf_of(page: &str) -> String {
     rest[..rest.find('"').unwrap()].to_string()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn viewers_read_operators_act_and_browser_writes_need_the_sessions_csrf_token() {
-    let env = TestEnv::new("api_roles");
-    let shutdown = Shutdown::new();
-    let store = prepare(&env.config, &shutdown).await.expect("topics and schema");
-    let alert = alert("api_roles", 1, AlertKind::NewTemplate);
+/// A test's store with one alert whose deliveries to `ops`, `pager` and `mail` failed.
+async fn seeded(env: &TestEnv, shutdown: &Shutdown) -> (Store, tayga::wire::alert::Alert) {
+    let store = prepare(&env.config, shutdown).await.expect("topics and schema");
+    let alert = alert(&env.name, 1, AlertKind::NewTemplate);
     store.insert(&[alert.to_row(alert.last_at, alert.last_at)]).await.unwrap();
     let pair = |target: &str| DeliveryRow {
         alert_id: alert.alert_id,
@@ -91,6 +91,14 @@ async fn viewers_read_operators_act_and_browser_writes_need_the_sessions_csrf_to
         ..Default::default()
     };
     store.insert(&[pair("ops"), pair("pager"), pair("mail")]).await.unwrap();
+    (store, alert)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn viewers_read_operators_act_and_browser_writes_need_the_sessions_csrf_token() {
+    let env = TestEnv::new("api_roles");
+    let shutdown = Shutdown::new();
+    let (store, alert) = seeded(&env, &shutdown).await;
     let (base, api) = start(&env, store.clone()).await;
     let id = format_id(alert.alert_id);
     let http = reqwest::Client::builder()
@@ -183,4 +191,76 @@ async fn viewers_read_operators_act_and_browser_writes_need_the_sessions_csrf_to
     assert!(after.headers()["location"].to_str().unwrap().starts_with("/login"));
     api.trigger();
     shutdown.trigger();
+}
+
+/// In Chromium: the sign-in page and the app work under the Content-Security-Policy (no
+/// violation logged), a viewer sees its role and a disabled retry, an operator the retry
+/// form, and signing out ends the session. First, a page that breaks the policy (an inline
+/// script and style) shows that a violation is logged, so the clean pages are clean.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_app_works_in_a_browser_under_the_content_security_policy() {
+    let env = TestEnv::new("api_roles_csp");
+    let shutdown = Shutdown::new();
+    let (store, alert) = seeded(&env, &shutdown).await;
+    let (base, api) = start(&env, store).await;
+    let id = format_id(alert.alert_id);
+    let inline = axum::Router::new()
+        .route(
+            "/",
+            axum::routing::get(|| async {
+                axum::response::Html(
+                    "<!DOCTYPE html><html><body><p style=\"color: red\">inline</p>\
+                     <script>document.title = 'ran';</script></body></html>",
+                )
+            }),
+        )
+        .layer(axum::middleware::from_fn(tayga::daemon::api::access::security_headers));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let forbidden = format!("http://{}/", listener.local_addr().unwrap());
+    let stopped = shutdown.triggered();
+    tokio::spawn(async move { axum::serve(listener, inline).with_graceful_shutdown(stopped).await.unwrap() });
+
+    let browser = Browser::start().await;
+    let checks = std::panic::AssertUnwindSafe(async {
+        browser.open(&forbidden).await;
+        let log = browser.log().await;
+        let refused = |what: &str| log.iter().any(|e| e["message"].as_str().unwrap_or_default().contains(what));
+        assert!(refused("Content Security Policy") && refused("script-src"), "the inline script is reported: {log:#?}");
+        assert_ne!(browser.client.title().await.unwrap(), "ran", "the inline script did not run");
+
+        sign_in_as(&browser, &base, VIEWER).await;
+        let text = browser.open(&format!("{base}/deliveries?alert_id={id}")).await;
+        assert_eq!(browser.text("header .role").await, "viewer", "{text}");
+        assert_eq!(browser.count("form.retry").await, 0, "a viewer gets no retry form");
+        assert_eq!(browser.count("button.retry[disabled]").await, 3, "each failed row's retry is disabled");
+        browser.assert_clean("the deliveries page, as a viewer").await;
+        browser.click_through("form.signout button").await;
+        assert!(browser.client.current_url().await.unwrap().path().starts_with("/login"));
+
+        sign_in_as(&browser, &base, OPERATOR).await;
+        browser.open(&format!("{base}/deliveries?alert_id={id}")).await;
+        assert_eq!(browser.text("header .role").await, "operator");
+        assert_eq!(browser.count("form.retry input[name='csrf']").await, 3);
+        browser.click_through("tr.delivery[data-target='mail'] form.retry button").await;
+        let notice = browser.text("#retried").await;
+        assert!(notice.contains("mail"), "{notice}");
+        browser.assert_clean("the retry's answer, as an operator").await;
+    });
+    let outcome = futures_util::FutureExt::catch_unwind(checks).await;
+    browser.close().await;
+    api.trigger();
+    shutdown.trigger();
+    if let Err(panic) = outcome {
+        std::panic::resume_unwind(panic);
+    }
+}
+
+/// Types `token` into the sign-in page and submits it; the sign-in page logs nothing.
+async fn sign_in_as(browser: &Browser, base: &str, token: &str) {
+    browser.open(&format!("{base}/login?next=%2F")).await;
+    browser.assert_clean("the sign-in page").await;
+    let field = browser.client.find(Locator::Css("input[name='token']")).await.unwrap();
+    field.send_keys(token).await.unwrap();
+    browser.click_through("section.login button").await;
+    assert_eq!(browser.client.current_url().await.unwrap().path(), "/", "signed in as {token}");
 }
