@@ -262,3 +262,50 @@ async fn the_api_serves_https_with_secure_sessions_and_a_renewed_certificate() {
     assert_ne!(der_of(&cert), before);
     wait_served(&format!("{base}/login"), &ca.ca_file(), &cert).await;
 }
+
+/// compose.hardened.yaml: ingest and the API get TLS from the mounted folder and their
+/// tokens from secret files (never in the environment), each named secret is declared,
+/// and the health checks speak TLS.
+#[test]
+fn the_hardened_compose_file_gives_ingest_and_the_api_tls_and_tokens_from_secret_files() {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/compose.hardened.yaml")).unwrap();
+    let doc: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+    let base = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/compose.yaml")).unwrap();
+    let base: serde_yaml::Value = serde_yaml::from_str(&base).unwrap();
+    let declared = doc["secrets"].as_mapping().unwrap();
+    for (service, keys) in [
+        ("ingest", &["TAYGA_INGEST_AUTH_TOKENS_FILE", "TAYGA_INGEST_TLS_CERT_FILE", "TAYGA_INGEST_TLS_KEY_FILE"][..]),
+        (
+            "api",
+            &[
+                "TAYGA_API_OPERATOR_TOKENS_FILE",
+                "TAYGA_API_VIEWER_TOKENS_FILE",
+                "TAYGA_API_TLS_CERT_FILE",
+                "TAYGA_API_TLS_KEY_FILE",
+            ][..],
+        ),
+    ] {
+        let s = &doc["services"][service];
+        let env = s["environment"].as_mapping().unwrap();
+        for key in keys {
+            let value = env.get(*key).and_then(|v| v.as_str()).unwrap_or_else(|| panic!("{service}: no {key}"));
+            let from_mount = value.starts_with("/etc/tayga/tls/") || value.starts_with("/run/secrets/");
+            assert!(from_mount, "{service}: {key} = {value}");
+            if let Some(secret) = value.strip_prefix("/run/secrets/") {
+                assert!(declared.contains_key(secret), "{service}: the secret {secret} is not declared");
+                let listed = s["secrets"].as_sequence().unwrap();
+                assert!(listed.iter().any(|v| v.as_str() == Some(secret)), "{service} does not mount {secret}");
+            }
+        }
+        for (key, _) in env {
+            let key = key.as_str().unwrap();
+            assert!(key.ends_with("_FILE"), "{service}: {key} puts a value in the environment");
+        }
+        let listed = s["secrets"].as_sequence().unwrap();
+        assert!(listed.iter().any(|v| v.as_str() == Some("clickhouse_password")), "{service} keeps its password");
+        assert_eq!(s["volumes"][0].as_str(), Some("./secrets/tls:/etc/tayga/tls:ro"), "{service}");
+        assert!(format!("{:?}", s["healthcheck"]["test"]).contains("https://127.0.0.1:"), "{service}");
+    }
+    let api_ports = base["services"]["api"]["ports"].as_sequence().unwrap();
+    assert!(api_ports.iter().all(|p| p.as_str().unwrap().starts_with("127.0.0.1:")), "the API on loopback only");
+}
