@@ -1,7 +1,7 @@
 //! TLS on the servers Tayga listens with: the OTLP receivers (the stock Python SDK over
 //! HTTPS and gRPC with a CA file, gRPC's UNAUTHENTICATED without a token) and the API
 //! (`tayga serve api` as a process, its session cookie `Secure`), each serving a renewed
-//! certificate once its files change, without a restart. Certificates are made here with
+//! certificate once its files change, or (the API) on SIGHUP, without a restart. Certificates are made here with
 //! Debian's `openssl`.
 
 use std::path::{Path, PathBuf};
@@ -97,9 +97,25 @@ impl TestCa {
             &fresh,
         ]);
         // The key first, then the certificate: a reload between the two sees a pair that
-        // does not match, which is refused and tried again at the next change.
-        std::fs::copy(self.dir.path().join(&new_key), key).unwrap();
-        std::fs::copy(self.dir.path().join(&fresh), cert).unwrap();
+        // does not match, which is refused and tried again at the next change. Each file
+        // padded to one size (PEM allows text around its blocks), so a renewal can be made
+        // that only SIGHUP reveals (`renew_unseen`).
+        for (from, to, size) in [(new_key, key, 1024), (fresh, cert, 2048)] {
+            let mut pem = std::fs::read(self.dir.path().join(from)).unwrap();
+            assert!(pem.len() <= size);
+            pem.resize(size, b'\n');
+            std::fs::write(to, pem).unwrap();
+        }
+    }
+
+    /// A renewal the file watch cannot see: new files of the same sizes, their
+    /// modification times set back to the old ones.
+    pub fn renew_unseen(&self, cert: &Path, key: &Path) {
+        let times: Vec<_> = [cert, key].iter().map(|f| std::fs::metadata(f).unwrap().modified().unwrap()).collect();
+        self.issue(cert, key);
+        for (file, time) in [cert, key].iter().zip(times) {
+            std::fs::File::options().write(true).open(file).unwrap().set_modified(time).unwrap();
+        }
     }
 
     fn openssl(&self, args: &[&str]) {
@@ -228,7 +244,7 @@ async fn the_api_serves_https_with_secure_sessions_and_a_renewed_certificate() {
         .env("TAYGA_API_TLS_KEY_FILE", &key)
         .env("TAYGA_API_VIEWER_TOKENS", r#"["view-3b9d"]"#)
         .env("TAYGA_API_OPERATOR_TOKENS_FILE", &operators);
-    let _api = ChildGuard::spawn_logged(&mut cmd, "tayga serve api");
+    let mut api = ChildGuard::spawn_logged(&mut cmd, "tayga serve api");
     let base = format!("https://{addr}");
     let client = https_client(&ca.ca_file());
     wait_for("the API to answer over HTTPS", Duration::from_secs(60), || async {
@@ -261,6 +277,16 @@ async fn the_api_serves_https_with_secure_sessions_and_a_renewed_certificate() {
     ca.issue(&cert, &key);
     assert_ne!(der_of(&cert), before);
     wait_served(&format!("{base}/login"), &ca.ca_file(), &cert).await;
+
+    // SIGHUP reloads too: a renewal the watch cannot see (same sizes, same times) is served
+    // once the process is told.
+    let before = der_of(&cert);
+    ca.renew_unseen(&cert, &key);
+    assert_ne!(der_of(&cert), before);
+    let (out, _, stderr) = run(Command::new("kill").args(["-HUP", &api.id().to_string()]));
+    assert!(out.status.success(), "{stderr}");
+    wait_served(&format!("{base}/login"), &ca.ca_file(), &cert).await;
+    assert!(api.try_wait().is_none(), "SIGHUP does not stop the API");
 }
 
 /// compose.hardened.yaml: ingest and the API get TLS from the mounted folder and their
