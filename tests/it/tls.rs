@@ -25,14 +25,8 @@ impl TestCa {
     pub fn new() -> TestCa {
         let dir = tempfile::tempdir().unwrap();
         let ca = TestCa { dir, serial: std::cell::Cell::new(0) };
-        ca.openssl(&[
-            "req",
+        ca.new_key(&[
             "-x509",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:prime256v1",
-            "-nodes",
             "-keyout",
             "ca.key",
             "-out",
@@ -41,6 +35,10 @@ impl TestCa {
             "2",
             "-subj",
             "/CN=Tayga test CA",
+            "-addext",
+            "basicConstraints=critical,CA:TRUE",
+            "-addext",
+            "keyUsage=critical,keyCertSign,cRLSign",
         ]);
         ca
     }
@@ -64,20 +62,7 @@ impl TestCa {
         )
         .unwrap();
         let new_key = format!("s{n}.key");
-        self.openssl(&[
-            "req",
-            "-newkey",
-            "ec",
-            "-pkeyopt",
-            "ec_paramgen_curve:prime256v1",
-            "-nodes",
-            "-keyout",
-            &new_key,
-            "-out",
-            &csr,
-            "-subj",
-            "/CN=127.0.0.1",
-        ]);
+        self.new_key(&["-keyout", &new_key, "-out", &csr, "-subj", "/CN=127.0.0.1"]);
         self.openssl(&[
             "x509",
             "-req",
@@ -116,6 +101,13 @@ impl TestCa {
         for (file, time) in [cert, key].iter().zip(times) {
             std::fs::File::options().write(true).open(file).unwrap().set_modified(time).unwrap();
         }
+    }
+
+    /// `openssl req` with a new P-256 key, unencrypted.
+    fn new_key(&self, args: &[&str]) {
+        let mut all = vec!["req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
+        all.extend_from_slice(args);
+        self.openssl(&all);
     }
 
     fn openssl(&self, args: &[&str]) {

@@ -27,8 +27,9 @@ use axum::Router;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError};
+use tokio_rustls::server::TlsStream;
 
 use crate::config::IngestConfig;
 use crate::daemon::tls::{negotiated_h2, Tls};
@@ -172,7 +173,7 @@ fn version_of(first: &[u8]) -> Option<Version> {
 
 /// Waits for the first bytes of a connection (leaving them to be read) until they tell
 /// HTTP/1 from h2c. `None`: the connection closed or sent nothing in time.
-async fn detect_version(stream: &tokio::net::TcpStream, timeout: Duration) -> Option<Version> {
+async fn detect_version(stream: &TcpStream, timeout: Duration) -> Option<Version> {
     let detect = async {
         let mut first = [0u8; 24];
         loop {
@@ -294,8 +295,8 @@ pub fn tls_incoming(
     max_connections: u64,
     tls: Arc<Tls>,
     handshake_limit: Duration,
-) -> impl futures_util::Stream<Item = std::io::Result<TlsBoundedStream>> + Send + 'static {
-    let (ready, handshaken) = tokio::sync::mpsc::channel::<TlsBoundedStream>(64);
+) -> impl futures_util::Stream<Item = std::io::Result<BoundedStream<TlsStream<TcpStream>>>> + Send + 'static {
+    let (ready, handshaken) = tokio::sync::mpsc::channel(64);
     let accepted = bounded_incoming(listener, max_connections);
     tokio::spawn(async move {
         use futures_util::StreamExt as _;
@@ -316,8 +317,9 @@ pub fn tls_incoming(
             };
             let (tls, ready) = (tls.clone(), ready.clone());
             tokio::spawn(async move {
+                let BoundedStream { stream, _permit } = stream;
                 if let Some(stream) = tls.accept(stream, handshake_limit).await {
-                    let _ = ready.send(TlsBoundedStream(stream)).await;
+                    let _ = ready.send(BoundedStream { stream, _permit }).await;
                 }
             });
         }
@@ -328,58 +330,13 @@ pub fn tls_incoming(
     })
 }
 
-/// A gRPC connection over TLS, holding its place in the bound.
-pub struct TlsBoundedStream(tokio_rustls::server::TlsStream<BoundedStream>);
-
-impl tokio::io::AsyncRead for TlsBoundedStream {
-    fn poll_read(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        buf: &mut tokio::io::ReadBuf<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        std::pin::Pin::new(&mut self.0).poll_read(cx, buf)
-    }
-}
-
-impl tokio::io::AsyncWrite for TlsBoundedStream {
-    fn poll_write(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        buf: &[u8],
-    ) -> std::task::Poll<std::io::Result<usize>> {
-        std::pin::Pin::new(&mut self.0).poll_write(cx, buf)
-    }
-
-    fn poll_flush(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        std::pin::Pin::new(&mut self.0).poll_flush(cx)
-    }
-
-    fn poll_shutdown(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        std::pin::Pin::new(&mut self.0).poll_shutdown(cx)
-    }
-}
-
-impl tonic::transport::server::Connected for TlsBoundedStream {
-    type ConnectInfo = <BoundedStream as tonic::transport::server::Connected>::ConnectInfo;
-
-    fn connect_info(&self) -> Self::ConnectInfo {
-        self.0.get_ref().0.connect_info()
-    }
-}
-
-/// A connection that frees its place in the bound when dropped.
-pub struct BoundedStream {
-    stream: tokio::net::TcpStream,
+/// A connection (plain, or over TLS) that frees its place in the bound when dropped.
+pub struct BoundedStream<S = TcpStream> {
+    stream: S,
     _permit: OwnedSemaphorePermit,
 }
 
-impl tokio::io::AsyncRead for BoundedStream {
+impl<S: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for BoundedStream<S> {
     fn poll_read(
         mut self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
@@ -389,7 +346,7 @@ impl tokio::io::AsyncRead for BoundedStream {
     }
 }
 
-impl tokio::io::AsyncWrite for BoundedStream {
+impl<S: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for BoundedStream<S> {
     fn poll_write(
         mut self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
@@ -414,10 +371,18 @@ impl tokio::io::AsyncWrite for BoundedStream {
 }
 
 impl tonic::transport::server::Connected for BoundedStream {
-    type ConnectInfo = <tokio::net::TcpStream as tonic::transport::server::Connected>::ConnectInfo;
+    type ConnectInfo = <TcpStream as tonic::transport::server::Connected>::ConnectInfo;
 
     fn connect_info(&self) -> Self::ConnectInfo {
         self.stream.connect_info()
+    }
+}
+
+impl tonic::transport::server::Connected for BoundedStream<TlsStream<TcpStream>> {
+    type ConnectInfo = <TcpStream as tonic::transport::server::Connected>::ConnectInfo;
+
+    fn connect_info(&self) -> Self::ConnectInfo {
+        self.stream.get_ref().0.connect_info()
     }
 }
 
