@@ -733,6 +733,20 @@ mod tests {
     }
 
     #[test]
+    fn a_certificate_needs_its_key() {
+        let mut config = Config::default();
+        config.api.tls_cert_file = "/etc/tayga/api.pem".into();
+        config.ingest.tls_key_file = "/etc/tayga/ingest.key".into();
+        let problems = config.problems();
+        let keys: Vec<&str> = problems.iter().map(|p| p.key.as_str()).collect();
+        assert_eq!(keys, ["api.tls_cert_file", "ingest.tls_cert_file"], "{problems:?}");
+        assert!(problems[0].message.contains("set both (TLS) or neither"), "{problems:?}");
+        config.api.tls_key_file = "/etc/tayga/api.key".into();
+        config.ingest.tls_cert_file = "/etc/tayga/ingest.pem".into();
+        assert_eq!(config.validate(), Vec::<String>::new());
+    }
+
+    #[test]
     fn validation_names_each_problem() {
         let mut config = Config::default();
         config.logminer.replicas = 13;

@@ -374,17 +374,19 @@ fn cross_site(headers: &HeaderMap) -> bool {
 }
 
 /// Whether the `Origin` a browser sends with a write, if any, is this server (the scheme
-/// aside: the `Host` the browser addressed). `null` (a sandboxed or local page) is not.
+/// aside): the host the browser addressed, as `Host` says, or `X-Forwarded-Host` behind a
+/// proxy that rewrites `Host`. `null` (a sandboxed or local page) is not.
 fn same_origin(request: &Request) -> bool {
     let Some(origin) = request.headers().get(header::ORIGIN) else { return true };
-    // HTTP/2 carries the host in the URI's authority rather than a `Host` header.
-    let host = match request.headers().get(header::HOST) {
-        Some(h) => h.as_bytes(),
-        None => request.uri().authority().map(|a| a.as_str().as_bytes()).unwrap_or_default(),
-    };
     let origin = origin.as_bytes();
-    let authority = origin.strip_prefix(b"https://").or_else(|| origin.strip_prefix(b"http://"));
-    authority.is_some_and(|a| !host.is_empty() && a == host)
+    let Some(authority) = origin.strip_prefix(b"https://").or_else(|| origin.strip_prefix(b"http://")) else {
+        return false;
+    };
+    // HTTP/2 carries the host in the URI's authority rather than a `Host` header.
+    let host = request.headers().get(header::HOST).map(|h| h.as_bytes());
+    let host = host.or_else(|| request.uri().authority().map(|a| a.as_str().as_bytes()));
+    let forwarded = request.headers().get("x-forwarded-host").map(|h| h.as_bytes());
+    [host, forwarded].into_iter().flatten().any(|h| !h.is_empty() && h == authority)
 }
 
 fn session_id(headers: &HeaderMap) -> Option<&str> {
@@ -517,6 +519,26 @@ mod tests {
         assert!(cleared.contains("Max-Age=0"), "{cleared}");
         assert!(access.session(&headers).is_none(), "signed out");
         assert!(!Access::new(Roles::default(), false).sign_in(Role::Operator).contains("Secure"));
+    }
+
+    #[test]
+    fn a_writes_origin_must_be_this_server() {
+        let request = |origin: Option<&str>, host: &str, forwarded: Option<&str>| {
+            let mut r = Request::builder().method(Method::POST).uri("/deliveries/1/retry").header(header::HOST, host);
+            if let Some(o) = origin {
+                r = r.header(header::ORIGIN, o);
+            }
+            if let Some(f) = forwarded {
+                r = r.header("x-forwarded-host", f);
+            }
+            r.body(Body::empty()).unwrap()
+        };
+        assert!(same_origin(&request(None, "127.0.0.1:8080", None)), "a program sends no Origin");
+        assert!(same_origin(&request(Some("http://127.0.0.1:8080"), "127.0.0.1:8080", None)));
+        assert!(same_origin(&request(Some("https://tayga.example"), "127.0.0.1:8080", Some("tayga.example"))));
+        for other in ["http://evil.example", "null", "http://127.0.0.1:8081", "http://127.0.0.1:8080.evil.example"] {
+            assert!(!same_origin(&request(Some(other), "127.0.0.1:8080", None)), "{other}");
+        }
     }
 
     #[test]
