@@ -118,7 +118,7 @@ mod tests {
             assert!(responses.get("503").is_some(), "{path} does not document 503");
         }
         let retry = &doc["paths"]["/api/v1/deliveries/{alert_id}/retry"]["post"];
-        for status in ["200", "404", "409"] {
+        for status in ["200", "403", "404", "409"] {
             assert!(retry["responses"].get(status).is_some(), "the retry does not document {status}");
         }
         let trace = &doc["components"]["schemas"]["Trace"];
