@@ -234,6 +234,7 @@ async fn the_app_works_in_a_browser_under_the_content_security_policy() {
         assert_eq!(browser.count("form.retry").await, 0, "a viewer gets no retry form");
         assert_eq!(browser.count("button.retry[disabled]").await, 3, "each failed row's retry is disabled");
         browser.assert_clean("the deliveries page, as a viewer").await;
+        browser.screenshot("deliveries-viewer").await;
         browser.click_through("form.signout button").await;
         assert!(browser.client.current_url().await.unwrap().path().starts_with("/login"));
 
