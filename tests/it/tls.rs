@@ -93,13 +93,16 @@ impl TestCa {
         }
     }
 
-    /// A renewal the file watch cannot see: new files of the same sizes, their
-    /// modification times set back to the old ones.
+    /// A renewal the file watch cannot see: new files of the same sizes, given the old
+    /// modification times before they are renamed over the old ones, so no look at the
+    /// files ever sees a change.
     pub fn renew_unseen(&self, cert: &Path, key: &Path) {
-        let times: Vec<_> = [cert, key].iter().map(|f| std::fs::metadata(f).unwrap().modified().unwrap()).collect();
-        self.issue(cert, key);
-        for (file, time) in [cert, key].iter().zip(times) {
-            std::fs::File::options().write(true).open(file).unwrap().set_modified(time).unwrap();
+        let staged = |f: &Path| PathBuf::from(format!("{}.staged", f.display()));
+        self.issue(&staged(cert), &staged(key));
+        for file in [cert, key] {
+            let time = std::fs::metadata(file).unwrap().modified().unwrap();
+            std::fs::File::options().write(true).open(staged(file)).unwrap().set_modified(time).unwrap();
+            std::fs::rename(staged(file), file).unwrap();
         }
     }
 
