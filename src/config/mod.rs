@@ -292,7 +292,8 @@ pub fn read_ssl_ca(path: &str) -> Result<Vec<rustls::pki_types::CertificateDer<'
 /// Keys whose values are never printed.
 pub fn is_secret(path: &str) -> bool {
     let last = path.rsplit('.').next().unwrap_or(path);
-    matches!(last, "password" | "token" | "secret" | "auth_tokens") || path.contains(".headers")
+    matches!(last, "password" | "token" | "secret" | "auth_tokens" | "operator_tokens" | "viewer_tokens")
+        || path.contains(".headers")
 }
 
 /// Calls `f` for every leaf of a TOML tree. Arrays are leaves: their elements have no

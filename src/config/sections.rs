@@ -181,6 +181,11 @@ pub struct IngestConfig {
     /// default), or another header whose whole value is the token (as the OpenTelemetry
     /// Collector's `bearertokenauth` allows).
     pub auth_header: String,
+    /// A PEM certificate chain and its private key: when both are set, the OTLP/HTTP and
+    /// OTLP/gRPC receivers speak TLS only. Both files are read at start and again on
+    /// SIGHUP or when either changes (docs/security.md).
+    pub tls_cert_file: String,
+    pub tls_key_file: String,
 }
 
 /// One accepted OTLP token.
@@ -230,6 +235,8 @@ impl Default for IngestConfig {
             auth_tokens: Vec::new(),
             auth_tokens_file: String::new(),
             auth_header: "authorization".into(),
+            tls_cert_file: String::new(),
+            tls_key_file: String::new(),
         }
     }
 }
@@ -466,8 +473,23 @@ pub struct ApiConfig {
     pub assembler_metrics: String,
     pub notifier_metrics: String,
     /// When set, every request must carry `Authorization: Bearer <token>`. Required to
-    /// listen on an address other than loopback.
+    /// listen on an address other than loopback. An operator token (see `operator_tokens`).
     pub token: String,
+    /// Tokens that may read and act: retry a delivery, and every other write. With any
+    /// token set (here, in `token`, in `viewer_tokens` or in a file), every request needs
+    /// one. Give them in the environment (`TAYGA_API_OPERATOR_TOKENS='["…"]'`) or in
+    /// `operator_tokens_file`, not in a file others read; `config show` never shows them.
+    pub operator_tokens: Vec<String>,
+    /// A file of operator tokens, one per line (`#` starts a comment); read at start.
+    pub operator_tokens_file: String,
+    /// Tokens that may only read: a write (any method but GET and HEAD) is refused with 403.
+    pub viewer_tokens: Vec<String>,
+    /// A file of viewer tokens, one per line (`#` starts a comment); read at start.
+    pub viewer_tokens_file: String,
+    /// A PEM certificate chain and its private key: when both are set, the API and the app
+    /// are served over HTTPS only. Read at start and again on SIGHUP or when either changes.
+    pub tls_cert_file: String,
+    pub tls_key_file: String,
     /// Every ClickHouse query an API request makes is cut off after this long (503).
     pub query_timeout_secs: u64,
     /// The app's address as people reach it (`https://tayga.example.com`): webhook
@@ -486,6 +508,12 @@ impl Default for ApiConfig {
             assembler_metrics: String::new(),
             notifier_metrics: String::new(),
             token: String::new(),
+            operator_tokens: Vec::new(),
+            operator_tokens_file: String::new(),
+            viewer_tokens: Vec::new(),
+            viewer_tokens_file: String::new(),
+            tls_cert_file: String::new(),
+            tls_key_file: String::new(),
             query_timeout_secs: 10,
             public_url: String::new(),
         }
@@ -682,6 +710,15 @@ impl Config {
         check(self.retention.interval_secs >= 1, "retention.interval_secs must be at least 1".into());
         check(self.api.scrape_interval_secs >= 1, "api.scrape_interval_secs must be at least 1".into());
         check(self.api.query_timeout_secs >= 1, "api.query_timeout_secs must be at least 1".into());
+        for (section, cert, key) in [
+            ("api", &self.api.tls_cert_file, &self.api.tls_key_file),
+            ("ingest", &self.ingest.tls_cert_file, &self.ingest.tls_key_file),
+        ] {
+            check(
+                cert.is_empty() == key.is_empty(),
+                format!("{section}.tls_cert_file and {section}.tls_key_file: set both (TLS) or neither (plain)"),
+            );
+        }
         problems
     }
 
@@ -704,6 +741,20 @@ mod tests {
     #[test]
     fn the_defaults_are_valid() {
         assert_eq!(Config::default().validate(), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_certificate_needs_its_key() {
+        let mut config = Config::default();
+        config.api.tls_cert_file = "/etc/tayga/api.pem".into();
+        config.ingest.tls_key_file = "/etc/tayga/ingest.key".into();
+        let problems = config.problems();
+        let keys: Vec<&str> = problems.iter().map(|p| p.key.as_str()).collect();
+        assert_eq!(keys, ["api.tls_cert_file", "ingest.tls_cert_file"], "{problems:?}");
+        assert!(problems[0].message.contains("set both (TLS) or neither"), "{problems:?}");
+        config.api.tls_key_file = "/etc/tayga/api.key".into();
+        config.ingest.tls_cert_file = "/etc/tayga/ingest.pem".into();
+        assert_eq!(config.validate(), Vec::<String>::new());
     }
 
     #[test]

@@ -13,6 +13,7 @@ pub mod logminer;
 pub mod notifier;
 pub mod repeat_filter;
 pub mod runtime;
+pub mod tls;
 pub mod writer;
 
 pub use self::runtime::{run, Spec};

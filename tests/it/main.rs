@@ -8,6 +8,7 @@ mod notifier_support;
 mod writer_support;
 
 mod api;
+mod api_roles;
 mod assembler;
 mod bad_input;
 mod cli;
@@ -38,6 +39,7 @@ mod soak;
 mod store;
 mod store_tls;
 mod tidy;
+mod tls;
 mod web;
 mod writer;
 mod writer_chdb;

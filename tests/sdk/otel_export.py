@@ -23,8 +23,10 @@ if protocol == "http":
 else:
     from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
     from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter
-    span_exporter = OTLPSpanExporter(endpoint=endpoint, insecure=True)
-    log_exporter = OTLPLogExporter(endpoint=endpoint, insecure=True)
+    # An https:// endpoint is TLS, trusting OTEL_EXPORTER_OTLP_CERTIFICATE when it is set.
+    insecure = not endpoint.startswith("https://")
+    span_exporter = OTLPSpanExporter(endpoint=endpoint, insecure=insecure)
+    log_exporter = OTLPLogExporter(endpoint=endpoint, insecure=insecure)
 
 resource = Resource.create({"service.name": service})
 results = []

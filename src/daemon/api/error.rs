@@ -26,6 +26,9 @@ pub enum ApiError {
     Conflict(String),
     #[error("missing or wrong bearer token")]
     Unauthorized,
+    /// Known, but not allowed this request: a viewer's write, a forged form.
+    #[error("{0}")]
+    Forbidden(String),
     #[error("ClickHouse is unavailable: {0}")]
     Unavailable(String),
     #[error("the Kafka broker is unavailable: {0}")]
@@ -49,6 +52,7 @@ impl ApiError {
             ApiError::NotFound { .. } | ApiError::Missing(_) => StatusCode::NOT_FOUND,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
+            ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
             ApiError::Unavailable(_) | ApiError::BrokerUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -60,6 +64,7 @@ impl ApiError {
             ApiError::NotFound { .. } | ApiError::Missing(_) => "not_found",
             ApiError::Conflict(_) => "conflict",
             ApiError::Unauthorized => "unauthorized",
+            ApiError::Forbidden(_) => "forbidden",
             ApiError::Unavailable(_) | ApiError::BrokerUnavailable(_) => "unavailable",
             ApiError::Internal(_) => "internal",
         }
@@ -90,7 +95,8 @@ pub struct ErrorBody {
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ErrorDetail {
-    /// `bad_parameter`, `not_found`, `conflict`, `unauthorized`, `unavailable` or `internal`.
+    /// `bad_parameter`, `not_found`, `conflict`, `unauthorized`, `forbidden`, `unavailable`
+    /// or `internal`.
     pub code: String,
     /// The parameter at fault, for `bad_parameter`.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -27,10 +27,17 @@ use crate::store::Store;
 use handlers::AppState;
 use recorder::{resolve::SystemResolver, Recorder, RecorderMetrics};
 
+/// How long the requests in flight at a stop may take to finish over TLS.
+const STOP_BOUND: Duration = Duration::from_secs(10);
+
 pub async fn serve(config: &Config, shutdown: Shutdown) -> anyhow::Result<()> {
-    if let Some(problem) = access::listen_problem(&config.api.listen_addr, &config.api.token) {
+    let roles = access::Roles::from_config(&config.api)?;
+    if let Some(problem) = access::listen_problem(&config.api.listen_addr, &roles) {
         anyhow::bail!("{problem}");
     }
+    let alpn: &[&[u8]] = &[crate::daemon::tls::ALPN_H2, crate::daemon::tls::ALPN_HTTP1];
+    let tls =
+        crate::daemon::tls::Tls::from_files("the API", &config.api.tls_cert_file, &config.api.tls_key_file, alpn)?;
     let plain = Store::new(&config.clickhouse);
     // The recorder writes pipeline_metrics, and the reads need the trace_logs lookup.
     retry_at_start("migrating the ClickHouse schema", START_LIMIT, Duration::from_secs(1), &shutdown, || {
@@ -57,7 +64,8 @@ pub async fn serve(config: &Config, shutdown: Shutdown) -> anyhow::Result<()> {
     let known = Arc::new(Known::default());
     let inner: crate::daemon::HealthFn = Arc::new(|| serde_json::json!({"status": "ok", "api": {"status": "serving"}}));
     let health = with_known(inner, known.clone(), config.kafka.brokers.clone());
-    let app = router::router(state, Arc::new(registry), request_metrics, health, &config.api.token);
+    let access = access::Access::new(roles, tls.is_some());
+    let app = router::secured(state, Arc::new(registry), request_metrics, health, access);
     let listener = tokio::net::TcpListener::bind(&config.api.listen_addr)
         .await
         .with_context(|| format!("cannot listen on {} for the API", config.api.listen_addr))?;
@@ -66,8 +74,18 @@ pub async fn serve(config: &Config, shutdown: Shutdown) -> anyhow::Result<()> {
         tokio::spawn(watch_clickhouse(Store::new(&config.clickhouse), known.clone(), shutdown.clone())),
     ];
     known.set_ready();
-    tracing::info!(addr = %listener.local_addr()?, "serving the API");
-    axum::serve(listener, app).with_graceful_shutdown(shutdown.triggered()).await.context("the API server failed")?;
+    tracing::info!(addr = %listener.local_addr()?, tls = tls.is_some(), "serving the API");
+    match tls {
+        Some(tls) => {
+            let watching = tokio::spawn(tls.clone().watch(shutdown.clone()));
+            crate::daemon::tls::serve_router(listener, app, tls, shutdown, STOP_BOUND).await?;
+            let _ = watching.await;
+        }
+        None => axum::serve(listener, app)
+            .with_graceful_shutdown(shutdown.triggered())
+            .await
+            .context("the API server failed")?,
+    }
     let _ = recording.await;
     for probe in probes {
         let _ = probe.await;

@@ -1,6 +1,7 @@
 //! The routes of `tayga serve api`: `/api/v1/…` (collected with their OpenAPI description
 //! from the handlers' own annotations), `/api/v1/openapi.json`, `/health` and `/metrics`,
-//! and the web app at `/` (`web/`), behind the token check when a token is set.
+//! and the web app at `/` (`web/`), behind the access rules (`access.rs`: roles, sessions,
+//! CSRF) and with the security headers on every answer.
 
 use std::sync::Arc;
 
@@ -11,7 +12,7 @@ use utoipa::OpenApi;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::access;
+use super::access::{self, Access, Roles};
 use super::handlers::{self, AppState};
 use super::metrics::RequestMetrics;
 
@@ -61,7 +62,7 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
     api_routes(state).1
 }
 
-/// Every route the daemon serves, each request counted and timed in `metrics`.
+/// Every route the daemon serves, with one operator token (`api.token`; empty: open).
 pub fn router(
     state: AppState,
     registry: Arc<Registry>,
@@ -69,9 +70,22 @@ pub fn router(
     health: crate::daemon::HealthFn,
     token: &str,
 ) -> Router {
+    secured(state, registry, metrics, health, Access::new(Roles::operator(token), false))
+}
+
+/// Every route the daemon serves, each request counted and timed in `metrics`, behind the
+/// access rules (`access.rs`: roles, sessions, CSRF) and with the security headers on
+/// every answer.
+pub fn secured(
+    state: AppState,
+    registry: Arc<Registry>,
+    metrics: RequestMetrics,
+    health: crate::daemon::HealthFn,
+    access: Arc<Access>,
+) -> Router {
     let (api, openapi) = api_routes(state.clone());
     let openapi = Arc::new(openapi);
-    let app = Router::new()
+    let mut app = Router::new()
         .merge(api)
         .merge(super::web::routes(state))
         .route("/api/v1/openapi.json", get(move || async move { Json(openapi.as_ref().clone()) }))
@@ -79,12 +93,11 @@ pub fn router(
         .fallback(super::web::not_found)
         // A route layer, so the matched route pattern is known when the request is counted.
         .route_layer(middleware::from_fn_with_state(metrics, super::metrics::track));
-    if token.is_empty() {
-        app
-    } else {
-        app.merge(super::web::login::routes(token.to_string()))
-            .layer(middleware::from_fn_with_state(token.to_string(), access::require_token))
+    if access.roles().required() {
+        app = app.merge(super::web::login::routes(access.clone()));
     }
+    app.layer(middleware::from_fn_with_state(access, access::guard))
+        .layer(middleware::from_fn(access::security_headers))
 }
 
 #[cfg(test)]
@@ -107,7 +120,7 @@ mod tests {
             assert!(responses.get("503").is_some(), "{path} does not document 503");
         }
         let retry = &doc["paths"]["/api/v1/deliveries/{alert_id}/retry"]["post"];
-        for status in ["200", "404", "409"] {
+        for status in ["200", "403", "404", "409"] {
             assert!(retry["responses"].get(status).is_some(), "the retry does not document {status}");
         }
         let add = &doc["paths"]["/api/v1/silences"]["post"];

@@ -14,6 +14,10 @@
 //!   bytes it has delivered so far, growing as it is read. A request past either bound is
 //!   refused at once (503 / `RESOURCE_EXHAUSTED` with a retry delay, naming the bound and
 //!   how full it was). What a request held is released when it is answered, on every path.
+//!
+//! With `ingest.tls_cert_file` set, both listeners speak TLS only (`daemon::tls`): the
+//! handshake must finish within the header timeout, and the HTTP version is the one the
+//! handshake chose (ALPN: `h2` or HTTP/1.1) rather than told from the first bytes.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,10 +27,12 @@ use axum::Router;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::graceful::GracefulShutdown;
 use hyper_util::service::TowerToHyperService;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, TryAcquireError};
+use tokio_rustls::server::TlsStream;
 
 use crate::config::IngestConfig;
+use crate::daemon::tls::{negotiated_h2, Tls};
 use crate::daemon::Shutdown;
 
 /// Memory is counted in KiB, so a semaphore's permits hold any byte budget.
@@ -167,7 +173,7 @@ fn version_of(first: &[u8]) -> Option<Version> {
 
 /// Waits for the first bytes of a connection (leaving them to be read) until they tell
 /// HTTP/1 from h2c. `None`: the connection closed or sent nothing in time.
-async fn detect_version(stream: &tokio::net::TcpStream, timeout: Duration) -> Option<Version> {
+async fn detect_version(stream: &TcpStream, timeout: Duration) -> Option<Version> {
     let detect = async {
         let mut first = [0u8; 24];
         loop {
@@ -189,11 +195,13 @@ async fn detect_version(stream: &tokio::net::TcpStream, timeout: Duration) -> Op
 /// Serves `app` on `listener` until `shutdown`, within the connection bound and the header
 /// timeout; then lets the connections in flight finish (within `stop_bound`). HTTP/1.1
 /// (keep-alive and pipelining included) is what OTLP/HTTP clients speak; HTTP/2 over
-/// cleartext is served to a client that starts with its preface (prior knowledge).
+/// cleartext is served to a client that starts with its preface (prior knowledge); over
+/// `tls`, the version the handshake chose.
 pub async fn serve_http(
     listener: TcpListener,
     app: Router,
     config: &IngestConfig,
+    tls: Option<Arc<Tls>>,
     shutdown: Shutdown,
     stop_bound: Duration,
 ) -> anyhow::Result<()> {
@@ -229,8 +237,19 @@ pub async fn serve_http(
         };
         let _ = stream.set_nodelay(true);
         let service = TowerToHyperService::new(app.clone());
-        let (http1, h2, watcher) = (http1.clone(), h2.clone(), graceful.watcher());
+        let (http1, h2, watcher, tls) = (http1.clone(), h2.clone(), graceful.watcher(), tls.clone());
         tokio::spawn(async move {
+            if let Some(tls) = tls {
+                if let Some(stream) = tls.accept(stream, header_timeout).await {
+                    if negotiated_h2(&stream) {
+                        let _ = watcher.watch(h2.serve_connection(TokioIo::new(stream), service)).await;
+                    } else {
+                        let _ = watcher.watch(http1.serve_connection(TokioIo::new(stream), service)).await;
+                    }
+                }
+                drop(permit);
+                return;
+            }
             match detect_version(&stream, header_timeout).await {
                 Some(Version::Http1) => {
                     let _ = watcher.watch(http1.serve_connection(TokioIo::new(stream), service)).await;
@@ -267,13 +286,57 @@ pub fn bounded_incoming(
     })
 }
 
-/// A connection that frees its place in the bound when dropped.
-pub struct BoundedStream {
-    stream: tokio::net::TcpStream,
+/// The gRPC listener's connections over TLS: each holds a permit of the connection bound
+/// from its accept, and is handed to the server once its handshake finished (within
+/// `handshake_limit`). Handshakes run apart from the accepting, so a slow client delays
+/// no other.
+pub fn tls_incoming(
+    listener: TcpListener,
+    max_connections: u64,
+    tls: Arc<Tls>,
+    handshake_limit: Duration,
+) -> impl futures_util::Stream<Item = std::io::Result<BoundedStream<TlsStream<TcpStream>>>> + Send + 'static {
+    let (ready, handshaken) = tokio::sync::mpsc::channel(64);
+    let accepted = bounded_incoming(listener, max_connections);
+    tokio::spawn(async move {
+        use futures_util::StreamExt as _;
+        tokio::pin!(accepted);
+        loop {
+            let stream = tokio::select! {
+                next = accepted.next() => match next {
+                    Some(Ok(stream)) => stream,
+                    Some(Err(e)) => {
+                        tracing::warn!(error = %e, "accepting an OTLP/gRPC connection failed");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                    None => return,
+                },
+                // The server stopped taking connections.
+                _ = ready.closed() => return,
+            };
+            let (tls, ready) = (tls.clone(), ready.clone());
+            tokio::spawn(async move {
+                let BoundedStream { stream, _permit } = stream;
+                if let Some(stream) = tls.accept(stream, handshake_limit).await {
+                    let _ = ready.send(BoundedStream { stream, _permit }).await;
+                }
+            });
+        }
+    });
+    futures_util::stream::unfold(handshaken, |mut handshaken| async move {
+        let stream = handshaken.recv().await?;
+        Some((Ok(stream), handshaken))
+    })
+}
+
+/// A connection (plain, or over TLS) that frees its place in the bound when dropped.
+pub struct BoundedStream<S = TcpStream> {
+    stream: S,
     _permit: OwnedSemaphorePermit,
 }
 
-impl tokio::io::AsyncRead for BoundedStream {
+impl<S: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for BoundedStream<S> {
     fn poll_read(
         mut self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
@@ -283,7 +346,7 @@ impl tokio::io::AsyncRead for BoundedStream {
     }
 }
 
-impl tokio::io::AsyncWrite for BoundedStream {
+impl<S: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for BoundedStream<S> {
     fn poll_write(
         mut self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
@@ -308,10 +371,18 @@ impl tokio::io::AsyncWrite for BoundedStream {
 }
 
 impl tonic::transport::server::Connected for BoundedStream {
-    type ConnectInfo = <tokio::net::TcpStream as tonic::transport::server::Connected>::ConnectInfo;
+    type ConnectInfo = <TcpStream as tonic::transport::server::Connected>::ConnectInfo;
 
     fn connect_info(&self) -> Self::ConnectInfo {
         self.stream.connect_info()
+    }
+}
+
+impl tonic::transport::server::Connected for BoundedStream<TlsStream<TcpStream>> {
+    type ConnectInfo = <TcpStream as tonic::transport::server::Connected>::ConnectInfo;
+
+    fn connect_info(&self) -> Self::ConnectInfo {
+        self.stream.get_ref().0.connect_info()
     }
 }
 

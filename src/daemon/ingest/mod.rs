@@ -33,6 +33,7 @@ use self::listen::{Held, Inflight};
 use self::metrics::IngestMetrics;
 use self::pipeline::Pipeline;
 use super::health::{watch_broker, with_known, Known};
+use super::tls::{self, Tls};
 use super::{admin_router, HealthFn, Shutdown};
 use crate::bus::packed::metrics::ProducerMetrics;
 use crate::bus::packed::PackedProducer;
@@ -202,6 +203,9 @@ pub async fn start(config: &Config, shutdown: Shutdown) -> anyhow::Result<Runnin
     });
     let health = with_known(inner, known.clone(), config.kafka.brokers.clone());
     let app = http::router(ingest.clone()).merge(admin_router(registry, health));
+    // One certificate for both receivers; a gRPC client offers only `h2` in its handshake.
+    let (cert, key) = (&config.ingest.tls_cert_file, &config.ingest.tls_key_file);
+    let tls = Tls::from_files("the OTLP receivers", cert, key, &[tls::ALPN_H2, tls::ALPN_HTTP1])?;
     let http_listener = tokio::net::TcpListener::bind(&config.ingest.http_addr)
         .await
         .with_context(|| format!("cannot listen for OTLP/HTTP on {}", config.ingest.http_addr))?;
@@ -210,32 +214,51 @@ pub async fn start(config: &Config, shutdown: Shutdown) -> anyhow::Result<Runnin
         .with_context(|| format!("cannot listen for OTLP/gRPC on {}", config.ingest.grpc_addr))?;
     let http_addr = http_listener.local_addr()?;
     let grpc_addr = grpc_listener.local_addr()?;
-    tracing::info!(%http_addr, %grpc_addr, policy = ?config.ingest.pipeline, "ingest listening");
+    tracing::info!(%http_addr, %grpc_addr, tls = tls.is_some(), policy = ?config.ingest.pipeline, "ingest listening");
 
     let mut tasks = Vec::new();
     let stop = shutdown.clone();
     let limits = config.ingest.clone();
+    if let Some(watched) = &tls {
+        let (watched, stop) = (watched.clone(), shutdown.clone());
+        tasks.push(tokio::spawn(async move {
+            watched.watch(stop).await;
+            Ok(())
+        }));
+    }
+    let grpc_tls = tls.clone();
     tasks.push(tokio::spawn(async move {
-        listen::serve_http(http_listener, app, &limits, stop, STOP_BOUND).await.context("the OTLP/HTTP server failed")
+        listen::serve_http(http_listener, app, &limits, tls, stop, STOP_BOUND)
+            .await
+            .context("the OTLP/HTTP server failed")
     }));
     let (traces, logs) = grpc::services(ingest.clone());
     let metrics_refused = grpc::MetricsRefused(ingest.clone());
     let stop = shutdown.clone();
-    let incoming = listen::bounded_incoming(grpc_listener, config.ingest.max_connections);
     // A request as a whole: its body, then at most the delivery timeout and the direct
     // insert; a client that trickles its message is cut off past it.
     let request_bound = ingest.body_timeout + crate::bus::producer::DELIVERY_TIMEOUT + pipeline::DIRECT_INSERT_TIMEOUT;
+    let (max_connections, handshake_limit) =
+        (config.ingest.max_connections, Duration::from_secs(config.ingest.header_timeout_secs));
     tasks.push(tokio::spawn(async move {
-        tonic::transport::Server::builder()
+        let server = tonic::transport::Server::builder()
             .timeout(request_bound)
             .http2_keepalive_interval(Some(Duration::from_secs(30)))
             .http2_keepalive_timeout(Some(Duration::from_secs(10)))
             .add_service(traces)
             .add_service(logs)
-            .add_service(metrics_refused)
-            .serve_with_incoming_shutdown(incoming, stop.triggered())
-            .await
-            .context("the OTLP/gRPC server failed")
+            .add_service(metrics_refused);
+        let served = match grpc_tls {
+            Some(tls) => {
+                let incoming = listen::tls_incoming(grpc_listener, max_connections, tls, handshake_limit);
+                server.serve_with_incoming_shutdown(incoming, stop.triggered()).await
+            }
+            None => {
+                let incoming = listen::bounded_incoming(grpc_listener, max_connections);
+                server.serve_with_incoming_shutdown(incoming, stop.triggered()).await
+            }
+        };
+        served.context("the OTLP/gRPC server failed")
     }));
     let mut started = ready_tx.subscribe();
     let ready_known = known.clone();

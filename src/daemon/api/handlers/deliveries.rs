@@ -128,6 +128,7 @@ const API_OPERATOR: &str = "api";
     responses(
         (status = 200, body = RetryAnswer, description = "Reset to pending and republished: the notifier delivers it once more"),
         (status = 400, body = ErrorBody),
+        (status = 403, body = ErrorBody, description = "A viewer's token or session: a retry needs an operator's"),
         (status = 404, body = ErrorBody, description = "No delivery rows for the alert, no row for the target, or no stored alert"),
         (status = 409, body = ErrorBody, description = "The delivery is not failed (delivered or pending)"),
         (status = 503, body = ErrorBody, description = "ClickHouse or the broker is unavailable")))]

@@ -2,22 +2,22 @@
 //! (docs/design.md#notifier-states: status, attempts, last error, times, manual retries, the
 //! silence that held a silenced pair back), filtered by alert, target
 //! or status, and a health panel per target: its recent success rate and its breaker as last
-//! observed. A failed row has a retry button: a plain form posting to
-//! `/deliveries/{alert_id}/retry`, which calls the API's retry handler (the function `tayga
-//! deliveries retry` calls) and comes back here.
+//! observed. A failed row has a retry button for an operator (a viewer sees it disabled): a
+//! plain form posting to `/deliveries/{alert_id}/retry`, which calls the API's retry handler
+//! (the function `tayga deliveries retry` calls) and comes back here.
 
 use std::collections::{BTreeMap, HashMap};
 
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::http::{StatusCode, Uri};
 use axum::response::{IntoResponse, Redirect};
 use axum::Form;
 use maud::html;
 use serde::Deserialize;
 
 use super::format::{self, MINUTE_NS};
-use super::layout::{chip, respond, shell, status_chip, template_text, time, Nav, PageResult};
-use super::{given, query, refuse_cross_site};
+use super::layout::{chip, csrf_field, may_write, respond, shell, status_chip, template_text, time, Nav, PageResult};
+use super::{given, query};
 use crate::daemon::api::handlers::alerts::{self, Alert, AlertsParams};
 use crate::daemon::api::handlers::deliveries::{self, DeliveriesParams, Delivery, RetryParams};
 use crate::daemon::api::handlers::pipeline::{self, PipelineParams};
@@ -213,11 +213,14 @@ pub async fn page(State(state): State<AppState>, uri: Uri) -> PageResult {
                                     @if d.manual_retries > 0 {
                                         span.sub { (format::count(d.manual_retries, "time")) " by " (d.retried_by) ", last " (time(d.retried_ns)) }
                                     }
-                                    @if d.status == "failed" {
+                                    @if d.status == "failed" && may_write() {
                                         form.retry method="post" action={ "/deliveries/" (d.alert_id) "/retry" } {
+                                            (csrf_field())
                                             input type="hidden" name="target" value=(d.target);
                                             button type="submit" title="Reset this row to pending and republish the alert: the notifier delivers it to this target once more" { "Retry" }
                                         }
+                                    } @else if d.status == "failed" {
+                                        button.retry type="button" disabled title="Only an operator may retry a delivery: sign in with an operator token" { "Retry" }
                                     }
                                 }
                             }
@@ -237,15 +240,13 @@ pub struct RetryForm {
 }
 
 /// The retry button: the API's retry of one failed `(alert, target)` pair, then back to the
-/// alert's deliveries. Refused when another site's page posts it (the browser says so in
-/// `Sec-Fetch-Site`), so a link elsewhere cannot make an operator's browser retry.
+/// alert's deliveries. The guard (`access.rs`) has checked the role and the form's CSRF
+/// token before this runs.
 pub async fn retry(
     State(state): State<AppState>,
     Path(alert_id): Path<String>,
-    headers: HeaderMap,
     Form(form): Form<RetryForm>,
 ) -> PageResult {
-    refuse_cross_site(&headers, "target", "a retry")?;
     let target = form.target;
     let done = deliveries::retry(
         State(state),

@@ -6,6 +6,7 @@ use axum::response::{Html, IntoResponse, Response};
 use maud::{html, Markup, DOCTYPE};
 
 use super::format;
+use crate::daemon::api::access::{self, Role};
 use crate::daemon::api::error::ApiError;
 use crate::daemon::api::handlers::Log;
 
@@ -58,6 +59,9 @@ pub fn shell(nav: Nav, title: &str, refresh: Option<u32>, body: Markup) -> Marku
                             a href=(href) class=[(section == nav).then_some("current")] { (name) }
                         }
                     }
+                    @if let Some(granted) = access::granted() {
+                        (role_badge(granted.role, granted.session))
+                    }
                     @if refresh.is_some() {
                         label.live title="Reload this page's data every few seconds" {
                             input type="checkbox" id="live" hidden; span { "live" }
@@ -69,6 +73,38 @@ pub fn shell(nav: Nav, title: &str, refresh: Option<u32>, body: Markup) -> Marku
             }
         }
     }
+}
+
+/// The role this page was served to, and a sign-out button for a signed-in browser.
+fn role_badge(role: Role, session: bool) -> Markup {
+    let title = match role {
+        Role::Operator => "This session may read and act (retry deliveries)",
+        Role::Viewer => "This session may only read: actions need an operator token",
+    };
+    html! {
+        span.role data-role=(role.as_str()) title=(title) { (role.as_str()) }
+        @if session {
+            form.signout method="post" action="/logout" {
+                (csrf_field())
+                button type="submit" { "Sign out" }
+            }
+        }
+    }
+}
+
+/// The hidden CSRF field every form that writes (any `method="post"`) carries inside it:
+/// `form method="post" … { (csrf_field()) … }`. The API's guard checks it on every write a
+/// browser makes and takes it out of the body before the handler reads the form
+/// (docs/security.md, "Forms").
+pub fn csrf_field() -> Markup {
+    let token = access::granted().map(|g| g.csrf).unwrap_or_default();
+    html! { input type="hidden" name=(access::CSRF_FIELD) value=(token); }
+}
+
+/// Whether this request's role may act: a page offers a write (a retry button, a form)
+/// only when it does, and says why not otherwise.
+pub fn may_write() -> bool {
+    access::granted().is_some_and(|g| g.may_write())
 }
 
 /// A page as an HTML response with `status`.
@@ -102,6 +138,7 @@ impl IntoResponse for PageError {
                 ("The broker is unavailable", "Nothing was republished; try again once the broker answers.")
             }
             ApiError::Unauthorized => ("Not authorised", "This API needs its bearer token."),
+            ApiError::Forbidden(_) => ("Not allowed", "Nothing was changed. Sign in with an operator token to act."),
             ApiError::Unavailable(_) => (
                 "ClickHouse is unavailable",
                 "Tayga keeps accepting data; this page works again once ClickHouse answers. Reload in a few seconds.",

@@ -72,16 +72,6 @@ fn query<T: DeserializeOwned>(uri: &Uri) -> Result<T, PageError> {
     Ok(super::params::parse_query(uri.query().unwrap_or(""))?)
 }
 
-/// A write asked from another site's page (the browser says so in `Sec-Fetch-Site`) is
-/// refused, so a link elsewhere cannot make an operator's browser act. `param` is the form
-/// field the refusal names, `what` what was asked.
-fn refuse_cross_site(headers: &axum::http::HeaderMap, param: &str, what: &str) -> Result<(), PageError> {
-    if headers.get("sec-fetch-site").is_some_and(|v| v.as_bytes() == b"cross-site") {
-        return Err(ApiError::bad(param, format!("{what} must be asked from this app's own page")).into());
-    }
-    Ok(())
-}
-
 /// A form field: an empty value (an unselected filter) is no value.
 fn given(value: Option<String>) -> Option<String> {
     value.filter(|v| !v.is_empty())

@@ -5,15 +5,15 @@
 //! `tayga silences` calls) and come back here.
 
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::http::{StatusCode, Uri};
 use axum::response::{IntoResponse, Redirect};
 use axum::Form;
 use maud::{html, Markup};
 use serde::Deserialize;
 
 use super::format;
-use super::layout::{chip, respond, shell, time, Nav, PageResult};
-use super::{given, query, refuse_cross_site};
+use super::layout::{chip, csrf_field, may_write, respond, shell, time, Nav, PageResult};
+use super::{given, query};
 use crate::daemon::api::handlers::silences::{self, AddParams, Silence, SilencesParams};
 use crate::daemon::api::handlers::AppState;
 use crate::daemon::api::params::Query;
@@ -54,9 +54,10 @@ pub async fn page(State(state): State<AppState>, uri: Uri) -> PageResult {
             h2 { "Running" }
             (table(&running, true))
         }
-        section #add {
+        @if may_write() { section #add {
             h2 { "Add a silence" }
             form.silence method="post" action="/silences" {
+                (csrf_field())
                 label { "service " input type="text" name="service" required; }
                 label { "kind "
                     select name="kind" {
@@ -70,7 +71,7 @@ pub async fn page(State(state): State<AppState>, uri: Uri) -> PageResult {
                 (duration_and_comment())
                 button type="submit" { "Silence" }
             }
-        }
+        } }
         section #over {
             h2 { "Ended" }
             (table(&over, false))
@@ -103,9 +104,10 @@ fn table(rows: &[&Silence], running: bool) -> Markup {
                             td { (s.comment) }
                             @if running {
                                 td {
-                                    form.expire method="post" action={ "/silences/" (s.silence_id) "/expire" } {
+                                    @if may_write() { form.expire method="post" action={ "/silences/" (s.silence_id) "/expire" } {
+                                        (csrf_field())
                                         button type="submit" title="End this silence now: matching alerts are delivered again from their next update" { "Expire" }
-                                    }
+                                    } }
                                 }
                             }
                         }
@@ -132,8 +134,12 @@ fn duration_and_comment() -> Markup {
 /// The Silence form of an alert's or a template's page: silences that service's alerts of
 /// that template (and, from an alert, of that kind).
 pub fn silence_form(service: &str, kind: Option<&str>, template_id: &str) -> Markup {
+    if !may_write() {
+        return html! {};
+    }
     html! {
         form.silence method="post" action="/silences" {
+            (csrf_field())
             input type="hidden" name="service" value=(service);
             @if let Some(k) = kind { input type="hidden" name="kind" value=(k); }
             input type="hidden" name="template_id" value=(template_id);
@@ -156,8 +162,7 @@ pub struct AddForm {
 }
 
 /// The Silence buttons: the API's add, then back to the silences.
-pub async fn add(State(state): State<AppState>, headers: HeaderMap, Form(form): Form<AddForm>) -> PageResult {
-    refuse_cross_site(&headers, "service", "a silence")?;
+pub async fn add(State(state): State<AppState>, Form(form): Form<AddForm>) -> PageResult {
     let params = AddParams {
         service: form.service,
         kind: Some(form.kind),
@@ -170,8 +175,7 @@ pub async fn add(State(state): State<AppState>, headers: HeaderMap, Form(form): 
 }
 
 /// The Expire button: the API's expire, then back to the silences.
-pub async fn expire(State(state): State<AppState>, Path(silence_id): Path<String>, headers: HeaderMap) -> PageResult {
-    refuse_cross_site(&headers, "silence_id", "a silence's end")?;
+pub async fn expire(State(state): State<AppState>, Path(silence_id): Path<String>) -> PageResult {
     let done = silences::expire(State(state), Path(silence_id)).await?.0;
     Ok(Redirect::to(&format!("/silences?expired={}", done.silence_id)).into_response())
 }
