@@ -55,7 +55,7 @@ async fn start(env: &TestEnv, store: Store) -> (String, Shutdown) {
 }
 
 /// Signs in with `token`; the `name=value` pair of the session cookie.
-async fn sign_in(http: &reqwest::Client, base: &str, token: &str) -> String {
+pub(crate) async fn sign_in(http: &reqwest::Client, base: &str, token: &str) -> String {
     let answer = http.post(format!("{base}/login")).form(&[("token", token), ("next", "/deliveries")]).send().await;
     let answer = answer.unwrap();
     assert_eq!(answer.status(), 303);
@@ -69,7 +69,7 @@ async fn sign_in(http: &reqwest::Client, base: &str, token: &str) -> String {
 }
 
 /// The value of the CSRF field in a page.
-fn csrf_of(page: &str) -> String {
+pub(crate) fn csrf_of(page: &str) -> String {
     let at = page.find(r#"name="csrf" value=""#).unwrap_or_else(|| panic!("no CSRF field in {page}"));
     let rest = &page[at + r#"name="csrf" value=""#.len()..];
     rest[..rest.find('"').unwrap()].to_string()

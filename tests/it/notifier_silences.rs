@@ -266,16 +266,21 @@ async fn the_api_and_the_app_add_list_and_expire_silences_behind_the_token() {
     );
     let form =
         [("service", "web"), ("kind", ""), ("template_id", ""), ("duration_secs", "900"), ("comment", "batch job")];
-    let response = http
-        .post(format!("{base}/silences"))
-        .bearer_auth("s3cret")
-        .header("sec-fetch-site", "cross-site")
-        .form(&form)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status().as_u16(), 400, "a form from another site is refused");
-    let response = http.post(format!("{base}/silences")).bearer_auth("s3cret").form(&form).send().await.unwrap();
+    // From a browser: a form of the session's own page adds; a forged one (no CSRF token) does not.
+    let cookie = crate::api_roles::sign_in(&http, &base, "s3cret").await;
+    let own_page = http.get(format!("{base}/silences")).header("cookie", &cookie).send().await.unwrap();
+    let csrf = crate::api_roles::csrf_of(&own_page.text().await.unwrap());
+    let post_form = |fields: Vec<(&'static str, String)>| {
+        http.post(format!("{base}/silences")).header("cookie", &cookie).form(&fields).send()
+    };
+    let fields: Vec<(&'static str, String)> = form.iter().map(|(k, v)| (*k, v.to_string())).collect();
+    let forged = post_form(fields.clone()).await.unwrap();
+    assert_eq!(forged.status().as_u16(), 403, "a form without the session's CSRF token is refused");
+    assert!(
+        silences::list(&store, 0).await.unwrap().iter().all(|s| s.service != "web"),
+        "a forged form stores nothing"
+    );
+    let response = post_form([fields, vec![("csrf", csrf)]].concat()).await.unwrap();
     assert_eq!(response.status().as_u16(), 303);
     let back = response.headers()["location"].to_str().unwrap().to_string();
     assert!(back.starts_with("/silences?added="), "{back}");
