@@ -10,6 +10,7 @@ mod writer_support;
 mod api;
 mod assembler;
 mod bad_input;
+mod broker_tls;
 mod cli;
 mod cluster;
 mod demo;

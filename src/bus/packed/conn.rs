@@ -1,16 +1,22 @@
 //! One connection to one broker: the Kafka framing (a length, a header, a body), one request
-//! at a time, and the API versions both sides speak, agreed once when it opens.
+//! at a time, and the API versions both sides speak, agreed once when it opens; over TLS and
+//! authenticated with SASL (SaslHandshake, then SaslAuthenticate carrying rsasl's messages)
+//! when `[kafka]` asks for them (`bus::security`).
 
 use std::time::Duration;
 
 use bytes::{Buf, BufMut, BytesMut};
+use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::{
     ApiKey, ApiVersionsRequest, ApiVersionsResponse, InitProducerIdRequest, InitProducerIdResponse, MetadataRequest,
-    MetadataResponse, ProduceRequest, ProduceResponse, RequestHeader, ResponseHeader,
+    MetadataResponse, ProduceRequest, ProduceResponse, RequestHeader, ResponseHeader, SaslAuthenticateRequest,
+    SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, StrBytes};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
+
+use crate::bus::security::{Credentials, Security, CREDENTIALS_ADVICE, UNTRUSTED_ADVICE};
 
 /// How long opening a connection may take (as `socket.connection.setup.timeout.ms`).
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -33,7 +39,36 @@ pub enum ConnError {
     Protocol { addr: String, reason: String },
     #[error("{addr} speaks no version of {api:?} between {min} and {max}")]
     Unsupported { addr: String, api: ApiKey, min: i16, max: i16 },
+    #[error("the broker at {addr} presented a certificate this machine does not trust ({why}): {UNTRUSTED_ADVICE}")]
+    Untrusted { addr: String, why: String },
+    #[error("the broker at {addr} does not speak TLS (a plaintext listener? its security_protocol is then plaintext or sasl_plaintext)")]
+    NotTls { addr: String },
+    #[error("the TLS handshake with the broker at {addr} failed: {why}")]
+    Tls { addr: String, why: String },
+    #[error("the broker at {addr} refused the user `{user}` ({mechanism}: {why}): {CREDENTIALS_ADVICE}")]
+    Refused { addr: String, user: String, mechanism: &'static str, why: String },
+    #[error("the broker at {addr} does not accept SASL {mechanism} (it offers {offered}): set [kafka] sasl_mechanism to one it offers")]
+    Mechanism { addr: String, mechanism: &'static str, offered: String },
 }
+
+impl ConnError {
+    /// A failure only the operator can cure (the credentials, the certificate, the
+    /// mechanism, TLS where there is none): retrying changes nothing until the configuration
+    /// or the broker does.
+    pub fn needs_the_operator(&self) -> bool {
+        matches!(
+            self,
+            ConnError::Untrusted { .. }
+                | ConnError::NotTls { .. }
+                | ConnError::Refused { .. }
+                | ConnError::Mechanism { .. }
+        )
+    }
+}
+
+/// A connection's bytes: a TCP stream, or TLS over one.
+trait Stream: AsyncRead + AsyncWrite + Send + Unpin {}
+impl<T: AsyncRead + AsyncWrite + Send + Unpin> Stream for T {}
 
 /// The versions this producer uses: record batches (v2) need Produce ≥ 3; above the maxima
 /// the requests name topics by id, which this producer does not track.
@@ -41,6 +76,9 @@ const PRODUCE: (i16, i16) = (3, 12);
 // Below 4 a metadata request cannot say "do not create the topic".
 const METADATA: (i16, i16) = (4, 12);
 const INIT_PRODUCER_ID: (i16, i16) = (0, 4);
+// SaslHandshake v1 puts the SASL messages in SaslAuthenticate requests (v0 sent them bare).
+const SASL_HANDSHAKE: (i16, i16) = (1, 1);
+const SASL_AUTHENTICATE: (i16, i16) = (0, 2);
 
 /// The version of each API this connection uses.
 #[derive(Debug, Clone, Copy)]
@@ -52,25 +90,31 @@ pub struct Versions {
 
 pub struct Conn {
     addr: String,
-    stream: TcpStream,
+    stream: Box<dyn Stream>,
     next_correlation: i32,
     pub versions: Versions,
     buf: BytesMut,
 }
 
 impl Conn {
-    /// Connects and agrees on versions (ApiVersions v0, which every broker answers).
-    pub async fn open(addr: &str) -> Result<Conn, ConnError> {
-        let stream = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr))
+    /// Connects (with TLS when `security` says), agrees on versions (ApiVersions v0, which
+    /// every broker answers, before authentication too) and authenticates when `security`
+    /// holds credentials.
+    pub async fn open(addr: &str, security: &Security) -> Result<Conn, ConnError> {
+        let tcp = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr))
             .await
             .map_err(|_| ConnError::ConnectTimeout { addr: addr.to_string() })?
             .map_err(|source| ConnError::Connect { addr: addr.to_string(), source })?;
-        stream.set_nodelay(true).map_err(|source| ConnError::Io { addr: addr.to_string(), source })?;
+        tcp.set_nodelay(true).map_err(|source| ConnError::Io { addr: addr.to_string(), source })?;
+        let stream: Box<dyn Stream> = match &security.tls {
+            None => Box::new(tcp),
+            Some(tls) => Box::new(handshake(tls, addr, tcp).await?),
+        };
         let versions = Versions { produce: 0, metadata: 0, init_producer_id: 0 };
         let mut conn = Conn { addr: addr.to_string(), stream, next_correlation: 0, versions, buf: BytesMut::new() };
         let answer: ApiVersionsResponse =
             conn.call(ApiKey::ApiVersions, &ApiVersionsRequest::default(), 0, CONNECT_TIMEOUT).await?;
-        if let Some(error) = kafka_protocol::error::ResponseError::try_from_code(answer.error_code) {
+        if let Some(error) = ResponseError::try_from_code(answer.error_code) {
             return Err(conn.protocol(format!("ApiVersions answered {error}")));
         }
         let pick = |api: ApiKey, (min, max): (i16, i16)| {
@@ -87,7 +131,70 @@ impl Conn {
             metadata: pick(ApiKey::Metadata, METADATA)?,
             init_producer_id: pick(ApiKey::InitProducerId, INIT_PRODUCER_ID)?,
         };
+        if let Some(credentials) = &security.sasl {
+            let versions =
+                (pick(ApiKey::SaslHandshake, SASL_HANDSHAKE)?, pick(ApiKey::SaslAuthenticate, SASL_AUTHENTICATE)?);
+            conn.authenticate(credentials, versions).await?;
+        }
         Ok(conn)
+    }
+
+    /// The SASL exchange: the mechanism agreed by SaslHandshake, then each message of rsasl's
+    /// client in a SaslAuthenticate request until the mechanism is done (SCRAM checks the
+    /// broker's proof in the last answer: a broker that does not know the password fails).
+    async fn authenticate(
+        &mut self,
+        credentials: &Credentials,
+        (handshake, authenticate): (i16, i16),
+    ) -> Result<(), ConnError> {
+        use rsasl::prelude::{Mechname, MessageSent, SASLClient, SASLConfig, State};
+        let mechanism = credentials.mechanism.name();
+        let request = SaslHandshakeRequest::default().with_mechanism(StrBytes::from_static_str(mechanism));
+        let answer: SaslHandshakeResponse =
+            self.call(ApiKey::SaslHandshake, &request, handshake, CONNECT_TIMEOUT).await?;
+        match ResponseError::try_from_code(answer.error_code) {
+            None => {}
+            Some(ResponseError::UnsupportedSaslMechanism) => {
+                let offered: Vec<&str> = answer.mechanisms.iter().map(|m| m.as_str()).collect();
+                let offered = if offered.is_empty() { "none".to_string() } else { offered.join(", ") };
+                return Err(ConnError::Mechanism { addr: self.addr.clone(), mechanism, offered });
+            }
+            Some(error) => return Err(self.refused(credentials, format!("SaslHandshake answered {error}"))),
+        }
+        let config = SASLConfig::with_credentials(None, credentials.username.clone(), credentials.password.clone())
+            .map_err(|e| self.refused(credentials, e.to_string()))?;
+        let name = Mechname::parse(mechanism.as_bytes()).expect("the mechanisms' names are SASL names");
+        let mut session =
+            SASLClient::new(config).start_suggested(&[name]).map_err(|e| self.refused(credentials, e.to_string()))?;
+        let mut input: Option<bytes::Bytes> = None;
+        loop {
+            let mut message = Vec::new();
+            let state =
+                session.step(input.as_deref(), &mut message).map_err(|e| self.refused(credentials, e.to_string()))?;
+            if state == State::Finished(MessageSent::No) {
+                return Ok(());
+            }
+            let request = SaslAuthenticateRequest::default().with_auth_bytes(message.into());
+            let answer: SaslAuthenticateResponse =
+                self.call(ApiKey::SaslAuthenticate, &request, authenticate, CONNECT_TIMEOUT).await?;
+            if let Some(error) = ResponseError::try_from_code(answer.error_code) {
+                let why = answer.error_message.map_or_else(|| error.to_string(), |m| m.to_string());
+                return Err(self.refused(credentials, why));
+            }
+            if state.is_finished() {
+                return Ok(());
+            }
+            input = Some(answer.auth_bytes);
+        }
+    }
+
+    fn refused(&self, credentials: &Credentials, why: String) -> ConnError {
+        ConnError::Refused {
+            addr: self.addr.clone(),
+            user: credentials.username.clone(),
+            mechanism: credentials.mechanism.name(),
+            why,
+        }
     }
 
     pub async fn produce(&mut self, request: &ProduceRequest, timeout: Duration) -> Result<ProduceResponse, ConnError> {
@@ -140,6 +247,8 @@ impl Conn {
         self.buf[..4].copy_from_slice(&len.to_be_bytes());
         let exchange = async {
             self.stream.write_all(&self.buf).await?;
+            // TLS holds what is written until flushed.
+            self.stream.flush().await?;
             let len = self.stream.read_i32().await?;
             if len < 0 || len as usize > MAX_RESPONSE_BYTES {
                 return Ok(Err(len));
@@ -176,4 +285,28 @@ impl Conn {
     fn protocol(&self, reason: String) -> ConnError {
         ConnError::Protocol { addr: self.addr.clone(), reason }
     }
+}
+
+/// The TLS handshake over `tcp`, its refusals told apart: a certificate not trusted, a port
+/// that does not speak TLS, anything else.
+async fn handshake(
+    tls: &tokio_rustls::TlsConnector,
+    addr: &str,
+    tcp: TcpStream,
+) -> Result<tokio_rustls::client::TlsStream<TcpStream>, ConnError> {
+    let name = crate::bus::security::server_name(addr).map_err(|why| ConnError::Tls { addr: addr.to_string(), why })?;
+    let connected = tokio::time::timeout(CONNECT_TIMEOUT, tls.connect(name, tcp))
+        .await
+        .map_err(|_| ConnError::ConnectTimeout { addr: addr.to_string() })?;
+    connected.map_err(|e| {
+        let addr = addr.to_string();
+        // tokio-rustls hands rustls's error over inside the io::Error.
+        match e.get_ref().and_then(|inner| inner.downcast_ref::<rustls::Error>()) {
+            Some(refused @ rustls::Error::InvalidCertificate(_)) => {
+                ConnError::Untrusted { addr, why: refused.to_string() }
+            }
+            Some(rustls::Error::InvalidMessage(_)) => ConnError::NotTls { addr },
+            _ => ConnError::Tls { addr, why: e.to_string() },
+        }
+    })
 }
