@@ -88,8 +88,8 @@ fn tls_config(kafka: &KafkaConfig) -> rustls::ClientConfig {
         .with_root_certificates(roots);
     let client = kafka.ssl_client.as_ref().and_then(|identity| {
         let chosen = builder.clone().with_client_auth_cert(identity.chain.clone(), identity.key.clone_key());
-        // A key that does not suit rustls was read as a key at load time but cannot sign: the
-        // broker's refusal of the handshake then says so.
+        // Checked at load time (`config::read_kafka_files`); a configuration built otherwise
+        // (a test's) with a key that cannot sign goes without, and the broker's refusal says so.
         chosen.map_err(|e| tracing::warn!(error = %e, "the broker client certificate cannot be used")).ok()
     });
     client.unwrap_or_else(|| builder.with_no_client_auth())
@@ -104,6 +104,8 @@ pub fn server_name(addr: &str) -> Result<rustls::pki_types::ServerName<'static>,
 
 /// What to do about a refusal, said once for every client that meets one.
 pub const UNTRUSTED_ADVICE: &str = "set [kafka] ssl_ca_file (TAYGA_KAFKA_SSL_CA_FILE) to the CA that signed it";
+pub const CLIENT_CERTIFICATE_ADVICE: &str =
+    "set [kafka] ssl_certificate_file and ssl_key_file to a certificate the broker's CA signed, and its key";
 pub const CREDENTIALS_ADVICE: &str =
     "check [kafka] sasl_username and sasl_password (TAYGA_KAFKA_SASL_USERNAME, TAYGA_KAFKA_SASL_PASSWORD)";
 

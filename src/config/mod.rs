@@ -334,13 +334,31 @@ fn read_kafka_files(kafka: &mut KafkaConfig, set_by: &dyn Fn(&str) -> String) ->
             )
         });
         match (chain, key) {
-            (Ok(chain), Ok(key)) => {
-                kafka.ssl_client = Some(ClientIdentity { chain, key: std::sync::Arc::new(key) });
-            }
+            (Ok(chain), Ok(key)) => match client_identity_usable(&chain, &key) {
+                Ok(()) => kafka.ssl_client = Some(ClientIdentity { chain, key: std::sync::Arc::new(key) }),
+                Err(e) => problems.push(format!(
+                    "{}: the broker client key file {path} cannot sign for the certificate of {}: {e}",
+                    set_by("kafka.ssl_key_file"),
+                    kafka.ssl_certificate_file
+                )),
+            },
             (chain, key) => problems.extend(chain.err().into_iter().chain(key.err())),
         }
     }
     problems
+}
+
+/// Whether rustls (with ring, as the broker clients use it) takes `key` for `chain`.
+fn client_identity_usable(
+    chain: &[rustls::pki_types::CertificateDer<'static>],
+    key: &rustls::pki_types::PrivateKeyDer<'static>,
+) -> Result<(), rustls::Error> {
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .with_root_certificates(rustls::RootCertStore::empty())
+        .with_client_auth_cert(chain.to_vec(), key.clone_key())
+        .map(drop)
 }
 
 /// Keys whose values are never printed.

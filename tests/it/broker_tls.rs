@@ -167,9 +167,14 @@ async fn a_broker_that_asks_for_a_client_certificate_gets_the_configured_one() {
     let mut env = TestEnv::new("broker_mtls");
     broker.configure(&mut env);
 
-    // Without a certificate the broker closes the connection: nothing works.
+    // Without a certificate the broker refuses the connection, and the probe says so.
     let err = reachable(&env.config.kafka, Duration::from_secs(10)).await.unwrap_err();
-    assert!(matches!(err, Failure::Down(_)), "{err:?}");
+    let Failure::Refused(line) = err else { panic!("{err:?}") };
+    assert!(
+        line.starts_with(&format!("the broker at {} refused this client's certificate (", broker.address())),
+        "{line}"
+    );
+    assert!(line.ends_with(tayga::bus::security::CLIENT_CERTIFICATE_ADVICE), "{line}");
 
     let kafka = &mut env.config.kafka;
     kafka.ssl_certificate_file = broker.tls_file("client.pem").display().to_string();
@@ -187,6 +192,24 @@ async fn a_broker_that_asks_for_a_client_certificate_gets_the_configured_one() {
     .expect("the client certificate and key load");
     kafka.ssl_client = loaded.config.kafka.ssl_client;
     assert!(kafka.ssl_client.is_some());
+    // A key of another certificate is one line when the configuration loads.
+    let other_key = broker.tls_file("server.key").display().to_string();
+    let err = tayga::config::Loaded::from_parts(
+        None,
+        &[
+            ("TAYGA_KAFKA_SECURITY_PROTOCOL".to_string(), "ssl".to_string()),
+            ("TAYGA_KAFKA_SSL_CERTIFICATE_FILE".to_string(), kafka.ssl_certificate_file.clone()),
+            ("TAYGA_KAFKA_SSL_KEY_FILE".to_string(), other_key.clone()),
+        ]
+        .into_iter()
+        .collect(),
+    )
+    .unwrap_err();
+    let wanted = format!(
+        "$TAYGA_KAFKA_SSL_KEY_FILE: the broker client key file {other_key} cannot sign for the certificate of {}: ",
+        kafka.ssl_certificate_file
+    );
+    assert!(err.problems.len() == 1 && err.problems[0].starts_with(&wanted), "{err}");
 
     reachable(&env.config.kafka, Duration::from_secs(10)).await.expect("the handshake with a client certificate");
     let names = env.config.names();

@@ -16,7 +16,7 @@ use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, StrBytes};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::bus::security::{Credentials, Security, CREDENTIALS_ADVICE, UNTRUSTED_ADVICE};
+use crate::bus::security::{Credentials, Security, CLIENT_CERTIFICATE_ADVICE, CREDENTIALS_ADVICE, UNTRUSTED_ADVICE};
 
 /// How long opening a connection may take (as `socket.connection.setup.timeout.ms`).
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -43,6 +43,8 @@ pub enum ConnError {
     Untrusted { addr: String, why: String },
     #[error("the broker at {addr} does not speak TLS (a plaintext listener? its security_protocol is then plaintext or sasl_plaintext)")]
     NotTls { addr: String },
+    #[error("the broker at {addr} refused this client's certificate ({why}): {CLIENT_CERTIFICATE_ADVICE}")]
+    ClientCertificate { addr: String, why: String },
     #[error("the TLS handshake with the broker at {addr} failed: {why}")]
     Tls { addr: String, why: String },
     #[error("the broker at {addr} refused the user `{user}` ({mechanism}: {why}): {CREDENTIALS_ADVICE}")]
@@ -60,6 +62,7 @@ impl ConnError {
             self,
             ConnError::Untrusted { .. }
                 | ConnError::NotTls { .. }
+                | ConnError::ClientCertificate { .. }
                 | ConnError::Refused { .. }
                 | ConnError::Mechanism { .. }
         )
@@ -260,7 +263,7 @@ impl Conn {
         };
         match tokio::time::timeout(timeout, exchange).await {
             Err(_) => return Err(ConnError::Timeout { addr: self.addr.clone(), timeout }),
-            Ok(Err(source)) => return Err(ConnError::Io { addr: self.addr.clone(), source }),
+            Ok(Err(source)) => return Err(io_error(&self.addr, source)),
             Ok(Ok(Err(len))) => return Err(self.protocol(format!("an answer of {len} bytes"))),
             Ok(Ok(Ok(()))) => {}
         }
@@ -287,6 +290,20 @@ impl Conn {
     }
 }
 
+/// A connection's failure; with TLS 1.3 a broker's refusal of the client certificate comes
+/// as an alert at the first read, after the handshake.
+fn io_error(addr: &str, source: std::io::Error) -> ConnError {
+    use rustls::AlertDescription as Alert;
+    match source.get_ref().and_then(|inner| inner.downcast_ref::<rustls::Error>()) {
+        Some(
+            refused @ rustls::Error::AlertReceived(
+                Alert::CertificateRequired | Alert::BadCertificate | Alert::UnknownCA | Alert::CertificateUnknown,
+            ),
+        ) => ConnError::ClientCertificate { addr: addr.to_string(), why: refused.to_string() },
+        _ => ConnError::Io { addr: addr.to_string(), source },
+    }
+}
+
 /// The TLS handshake over `tcp`, its refusals told apart: a certificate not trusted, a port
 /// that does not speak TLS, anything else.
 async fn handshake(
@@ -306,6 +323,10 @@ async fn handshake(
                 ConnError::Untrusted { addr, why: refused.to_string() }
             }
             Some(rustls::Error::InvalidMessage(_)) => ConnError::NotTls { addr },
+            Some(rustls::Error::AlertReceived(_)) => match io_error(&addr, e) {
+                ConnError::Io { addr, source } => ConnError::Tls { addr, why: source.to_string() },
+                refused => refused,
+            },
             _ => ConnError::Tls { addr, why: e.to_string() },
         }
     })
