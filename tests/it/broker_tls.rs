@@ -63,6 +63,15 @@ impl TlsBroker {
         ]
     }
 
+    /// A new CA and certificate in place of the old ones, as a broker's operator might
+    /// roll them: stunnel restarted on them, the broker behind it untouched.
+    fn replace_certificate(&self) {
+        let pid = std::fs::read_to_string(self.home.path().join("broker-tls/stunnel.pid")).unwrap();
+        let status = Command::new("kill").arg(pid.trim()).status().unwrap();
+        assert!(status.success(), "stopping stunnel");
+        self.services("start-broker");
+    }
+
     fn services(&self, what: &str) {
         let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/services.sh");
         let mut cmd = Command::new(script);
@@ -281,6 +290,39 @@ async fn an_untrusted_certificate_is_one_line_at_every_client_and_on_ingest_heal
     })
     .await;
     assert_eq!(doc["reasons"], serde_json::json!([line]), "{doc}");
+}
+
+/// A writer already running when the broker's certificate changes to one this machine does
+/// not trust is not stopped: its `/health` says `degraded`, with the refusal as its reason.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_running_writer_says_degraded_with_the_reason_when_the_certificate_is_no_longer_trusted() {
+    let broker = TlsBroker::start(false);
+    let mut env = TestEnv::new("broker_tls_writer_health");
+    broker.configure(&mut env);
+    env.migrated_store().await;
+    let settings = broker.settings();
+    let settings: Vec<(&str, &str)> = settings.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let writer = Daemon::start(&env, &settings);
+    let health = |want: &'static str| {
+        let url = format!("http://{}/health", writer.metrics_addr);
+        async move {
+            let doc: serde_json::Value = reqwest::get(url).await.ok()?.json().await.ok()?;
+            (doc["status"] == want).then_some(doc)
+        }
+    };
+    wait_for("the writer's /health to say ok", Duration::from_secs(60), || health("ok")).await;
+    broker.replace_certificate();
+    let doc =
+        wait_for("the writer's /health to say why the broker is out", Duration::from_secs(60), || health("degraded"))
+            .await;
+    // The new CA has the old one's name and another key: its certificate's signature fails.
+    let line = format!(
+        "the broker at {} presented a certificate this machine does not trust (invalid peer certificate: BadSignature): {}",
+        broker.address(),
+        tayga::bus::security::UNTRUSTED_ADVICE
+    );
+    assert_eq!(doc["reasons"], serde_json::json!([line]), "{doc}");
+    assert_eq!(doc["broker"], "down", "{doc}");
 }
 
 #[test]
