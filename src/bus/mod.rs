@@ -6,6 +6,7 @@ pub mod consume;
 pub mod packed;
 pub mod probe;
 pub mod producer;
+pub mod security;
 pub mod topics;
 
 use std::time::Duration;
@@ -17,7 +18,7 @@ use crate::config::KafkaConfig;
 /// Partitions of the stories and alerts topics (docs/design.md#topics): fixed, not `kafka.partitions`.
 pub const SMALL_TOPIC_PARTITIONS: i32 = 3;
 
-/// Settings every client of this install shares.
+/// Settings every client of this install shares, TLS and SASL included.
 pub fn client_config(kafka: &KafkaConfig) -> ClientConfig {
     let mut config = ClientConfig::new();
     config
@@ -27,6 +28,7 @@ pub fn client_config(kafka: &KafkaConfig) -> ClientConfig {
         .set("reconnect.backoff.max.ms", "200")
         .set("socket.connection.setup.timeout.ms", "5000")
         .set("log_level", "3");
+    security::apply(&mut config, kafka);
     config
 }
 

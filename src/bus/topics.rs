@@ -21,6 +21,17 @@ pub enum TopicError {
     Create { topic: String, code: RDKafkaErrorCode },
     #[error("reading {what} from the broker failed: {source}")]
     Read { what: String, source: KafkaError },
+    /// The broker refused this client's certificate or credentials ([`super::probe::refusal`]):
+    /// the whole line, with what to do.
+    #[error("{0}")]
+    Refused(String),
+}
+
+impl TopicError {
+    /// Retrying cannot help until the operator changes the configuration or the broker.
+    pub fn needs_the_operator(&self) -> bool {
+        matches!(self, TopicError::Refused(_))
+    }
 }
 
 /// A topic Tayga needs, with the partition count it is created with.
@@ -146,8 +157,21 @@ pub async fn partition_counts_within(
     topic: Option<&str>,
     timeout: Duration,
 ) -> Result<BTreeMap<String, i32>, TopicError> {
-    let kafka = kafka.clone();
-    let topic = topic.map(str::to_string);
+    let counts = metadata_partition_counts(kafka.clone(), topic.map(str::to_string), timeout).await;
+    if counts.is_err() {
+        // librdkafka tells a refused password or certificate as a broker that did not answer.
+        if let Some(line) = super::probe::refusal(kafka, timeout).await {
+            return Err(TopicError::Refused(line));
+        }
+    }
+    counts
+}
+
+async fn metadata_partition_counts(
+    kafka: KafkaConfig,
+    topic: Option<String>,
+    timeout: Duration,
+) -> Result<BTreeMap<String, i32>, TopicError> {
     blocking(move || {
         let consumer: BaseConsumer = client_config(&kafka)
             .create()

@@ -12,6 +12,9 @@ use crate::config::{ClickHouseConfig, KafkaConfig};
 pub enum Unreachable {
     #[error("cannot reach the broker at {brokers}: {why}")]
     Broker { brokers: String, why: String },
+    /// The broker answered and refused this client: the line says what to do.
+    #[error("{0}")]
+    BrokerRefused(String),
     #[error("cannot reach ClickHouse at {url}: {why}")]
     ClickHouse { url: String, why: String },
     #[error(
@@ -25,17 +28,22 @@ impl Unreachable {
     pub fn hint(&self) -> &'static str {
         match self {
             Unreachable::Broker { .. } => super::fail::BROKER_HINT,
+            // Its line already says what to do.
+            Unreachable::BrokerRefused(_) => "",
             Unreachable::ClickHouse { .. } => super::fail::CLICKHOUSE_HINT,
             Unreachable::Untrusted { .. } => crate::store::UNTRUSTED_ADVICE,
         }
     }
 }
 
-/// Succeeds when at least one bootstrap broker accepts a connection.
+/// Succeeds when at least one bootstrap broker accepts a connection (and, with TLS or SASL
+/// configured, this client's certificate check and credentials).
 pub async fn broker(kafka: &KafkaConfig, timeout: Duration) -> Result<(), Unreachable> {
-    crate::bus::probe::reachable(kafka, timeout)
-        .await
-        .map_err(|why| Unreachable::Broker { brokers: kafka.brokers.clone(), why: with_flag(why, timeout) })
+    use crate::bus::probe::Failure;
+    crate::bus::probe::reachable(kafka, timeout).await.map_err(|failure| match failure {
+        Failure::Down(why) => Unreachable::Broker { brokers: kafka.brokers.clone(), why: with_flag(why, timeout) },
+        Failure::Refused(line) => Unreachable::BrokerRefused(line),
+    })
 }
 
 /// Succeeds when the broker accepts a connection and answers for `topic`, which exists, all

@@ -225,6 +225,7 @@ impl Loaded {
                 }
             }
         }
+        problems.extend(read_kafka_files(&mut config.kafka, &set_by));
         let mut values = BTreeMap::new();
         collect_leaves(&merged, "", &mut |path, value| {
             let source = sources.get(path).cloned().unwrap_or(Source::File);
@@ -272,27 +273,98 @@ impl Loaded {
 /// as a trust anchor, so a file that cannot serve is reported when the configuration is
 /// loaded, naming the file, rather than at the first connection.
 pub fn read_ssl_ca(path: &str) -> Result<Vec<rustls::pki_types::CertificateDer<'static>>, String> {
-    use rustls::pki_types::{pem::PemObject, CertificateDer};
-    let pem = std::fs::read(path).map_err(|e| format!("cannot read the ClickHouse CA file {path}: {e}"))?;
-    let certificates = CertificateDer::pem_slice_iter(&pem)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| format!("the ClickHouse CA file {path} is not PEM: {e}"))?;
-    if certificates.is_empty() {
-        return Err(format!("the ClickHouse CA file {path} holds no PEM certificate"));
-    }
+    read_ca_file(path, "ClickHouse")
+}
+
+/// [`read_ssl_ca`] for the CA file of `server` (`ClickHouse`, `broker`).
+pub fn read_ca_file(path: &str, server: &str) -> Result<Vec<rustls::pki_types::CertificateDer<'static>>, String> {
+    let certificates = read_certificates(path, &format!("{server} CA file"))?;
     let mut roots = rustls::RootCertStore::empty();
     for certificate in &certificates {
         roots
             .add(certificate.clone())
-            .map_err(|e| format!("the ClickHouse CA file {path} holds a certificate that cannot be a CA: {e}"))?;
+            .map_err(|e| format!("the {server} CA file {path} holds a certificate that cannot be a CA: {e}"))?;
     }
     Ok(certificates)
+}
+
+/// The PEM certificates of `path`, at least one; `what` names the file in the error.
+fn read_certificates(path: &str, what: &str) -> Result<Vec<rustls::pki_types::CertificateDer<'static>>, String> {
+    use rustls::pki_types::{pem::PemObject, CertificateDer};
+    let pem = std::fs::read(path).map_err(|e| format!("cannot read the {what} {path}: {e}"))?;
+    let certificates = CertificateDer::pem_slice_iter(&pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("the {what} {path} is not PEM: {e}"))?;
+    if certificates.is_empty() {
+        return Err(format!("the {what} {path} holds no PEM certificate"));
+    }
+    Ok(certificates)
+}
+
+/// Reads what `[kafka]` names by file (the password, the CA, the client certificate and key)
+/// into `kafka`, as `[clickhouse]`'s are: a file that cannot serve is one problem at load
+/// time, naming it and what set it.
+fn read_kafka_files(kafka: &mut KafkaConfig, set_by: &dyn Fn(&str) -> String) -> Vec<String> {
+    use rustls::pki_types::{pem::PemObject, PrivateKeyDer};
+    let mut problems = Vec::new();
+    if kafka.sasl_password.is_empty() && !kafka.sasl_password_file.is_empty() {
+        let path = &kafka.sasl_password_file;
+        match std::fs::read_to_string(path) {
+            Ok(text) => kafka.sasl_password = text.trim_end_matches(['\n', '\r']).to_string(),
+            Err(e) => problems.push(format!(
+                "{}: cannot read the broker password file {path}: {e}",
+                set_by("kafka.sasl_password_file")
+            )),
+        }
+    }
+    if !kafka.ssl_ca_file.is_empty() {
+        match read_ca_file(&kafka.ssl_ca_file, "broker") {
+            Ok(certificates) => kafka.ssl_ca = certificates,
+            Err(why) => problems.push(format!("{}: {why}", set_by("kafka.ssl_ca_file"))),
+        }
+    }
+    if !kafka.ssl_certificate_file.is_empty() && !kafka.ssl_key_file.is_empty() {
+        let chain = read_certificates(&kafka.ssl_certificate_file, "broker client certificate file")
+            .map_err(|why| format!("{}: {why}", set_by("kafka.ssl_certificate_file")));
+        let path = &kafka.ssl_key_file;
+        let key = PrivateKeyDer::from_pem_file(path).map_err(|e| {
+            format!(
+                "{}: the broker client key file {path} holds no unencrypted PEM private key: {e}",
+                set_by("kafka.ssl_key_file")
+            )
+        });
+        match (chain, key) {
+            (Ok(chain), Ok(key)) => match client_identity_usable(&chain, &key) {
+                Ok(()) => kafka.ssl_client = Some(ClientIdentity { chain, key: std::sync::Arc::new(key) }),
+                Err(e) => problems.push(format!(
+                    "{}: the broker client key file {path} cannot sign for the certificate of {}: {e}",
+                    set_by("kafka.ssl_key_file"),
+                    kafka.ssl_certificate_file
+                )),
+            },
+            (chain, key) => problems.extend(chain.err().into_iter().chain(key.err())),
+        }
+    }
+    problems
+}
+
+/// Whether rustls (with ring, as the broker clients use it) takes `key` for `chain`.
+fn client_identity_usable(
+    chain: &[rustls::pki_types::CertificateDer<'static>],
+    key: &rustls::pki_types::PrivateKeyDer<'static>,
+) -> Result<(), rustls::Error> {
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()?
+        .with_root_certificates(rustls::RootCertStore::empty())
+        .with_client_auth_cert(chain.to_vec(), key.clone_key())
+        .map(drop)
 }
 
 /// Keys whose values are never printed.
 pub fn is_secret(path: &str) -> bool {
     let last = path.rsplit('.').next().unwrap_or(path);
-    matches!(last, "password" | "token" | "secret" | "auth_tokens" | "operator_tokens" | "viewer_tokens")
+    matches!(last, "password" | "sasl_password" | "token" | "secret" | "auth_tokens" | "operator_tokens" | "viewer_tokens")
         || path.contains(".headers")
 }
 
@@ -575,6 +647,56 @@ mod tests {
             "\"http://<redacted>@h:8123\""
         );
         assert_eq!(json_value("clickhouse.password", &Value::String(String::new())), serde_json::json!(""));
+        assert_eq!(display_value("kafka.sasl_password", &Value::String("pw".into())), "<redacted>");
+        assert_eq!(json_value("kafka.sasl_password", &Value::String("pw".into())), serde_json::json!("<redacted>"));
+        let file = Value::String("/run/secrets/broker".into());
+        assert_eq!(display_value("kafka.sasl_password_file", &file), "\"/run/secrets/broker\"");
+    }
+
+    #[test]
+    fn the_broker_password_comes_from_a_file_and_the_combinations_are_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("broker-pw");
+        std::fs::write(&path, "s3cret\n").unwrap();
+        let file = format!(
+            "[kafka]\nsecurity_protocol = \"SASL_SSL\"\nsasl_mechanism = \"scram-sha-512\"\nsasl_username = \"tayga\"\nsasl_password_file = \"{}\"\n",
+            path.display()
+        );
+        let loaded = Loaded::from_parts(Some(&file), &env(&[])).unwrap();
+        assert_eq!(loaded.config.kafka.sasl_password, "s3cret");
+        assert_eq!(loaded.config.kafka.protocol(), Ok(SecurityProtocol::SaslSsl));
+        assert_eq!(loaded.config.kafka.mechanism(), Ok(SaslMechanism::ScramSha512));
+        assert!(loaded.problems().is_empty(), "{:?}", loaded.problems());
+
+        let missing = dir.path().join("no-such-file");
+        let err = Loaded::from_parts(None, &env(&[("TAYGA_KAFKA_SASL_PASSWORD_FILE", missing.to_str().unwrap())]))
+            .unwrap_err();
+        assert!(
+            err.problems[0].starts_with(&format!(
+                "$TAYGA_KAFKA_SASL_PASSWORD_FILE: cannot read the broker password file {}",
+                missing.display()
+            )),
+            "{err}"
+        );
+
+        let problems = |pairs: &[(&str, &str)]| Loaded::from_parts(None, &env(pairs)).unwrap().problems();
+        assert_eq!(
+            problems(&[("TAYGA_KAFKA_SECURITY_PROTOCOL", "sasl_plaintext"), ("TAYGA_KAFKA_SASL_MECHANISM", "GSSAPI")]),
+            vec![
+                "$TAYGA_KAFKA_SASL_MECHANISM: kafka.sasl_mechanism must be one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, is `GSSAPI`",
+                "kafka.sasl_username must be set with security_protocol sasl_plaintext",
+                "kafka.sasl_password (or sasl_password_file) must be set with security_protocol sasl_plaintext",
+            ]
+        );
+        assert_eq!(
+            problems(&[("TAYGA_KAFKA_SECURITY_PROTOCOL", "ssl"), ("TAYGA_KAFKA_SSL_KEY_FILE", "/k.pem")]),
+            vec!["kafka.ssl_certificate_file must be set with ssl_key_file: a client certificate needs its key"]
+        );
+        assert_eq!(
+            problems(&[("TAYGA_KAFKA_SECURITY_PROTOCOL", "ssl"), ("TAYGA_KAFKA_SASL_USERNAME", "u")]),
+            vec!["$TAYGA_KAFKA_SASL_USERNAME: kafka.sasl_username is set but security_protocol ssl sends no credentials: use sasl_ssl"]
+        );
+        assert!(problems(&[]).is_empty());
     }
 
     #[test]

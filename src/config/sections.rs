@@ -40,6 +40,189 @@ pub struct KafkaConfig {
     /// Every topic and consumer group name starts with this, so several installs (and the
     /// tests) can share one broker.
     pub topic_prefix: String,
+    /// How every client reaches the brokers, in Kafka's words: `plaintext`, `ssl` (TLS),
+    /// `sasl_plaintext` (a user and a password, no TLS) or `sasl_ssl` (both) (docs/security.md).
+    pub security_protocol: String,
+    /// With a `sasl_*` protocol: `PLAIN`, `SCRAM-SHA-256` or `SCRAM-SHA-512`.
+    pub sasl_mechanism: String,
+    pub sasl_username: String,
+    pub sasl_password: String,
+    /// A file holding the broker password (a Compose or Kubernetes secret); read at load time
+    /// when `sasl_password` is empty. Its trailing newline is not part of the password.
+    pub sasl_password_file: String,
+    /// With `ssl` or `sasl_ssl`: a PEM file of the CA that signed the brokers' certificates,
+    /// trusted beside the public roots; read at load time.
+    pub ssl_ca_file: String,
+    /// The certificates of `ssl_ca_file`, read and checked when the configuration is loaded.
+    #[serde(skip)]
+    pub ssl_ca: Vec<rustls::pki_types::CertificateDer<'static>>,
+    /// A client certificate (PEM, the chain after it) for brokers that ask for one (mutual
+    /// TLS), with `ssl_key_file`, its unencrypted PEM key; both read at load time.
+    pub ssl_certificate_file: String,
+    pub ssl_key_file: String,
+    /// The certificate chain and key of those two files, read and checked at load time.
+    #[serde(skip)]
+    pub ssl_client: Option<ClientIdentity>,
+}
+
+/// A client certificate chain and its private key, for mutual TLS; the key is never printed.
+#[derive(Clone)]
+pub struct ClientIdentity {
+    pub chain: Vec<rustls::pki_types::CertificateDer<'static>>,
+    pub key: std::sync::Arc<rustls::pki_types::PrivateKeyDer<'static>>,
+}
+
+impl std::fmt::Debug for ClientIdentity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientIdentity").field("chain", &self.chain.len()).field("key", &super::redact::HIDDEN).finish()
+    }
+}
+
+/// `kafka.security_protocol`: whether the connection is TLS and whether it authenticates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SecurityProtocol {
+    Plaintext,
+    Ssl,
+    SaslPlaintext,
+    SaslSsl,
+}
+
+impl SecurityProtocol {
+    pub const ALL: [SecurityProtocol; 4] = [
+        SecurityProtocol::Plaintext,
+        SecurityProtocol::Ssl,
+        SecurityProtocol::SaslPlaintext,
+        SecurityProtocol::SaslSsl,
+    ];
+
+    /// The name as the configuration and librdkafka's `security.protocol` spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            SecurityProtocol::Plaintext => "plaintext",
+            SecurityProtocol::Ssl => "ssl",
+            SecurityProtocol::SaslPlaintext => "sasl_plaintext",
+            SecurityProtocol::SaslSsl => "sasl_ssl",
+        }
+    }
+
+    /// Case aside, as Kafka's own clients accept it (`SASL_SSL`).
+    pub fn parse(text: &str) -> Option<SecurityProtocol> {
+        Self::ALL.into_iter().find(|p| p.name().eq_ignore_ascii_case(text.trim()))
+    }
+
+    pub fn tls(self) -> bool {
+        matches!(self, SecurityProtocol::Ssl | SecurityProtocol::SaslSsl)
+    }
+
+    pub fn sasl(self) -> bool {
+        matches!(self, SecurityProtocol::SaslPlaintext | SecurityProtocol::SaslSsl)
+    }
+}
+
+/// `kafka.sasl_mechanism`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SaslMechanism {
+    Plain,
+    ScramSha256,
+    ScramSha512,
+}
+
+impl SaslMechanism {
+    pub const ALL: [SaslMechanism; 3] = [SaslMechanism::Plain, SaslMechanism::ScramSha256, SaslMechanism::ScramSha512];
+
+    /// The name as SASL (and librdkafka's `sasl.mechanism`) spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            SaslMechanism::Plain => "PLAIN",
+            SaslMechanism::ScramSha256 => "SCRAM-SHA-256",
+            SaslMechanism::ScramSha512 => "SCRAM-SHA-512",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<SaslMechanism> {
+        Self::ALL.into_iter().find(|m| m.name().eq_ignore_ascii_case(text.trim()))
+    }
+}
+
+impl KafkaConfig {
+    /// The protocol `security_protocol` names; a name that is none is a problem of the
+    /// configuration ([`Config::problems`]), so a daemon never starts with it, and a client
+    /// asked to connect with it refuses.
+    pub fn protocol(&self) -> Result<SecurityProtocol, String> {
+        SecurityProtocol::parse(&self.security_protocol).ok_or_else(|| {
+            let names: Vec<_> = SecurityProtocol::ALL.iter().map(|p| p.name()).collect();
+            format!("kafka.security_protocol must be one of {}, is `{}`", names.join(", "), self.security_protocol)
+        })
+    }
+
+    /// The mechanism `sasl_mechanism` names (only asked with a `sasl_*` protocol).
+    pub fn mechanism(&self) -> Result<SaslMechanism, String> {
+        SaslMechanism::parse(&self.sasl_mechanism).ok_or_else(|| {
+            let names: Vec<_> = SaslMechanism::ALL.iter().map(|m| m.name()).collect();
+            let protocol = self.security_protocol.to_ascii_lowercase();
+            match self.sasl_mechanism.trim() {
+                "" => {
+                    format!("kafka.sasl_mechanism must be set with security_protocol {protocol}: {}", names.join(", "))
+                }
+                other => format!("kafka.sasl_mechanism must be one of {}, is `{other}`", names.join(", ")),
+            }
+        })
+    }
+
+    /// The one line of each problem of the `[kafka]` security settings taken together.
+    fn security_problems(&self) -> Vec<String> {
+        let protocol = match self.protocol() {
+            Ok(protocol) => protocol,
+            Err(problem) => return vec![problem],
+        };
+        let name = protocol.name();
+        let mut problems = Vec::new();
+        if protocol.sasl() {
+            if let Err(problem) = self.mechanism() {
+                problems.push(problem);
+            }
+            if self.sasl_username.is_empty() {
+                problems.push(format!("kafka.sasl_username must be set with security_protocol {name}"));
+            }
+            if self.sasl_password.is_empty() && self.sasl_password_file.is_empty() {
+                problems.push(format!(
+                    "kafka.sasl_password (or sasl_password_file) must be set with security_protocol {name}"
+                ));
+            }
+        } else {
+            let set = [
+                ("sasl_mechanism", &self.sasl_mechanism),
+                ("sasl_username", &self.sasl_username),
+                ("sasl_password", &self.sasl_password),
+                ("sasl_password_file", &self.sasl_password_file),
+            ];
+            if let Some((key, _)) = set.iter().find(|(_, v)| !v.is_empty()) {
+                let instead = if protocol.tls() { "sasl_ssl" } else { "sasl_plaintext or sasl_ssl" };
+                problems.push(format!(
+                    "kafka.{key} is set but security_protocol {name} sends no credentials: use {instead}"
+                ));
+            }
+        }
+        let files = [
+            ("ssl_ca_file", &self.ssl_ca_file),
+            ("ssl_certificate_file", &self.ssl_certificate_file),
+            ("ssl_key_file", &self.ssl_key_file),
+        ];
+        if !protocol.tls() {
+            if let Some((key, _)) = files.iter().find(|(_, v)| !v.is_empty()) {
+                let instead = if protocol.sasl() { "sasl_ssl" } else { "ssl or sasl_ssl" };
+                problems.push(format!("kafka.{key} is set but security_protocol {name} is not TLS: use {instead}"));
+            }
+        } else if self.ssl_certificate_file.is_empty() != self.ssl_key_file.is_empty() {
+            let (set, missing) = if self.ssl_key_file.is_empty() {
+                ("ssl_certificate_file", "ssl_key_file")
+            } else {
+                ("ssl_key_file", "ssl_certificate_file")
+            };
+            problems.push(format!("kafka.{missing} must be set with {set}: a client certificate needs its key"));
+        }
+        problems
+    }
 }
 
 impl Default for KafkaConfig {
@@ -51,6 +234,16 @@ impl Default for KafkaConfig {
             retention_hours: 168,
             compression: "lz4".into(),
             topic_prefix: "tayga".into(),
+            security_protocol: SecurityProtocol::Plaintext.name().into(),
+            sasl_mechanism: String::new(),
+            sasl_username: String::new(),
+            sasl_password: String::new(),
+            sasl_password_file: String::new(),
+            ssl_ca_file: String::new(),
+            ssl_ca: Vec::new(),
+            ssl_certificate_file: String::new(),
+            ssl_key_file: String::new(),
+            ssl_client: None,
         }
     }
 }
@@ -569,6 +762,9 @@ impl Config {
                 self.kafka.topic_prefix
             ),
         );
+        for problem in self.kafka.security_problems() {
+            check(false, problem);
+        }
         check(
             self.clickhouse.url.starts_with("http://") || self.clickhouse.url.starts_with("https://"),
             format!(

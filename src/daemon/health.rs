@@ -29,6 +29,9 @@ pub struct Known {
     clickhouse: AtomicU8,
     /// Why ClickHouse was [`SILENT`] at the last look.
     clickhouse_why: std::sync::Mutex<String>,
+    /// The broker's refusal of this client (certificate, credentials) at the last look; empty
+    /// when it simply does not accept connections.
+    broker_why: std::sync::Mutex<String>,
 }
 
 const ANSWERS: u8 = 1;
@@ -61,7 +64,11 @@ pub fn with_known(inner: HealthFn, known: Arc<Known>, brokers: String) -> Health
             reasons.push(if why.is_empty() { crate::store::probe::NOT_ANSWERING.into() } else { why }.into());
         }
         if broker_down {
-            reasons.push(format!("the broker at {brokers} does not accept connections").into());
+            let why = known.broker_why.lock().map(|why| why.clone()).unwrap_or_default();
+            reasons.push(
+                if why.is_empty() { format!("the broker at {brokers} does not accept connections") } else { why }
+                    .into(),
+            );
         }
         if !ready {
             reasons.push("starting: waiting for the broker and ClickHouse".into());
@@ -84,8 +91,14 @@ pub fn with_known(inner: HealthFn, known: Arc<Known>, brokers: String) -> Health
 /// Refreshes `known`'s view of the broker until shutdown ([`crate::bus::probe::reachable`]).
 pub async fn watch_broker(kafka: KafkaConfig, known: Arc<Known>, shutdown: Shutdown) {
     loop {
-        let down = crate::bus::probe::reachable(&kafka, LOOK_TIMEOUT).await.is_err();
-        known.broker_down.store(down, Ordering::Relaxed);
+        let look = crate::bus::probe::reachable(&kafka, LOOK_TIMEOUT).await;
+        if let Ok(mut said) = known.broker_why.lock() {
+            *said = match &look {
+                Err(crate::bus::probe::Failure::Refused(line)) => line.clone(),
+                _ => String::new(),
+            };
+        }
+        known.broker_down.store(look.is_err(), Ordering::Relaxed);
         if !shutdown.sleep(LOOK_EVERY).await {
             return;
         }

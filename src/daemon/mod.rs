@@ -229,14 +229,17 @@ where
     }
 }
 
-/// True when retrying cannot help: ClickHouse refused the credentials or presented a
-/// certificate this machine does not trust. Start-up then fails at once, in one line.
+/// True when retrying cannot help: ClickHouse or the broker refused the credentials or
+/// presented a certificate this machine does not trust. Start-up then fails at once, in one
+/// line.
 fn needs_the_operator<E: std::fmt::Display + 'static>(error: &E) -> bool {
     let error: &dyn std::any::Any = error;
     let store = error
         .downcast_ref::<crate::store::StoreError>()
         .or_else(|| error.downcast_ref::<anyhow::Error>().and_then(|e| e.chain().find_map(|c| c.downcast_ref())));
+    let bus = error.downcast_ref::<crate::bus::topics::TopicError>();
     store.is_some_and(crate::store::StoreError::needs_the_operator)
+        || bus.is_some_and(crate::bus::topics::TopicError::needs_the_operator)
 }
 
 /// True when `error` is a [`Stopped`]: the daemon ended because it was told to.

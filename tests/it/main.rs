@@ -11,6 +11,7 @@ mod api;
 mod api_roles;
 mod assembler;
 mod bad_input;
+mod broker_tls;
 mod cli;
 mod cluster;
 mod demo;

@@ -26,7 +26,8 @@ async fn concurrent_calls_are_written_once_each_on_librdkafkas_partition() {
     let names = env.config.names();
     ensure_topics(&env.config.kafka, &names).await.unwrap();
     let mut registry = prometheus_client::registry::Registry::default();
-    let producer = PackedProducer::new(&env.config.kafka, ProducerMetrics::register(&mut registry, "tayga_ingest"));
+    let producer =
+        PackedProducer::new(&env.config.kafka, ProducerMetrics::register(&mut registry, "tayga_ingest")).unwrap();
     let headers = vec![("tayga-kind".to_string(), "traces".to_string()), ("tayga-ingest-ns".into(), "42".into())];
 
     // Eight callers at once, as ingest's clients are: their records share requests.
@@ -82,7 +83,7 @@ async fn a_frozen_broker_fails_the_call_in_time_and_the_producer_recovers_withou
     env.config.kafka.brokers = broker.address();
     let names = env.config.names();
     ensure_topics(&env.config.kafka, &names).await.unwrap();
-    let producer = PackedProducer::new(&env.config.kafka, Default::default());
+    let producer = PackedProducer::new(&env.config.kafka, Default::default()).unwrap();
     let keys: Vec<String> = (0..3).map(|i| format!("before-{i}")).collect();
     producer.publish_all(records(&names.signals, &keys, &[])).await.unwrap();
 

@@ -18,7 +18,7 @@
 //! Layout: `plan.rs` is pure (partitioner, batches, what an answer means), `conn.rs` one
 //! broker connection, this file the handle and the task that owns the state.
 
-mod conn;
+pub(in crate::bus) mod conn;
 pub mod metrics;
 pub mod plan;
 
@@ -42,6 +42,7 @@ use self::conn::{Conn, ConnError};
 use self::metrics::ProducerMetrics;
 use self::plan::{Batch, Outcome, PartitionQueue, Pending, Session, REQUEST_MAX_BYTES};
 use super::producer::{OutRecord, DELIVERY_TIMEOUT, QUEUE_MAX_KBYTES, QUEUE_WAIT};
+use super::security::Security;
 use crate::config::KafkaConfig;
 
 /// How long the producer waits before trying a broker again after a failure (as
@@ -94,14 +95,16 @@ struct Call {
 
 impl PackedProducer {
     /// Starts the producer's task, which opens its session at once (the first call then
-    /// waits only for its own request); it reports through `metrics`.
-    pub fn new(kafka: &KafkaConfig, metrics: ProducerMetrics) -> PackedProducer {
+    /// waits only for its own request); it reports through `metrics`. The error is the
+    /// configuration's problem line when `[kafka]`'s security settings cannot be used.
+    pub fn new(kafka: &KafkaConfig, metrics: ProducerMetrics) -> Result<PackedProducer, String> {
+        let security = Security::new(kafka)?;
         let (calls, incoming) = mpsc::unbounded_channel();
         let last_problem = Arc::new(Mutex::new(None));
-        let bootstrap = kafka.brokers.split(',').map(|b| b.trim().to_string()).filter(|b| !b.is_empty()).collect();
-        let task = Sender::new(incoming, bootstrap, last_problem.clone(), metrics);
+        let bootstrap = super::probe::bootstrap(kafka).map(str::to_string).collect();
+        let task = Sender::new(incoming, bootstrap, security, last_problem.clone(), metrics);
         tokio::spawn(task.run());
-        PackedProducer { calls, room: Arc::new(Semaphore::new(QUEUE_MAX_KBYTES as usize)), last_problem }
+        Ok(PackedProducer { calls, room: Arc::new(Semaphore::new(QUEUE_MAX_KBYTES as usize)), last_problem })
     }
 
     /// Sends every record and waits until the broker acknowledged each; the first failure is
@@ -214,6 +217,7 @@ type InFlight = FuturesUnordered<std::pin::Pin<Box<dyn std::future::Future<Outpu
 struct Sender {
     incoming: mpsc::UnboundedReceiver<Call>,
     bootstrap: Vec<String>,
+    security: Security,
     calls: HashMap<u64, Waiting>,
     next_call: u64,
     topics: HashMap<String, Topic>,
@@ -235,12 +239,14 @@ impl Sender {
     fn new(
         incoming: mpsc::UnboundedReceiver<Call>,
         bootstrap: Vec<String>,
+        security: Security,
         last_problem: Arc<Mutex<Option<String>>>,
         metrics: ProducerMetrics,
     ) -> Sender {
         Sender {
             incoming,
             bootstrap,
+            security,
             calls: HashMap::new(),
             next_call: 0,
             topics: HashMap::new(),
@@ -374,7 +380,7 @@ impl Sender {
             }
             let mut errors = Vec::new();
             for addr in candidates {
-                match Conn::open(&addr).await {
+                match Conn::open(&addr, &self.security).await {
                     Ok(conn) => {
                         self.control = Some(conn);
                         break;
@@ -515,11 +521,11 @@ impl Sender {
             broker.busy = true;
             self.metrics.sent(sent.len());
             let request = produce_request(&sent);
-            let (conn, addr) = (broker.conn.take(), broker.addr.clone());
+            let (conn, addr, security) = (broker.conn.take(), broker.addr.clone(), self.security.clone());
             self.in_flight.push(Box::pin(async move {
                 let mut conn = match conn {
                     Some(conn) => conn,
-                    None => match Conn::open(&addr).await {
+                    None => match Conn::open(&addr, &security).await {
                         Ok(conn) => conn,
                         Err(e) => return Exchange { broker: id, addr, conn: None, sent, answer: Err(e) },
                     },

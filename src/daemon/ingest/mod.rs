@@ -154,7 +154,8 @@ pub async fn serve(config: &Config, shutdown: Shutdown) -> anyhow::Result<()> {
 pub async fn start(config: &Config, shutdown: Shutdown) -> anyhow::Result<Running> {
     let mut registry = Registry::default();
     let metrics = IngestMetrics::register(&mut registry);
-    let publisher = PackedProducer::new(&config.kafka, ProducerMetrics::register(&mut registry, "tayga_ingest"));
+    let publisher = PackedProducer::new(&config.kafka, ProducerMetrics::register(&mut registry, "tayga_ingest"))
+        .map_err(anyhow::Error::msg)?;
     let registry = Arc::new(registry);
     let store = Store::new(&config.clickhouse);
     let cooldown = Duration::from_secs(config.ingest.breaker_cooldown_secs);
