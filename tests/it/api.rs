@@ -119,6 +119,7 @@ fn span(trace_id: &str, span_id: &str, parent: &str, service: &str, name: &str, 
         event_count: 0,
         link_count: 0,
         ingest_ns: start,
+        ..Default::default()
     }
 }
 
@@ -143,6 +144,7 @@ fn log(log_id: u64, service: &str, time_ns: u64, body: &str, trace_id: &str) -> 
         resource_values: vec![],
         scope_name: String::new(),
         ingest_ns: time_ns,
+        ..Default::default()
     }
 }
 
