@@ -90,6 +90,24 @@ pub struct Log {
     pub attributes: BTreeMap<String, String>,
     /// The template it matched; absent when not mined yet.
     pub template_id: Option<String>,
+    /// The OTLP event name ('' when the log is not an event).
+    pub event_name: String,
+    /// The OTLP trace flags (bit 0: sampled).
+    pub flags: u32,
+    pub dropped_attributes_count: u32,
+    /// A body that is a map, an array or bytes, as the JSON it is (bytes as base64); absent
+    /// when the body is text or a scalar (then `body` is the value). `body` holds the same
+    /// map or array as text, which is what the log miner mines.
+    #[schema(value_type = Option<Object>)]
+    pub structured_body: Option<serde_json::Value>,
+}
+
+/// A structured body's JSON from its stored OTLP/JSON form ('' when the body is not one).
+pub fn structured_body(body_value: &str) -> Option<serde_json::Value> {
+    (!body_value.is_empty())
+        .then(|| serde_json::from_str(body_value).ok())
+        .flatten()
+        .map(|typed| crate::store::attributes::plain(&typed))
 }
 
 impl Log {
@@ -105,6 +123,10 @@ impl Log {
             span_id: row.span_id.clone(),
             attributes: attributes(&row.attr_keys, &row.attr_values),
             template_id: template_id.map(format_id),
+            event_name: row.event_name.clone(),
+            flags: row.flags,
+            dropped_attributes_count: row.dropped_attributes_count,
+            structured_body: structured_body(&row.body_value),
         }
     }
 }
