@@ -13,6 +13,7 @@ mod bad_input;
 mod cli;
 mod cluster;
 mod demo;
+mod fidelity;
 mod fuzz_replay;
 mod ingest;
 mod ingest_auth;

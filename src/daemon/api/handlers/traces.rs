@@ -305,7 +305,10 @@ mod tests {
         assert_eq!(span["attributes"], serde_json::json!({"n": "3"}));
         assert_eq!(span["events"][0]["attributes"]["exception.message"], "boom");
         assert_eq!(span["events"][0]["time_ns"], 9);
-        assert_eq!((span["links"][0]["stored"].as_bool(), span["links"][1]["stored"].as_bool()), (Some(true), Some(false)));
+        assert_eq!(
+            (span["links"][0]["stored"].as_bool(), span["links"][1]["stored"].as_bool()),
+            (Some(true), Some(false))
+        );
         assert_eq!(span["links"][1]["trace_state"], "k=v");
     }
 }
