@@ -176,6 +176,9 @@ pub struct StoryRow {
     pub log_count: u32,
     pub truncated: u8,
     pub version_ns: u64,
+    /// The first exception of an error trace ('' when none).
+    pub exception_type: String,
+    pub exception_message: String,
 }
 table_row!(StoryRow, "stories", partitioned by start_ns);
 

@@ -385,6 +385,11 @@ Migration {
     ADD COLUMN scope_version String DEFAULT '',
     ADD COLUMN scope_attributes String DEFAULT '',
     ADD COLUMN scope_schema_url String DEFAULT ''",
+        // A story keeps the first exception of its error trace (docs/stories.md): its type and
+        // message, '' when it has none (and for stories stored before).
+        "ALTER TABLE stories
+    ADD COLUMN exception_type String DEFAULT '',
+    ADD COLUMN exception_message String DEFAULT ''",
     ],
 }];
 

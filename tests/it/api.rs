@@ -164,6 +164,8 @@ fn story(trace_id: &str, fingerprint: u64, start: u64, ms: u64, error: bool) -> 
         log_count: 1,
         truncated: 0,
         version_ns: start,
+        exception_type: if error { "CardError".into() } else { String::new() },
+        exception_message: if error { "card declined".into() } else { String::new() },
     }
 }
 

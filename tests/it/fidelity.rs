@@ -168,3 +168,51 @@ async fn the_javascript_and_python_sdks_come_back_whole() {
         check_whole(&format!("python {protocol}"), &http, &api, &sent).await;
     }
 }
+
+/// The app shows what the SDK sent: the trace page marks the events on their spans, opens
+/// an exception panel for the error span (type, message, stack trace), links the linked
+/// trace and says "not stored" of the one never sent; the Stories page tells the shape's
+/// most frequent exception. In Chromium.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_app_shows_an_error_traces_exception_events_and_links_in_a_real_browser() {
+    let env = TestEnv::new("web_exception");
+    let daemons = common::ServeAll::start(&env, &[]).await;
+    let http = reqwest::Client::builder().timeout(Duration::from_secs(5)).build().unwrap();
+    let app = format!("http://{}", daemons.api_addr);
+    let sent = node("json", &format!("http://{}", daemons.http_addr), "checkout").await;
+    whole_trace(&http, &app, &sent.trace, 2, 2).await;
+    wait_for("the error shape with its exception", Duration::from_secs(90), || async {
+        let shapes = get_json(&http, format!("{app}/api/v1/shapes")).await?;
+        let told = shapes["items"]
+            .as_array()?
+            .iter()
+            .any(|s| s["top_exception"]["message"] == sent.exception.message.as_str());
+        told.then_some(())
+    })
+    .await;
+
+    let browser = common::Browser::start().await;
+    let checks = std::panic::AssertUnwindSafe(async {
+        let text = browser.open(&format!("{app}/traces/{}", sent.trace)).await;
+        browser.assert_clean("the trace page").await;
+        let panel = browser.text("section.exception").await;
+        assert!(panel.contains("Error") && panel.contains(&sent.exception.message), "{panel}");
+        let first_frame = sent.exception.stacktrace.lines().nth(1).unwrap().trim();
+        let stack = browser.text("section.exception pre.stack").await;
+        assert!(stack.contains(first_frame), "the stack trace, monospace: {stack}");
+        assert_eq!(browser.count("svg.waterfall polygon.event.exception").await, 1, "the exception on its bar");
+        assert_eq!(browser.count("svg.waterfall polygon.event").await, 2, "both events on their bar");
+        assert_eq!(browser.count(&format!("a[href='/traces/{}']", sent.linked.trace)).await, 1, "the linked trace");
+        assert!(text.contains(&sent.never_sent.trace) && text.contains("not stored"), "{text}");
+        browser.screenshot("trace-exception").await;
+
+        let text = browser.open(&format!("{app}/stories")).await;
+        browser.assert_clean("the stories page").await;
+        assert!(text.contains(&format!("Error: {}", sent.exception.message)), "{text}");
+    });
+    let outcome = futures_util::FutureExt::catch_unwind(checks).await;
+    browser.close().await;
+    if let Err(panic) = outcome {
+        std::panic::resume_unwind(panic);
+    }
+}

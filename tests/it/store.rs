@@ -138,6 +138,8 @@ async fn every_row_struct_round_trips_through_its_table() {
             log_count: 3,
             truncated: 1,
             version_ns: now + 1,
+            exception_type: "CardError".into(),
+            exception_message: "card 4242 declined ✓".into(),
         },
     )
     .await;
