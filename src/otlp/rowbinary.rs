@@ -361,10 +361,7 @@ fn write_span<'a>(
     put_u32(out, dropped_links);
     put_types(out, &scratch.attrs);
     out.extend_from_slice(&resource.encoded_types);
-    put_str(out, resource.schema_url);
-    put_str(out, scope.columns.version.as_bytes());
-    put_str(out, scope.columns.attributes.as_bytes());
-    put_str(out, scope.schema_url);
+    put_schemas_and_scope(out, resource, scope);
     put_u64s(out, &events.time_ns);
     put_strings(out, &events.names);
     put_strings(out, &events.attributes);
@@ -462,10 +459,7 @@ fn write_log<'a>(
     out.extend_from_slice(&resource.encoded_types);
     out.push(body_type);
     put_str(out, body_value.as_bytes());
-    put_str(out, resource.schema_url);
-    put_str(out, scope.columns.version.as_bytes());
-    put_str(out, scope.columns.attributes.as_bytes());
-    put_str(out, scope.schema_url);
+    put_schemas_and_scope(out, resource, scope);
     rows.end_row(time_ns);
     Ok(())
 }
@@ -486,6 +480,15 @@ fn put_attrs(out: &mut Vec<u8>, attrs: &[Attr<'_>]) {
     for a in attrs {
         a.value.put(out);
     }
+}
+
+/// `resource_schema_url`, `scope_version`, `scope_attributes`, `scope_schema_url`: the same
+/// four columns, in this order, in both tables.
+fn put_schemas_and_scope(out: &mut Vec<u8>, resource: &Resource<'_>, scope: &Scope<'_>) {
+    put_str(out, resource.schema_url);
+    put_str(out, scope.columns.version.as_bytes());
+    put_str(out, scope.columns.attributes.as_bytes());
+    put_str(out, scope.schema_url);
 }
 
 /// Attributes' types, as the tables' `Array(UInt8)`.

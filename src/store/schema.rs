@@ -30,6 +30,25 @@ macro_rules! day_of {
     };
 }
 
+/// The columns migration 6 adds to `logs` and to its copy `trace_logs`, which must stay
+/// alike (the copy's view inserts `SELECT *` of `logs`).
+macro_rules! logs_columns_6 {
+    () => {
+        "
+    ADD COLUMN event_name String DEFAULT '',
+    ADD COLUMN flags UInt32 DEFAULT 0,
+    ADD COLUMN dropped_attributes_count UInt32 DEFAULT 0,
+    ADD COLUMN attr_types Array(UInt8),
+    ADD COLUMN resource_types Array(UInt8),
+    ADD COLUMN body_type UInt8 DEFAULT 0,
+    ADD COLUMN body_value String DEFAULT '',
+    ADD COLUMN resource_schema_url String DEFAULT '',
+    ADD COLUMN scope_version String DEFAULT '',
+    ADD COLUMN scope_attributes String DEFAULT '',
+    ADD COLUMN scope_schema_url String DEFAULT ''"
+    };
+}
+
 // One layout for every migration, kept by hand: rustfmt would re-indent the whole list
 // whenever it grows past one element, and migrations are appended by several changes.
 #[rustfmt::skip]
@@ -361,30 +380,8 @@ Migration {
         // trace_logs first: its materialized view copies `SELECT *` of each insert into
         // `logs`, so it must have every column `logs` has, in the same order, before `logs`
         // has them.
-        "ALTER TABLE trace_logs
-    ADD COLUMN event_name String DEFAULT '',
-    ADD COLUMN flags UInt32 DEFAULT 0,
-    ADD COLUMN dropped_attributes_count UInt32 DEFAULT 0,
-    ADD COLUMN attr_types Array(UInt8),
-    ADD COLUMN resource_types Array(UInt8),
-    ADD COLUMN body_type UInt8 DEFAULT 0,
-    ADD COLUMN body_value String DEFAULT '',
-    ADD COLUMN resource_schema_url String DEFAULT '',
-    ADD COLUMN scope_version String DEFAULT '',
-    ADD COLUMN scope_attributes String DEFAULT '',
-    ADD COLUMN scope_schema_url String DEFAULT ''",
-        "ALTER TABLE logs
-    ADD COLUMN event_name String DEFAULT '',
-    ADD COLUMN flags UInt32 DEFAULT 0,
-    ADD COLUMN dropped_attributes_count UInt32 DEFAULT 0,
-    ADD COLUMN attr_types Array(UInt8),
-    ADD COLUMN resource_types Array(UInt8),
-    ADD COLUMN body_type UInt8 DEFAULT 0,
-    ADD COLUMN body_value String DEFAULT '',
-    ADD COLUMN resource_schema_url String DEFAULT '',
-    ADD COLUMN scope_version String DEFAULT '',
-    ADD COLUMN scope_attributes String DEFAULT '',
-    ADD COLUMN scope_schema_url String DEFAULT ''",
+        concat!("ALTER TABLE trace_logs", logs_columns_6!()),
+        concat!("ALTER TABLE logs", logs_columns_6!()),
         // A story keeps the first exception of its error trace (docs/stories.md): its type and
         // message, '' when it has none (and for stories stored before).
         "ALTER TABLE stories

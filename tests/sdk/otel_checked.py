@@ -1,4 +1,17 @@
-"""An exporter wrapper for the SDK test scripts: remembers each export's result."""
+"""What the SDK test scripts share: the stock OTLP exporters of a protocol, and an exporter
+wrapper that remembers each export's result."""
+
+
+def exporters(protocol, endpoint):
+    """The stock span and log exporters, unchanged but for the endpoint: `http` (OTLP/HTTP
+    protobuf) or `grpc`."""
+    if protocol == "http":
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
+        return OTLPSpanExporter(endpoint=f"{endpoint}/v1/traces"), OTLPLogExporter(endpoint=f"{endpoint}/v1/logs")
+    from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+    from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter
+    return OTLPSpanExporter(endpoint=endpoint, insecure=True), OTLPLogExporter(endpoint=endpoint, insecure=True)
 
 
 class Checked:

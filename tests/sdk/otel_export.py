@@ -12,19 +12,10 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk._logs import LoggerProvider, LoggingHandler
 from opentelemetry.sdk._logs.export import SimpleLogRecordProcessor
 
-from otel_checked import Checked
+from otel_checked import Checked, exporters
 
 protocol, endpoint, service = sys.argv[1], sys.argv[2], sys.argv[3]
-if protocol == "http":
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-    from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
-    span_exporter = OTLPSpanExporter(endpoint=f"{endpoint}/v1/traces")
-    log_exporter = OTLPLogExporter(endpoint=f"{endpoint}/v1/logs")
-else:
-    from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
-    from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter
-    span_exporter = OTLPSpanExporter(endpoint=endpoint, insecure=True)
-    log_exporter = OTLPLogExporter(endpoint=endpoint, insecure=True)
+span_exporter, log_exporter = exporters(protocol, endpoint)
 
 resource = Resource.create({"service.name": service})
 results = []

@@ -12,57 +12,11 @@
 import { randomBytes } from "node:crypto";
 import { trace, context, SpanStatusCode, TraceFlags } from "@opentelemetry/api";
 import { SeverityNumber } from "@opentelemetry/api-logs";
-import { resourceFromAttributes } from "@opentelemetry/resources";
-import { NodeTracerProvider } from "@opentelemetry/sdk-trace-node";
-import { SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base";
-import { LoggerProvider, SimpleLogRecordProcessor } from "@opentelemetry/sdk-logs";
+import { providers } from "./sdk.mjs";
 
 const [encoding, endpoint, service] = process.argv.slice(2);
 
-async function exporters() {
-  const modules = {
-    json: ["@opentelemetry/exporter-trace-otlp-http", "@opentelemetry/exporter-logs-otlp-http"],
-    proto: ["@opentelemetry/exporter-trace-otlp-proto", "@opentelemetry/exporter-logs-otlp-proto"],
-    grpc: ["@opentelemetry/exporter-trace-otlp-grpc", "@opentelemetry/exporter-logs-otlp-grpc"],
-  }[encoding];
-  if (!modules) throw new Error(`unknown encoding ${encoding}: json, proto or grpc`);
-  const { OTLPTraceExporter } = await import(modules[0]);
-  const { OTLPLogExporter } = await import(modules[1]);
-  if (encoding === "grpc") {
-    return [new OTLPTraceExporter({ url: endpoint }), new OTLPLogExporter({ url: endpoint })];
-  }
-  return [
-    new OTLPTraceExporter({ url: `${endpoint}/v1/traces` }),
-    new OTLPLogExporter({ url: `${endpoint}/v1/logs` }),
-  ];
-}
-
-// Records every export's result on its way through, so a failure is seen (the SDK itself
-// only logs it).
-function recorded(exporter, results) {
-  return {
-    export(items, done) {
-      exporter.export(items, (result) => {
-        results.push({ code: result.code, items: items.length, error: result.error ? String(result.error) : null });
-        done(result);
-      });
-    },
-    shutdown: () => exporter.shutdown(),
-    forceFlush: () => (exporter.forceFlush ? exporter.forceFlush() : Promise.resolve()),
-  };
-}
-
-const [spanExporter, logExporter] = await exporters();
-const results = [];
-const resource = resourceFromAttributes({ "service.name": service });
-const tracerProvider = new NodeTracerProvider({
-  resource,
-  spanProcessors: [new SimpleSpanProcessor(recorded(spanExporter, results))],
-});
-const loggerProvider = new LoggerProvider({
-  resource,
-  processors: [new SimpleLogRecordProcessor({ exporter: recorded(logExporter, results) })],
-});
+const { tracerProvider, loggerProvider, results } = await providers(encoding, endpoint, service);
 const tracer = tracerProvider.getTracer("tayga-whole", "1.2.3");
 const logger = loggerProvider.getLogger("tayga-whole");
 
@@ -94,6 +48,8 @@ try {
 } catch (caught) {
   error = caught;
 }
+// File paths relative to this folder, so a screenshot of the trace shows no machine's path.
+error.stack = error.stack.replaceAll(new URL(".", import.meta.url).href, "./");
 child.recordException(error);
 child.setStatus({ code: SpanStatusCode.ERROR, message: error.message });
 child.end();

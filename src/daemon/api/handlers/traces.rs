@@ -94,6 +94,12 @@ pub struct SpanLink {
 }
 
 impl Span {
+    /// A span of a row, no linked trace stored (the app's unit tests).
+    #[cfg(test)]
+    pub fn for_tests(row: SpanRow) -> Span {
+        Span::from_row(row, &BTreeSet::new())
+    }
+
     fn from_row(r: SpanRow, stored: &BTreeSet<String>) -> Span {
         let events = (0..r.event_names.len())
             .map(|i| SpanEvent {

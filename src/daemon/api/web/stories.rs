@@ -308,3 +308,45 @@ fn exception_panel(span: &traces::Span, event: &traces::SpanEvent) -> Markup {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn span_with(stack: &str) -> (traces::Span, traces::SpanEvent) {
+        let row = crate::store::SpanRow {
+            service: "pay".into(),
+            name: "charge".into(),
+            status_code: 2,
+            ..Default::default()
+        };
+        let event = traces::SpanEvent {
+            name: EXCEPTION_EVENT.into(),
+            time_ns: 1,
+            attributes: serde_json::json!({
+                "exception.type": "TypeError",
+                "exception.message": "x is <undefined>",
+                "exception.stacktrace": stack,
+            })
+            .as_object()
+            .unwrap()
+            .clone(),
+            dropped_attributes_count: 0,
+        };
+        (traces::Span::for_tests(row), event)
+    }
+
+    #[test]
+    fn a_stack_trace_past_20_lines_is_folded_and_the_message_escaped() {
+        let stack: Vec<String> = (1..=25).map(|i| format!("    at frame{i} (app.js:{i}:1)")).collect();
+        let (span, event) = span_with(&stack.join("\n"));
+        let html = exception_panel(&span, &event).into_string();
+        assert!(html.contains("TypeError") && html.contains("x is &lt;undefined&gt;"), "{html}");
+        let (shown, folded) = html.split_once("<details>").expect("the rest folded");
+        assert!(shown.contains("frame20 ") && !shown.contains("frame21 "), "{shown}");
+        assert!(folded.contains("5 more lines") && folded.contains("frame21 ") && folded.contains("frame25 "));
+
+        let (span, event) = span_with("Error: short\n    at one (a.js:1:1)");
+        assert!(!exception_panel(&span, &event).into_string().contains("<details>"), "nothing to fold");
+    }
+}
