@@ -94,9 +94,10 @@ pub struct SpanLink {
 }
 
 impl Span {
-    /// A span of a row, no linked trace stored (the app's unit tests).
+    /// A failed span of `service` and `operation`, with nothing else (the app's unit tests).
     #[cfg(test)]
-    pub fn for_tests(row: SpanRow) -> Span {
+    pub fn failed_for_tests(service: &str, operation: &str) -> Span {
+        let row = SpanRow { service: service.into(), name: operation.into(), status_code: 2, ..Default::default() };
         Span::from_row(row, &BTreeSet::new())
     }
 

@@ -314,12 +314,6 @@ mod tests {
     use super::*;
 
     fn span_with(stack: &str) -> (traces::Span, traces::SpanEvent) {
-        let row = crate::store::SpanRow {
-            service: "pay".into(),
-            name: "charge".into(),
-            status_code: 2,
-            ..Default::default()
-        };
         let event = traces::SpanEvent {
             name: EXCEPTION_EVENT.into(),
             time_ns: 1,
@@ -333,7 +327,7 @@ mod tests {
             .clone(),
             dropped_attributes_count: 0,
         };
-        (traces::Span::for_tests(row), event)
+        (traces::Span::failed_for_tests("pay", "charge"), event)
     }
 
     #[test]
