@@ -14,27 +14,14 @@ import random
 import sys
 import traceback
 
-from opentelemetry import trace
-from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk._logs import LoggerProvider
-from opentelemetry.sdk._logs.export import SimpleLogRecordProcessor
 from opentelemetry._logs import SeverityNumber
 from opentelemetry.trace import Link, SpanContext, Status, StatusCode, TraceFlags
 
-from otel_checked import Checked, exporters
+from otel_checked import providers
 
 protocol, endpoint, service = sys.argv[1], sys.argv[2], sys.argv[3]
-span_exporter, log_exporter = exporters(protocol, endpoint)
-
-resource = Resource.create({"service.name": service})
-results = []
-provider = TracerProvider(resource=resource)
-provider.add_span_processor(SimpleSpanProcessor(Checked(span_exporter, results)))
+provider, logs, results = providers(protocol, endpoint, service)
 tracer = provider.get_tracer("tayga-whole", "1.2.3")
-logs = LoggerProvider(resource=resource)
-logs.add_log_record_processor(SimpleLogRecordProcessor(Checked(log_exporter, results)))
 logger = logs.get_logger("tayga-whole")
 
 # The trace a link points at, sent first.
