@@ -314,12 +314,15 @@ async fn every_endpoint_answers_from_the_store_and_each_statement_runs_on_curren
 
     let story = api.ok(&format!("/api/v1/traces/{TRACE_A}/story")).await;
     assert_eq!(story["fingerprint"], format!("{SHAPE_A:016x}"));
+    assert_eq!((&story["exception_type"], &story["exception_message"]), (&json!("CardError"), &json!("card declined")));
     assert_eq!(api.get("/api/v1/traces/0123456789abcdef0123456789abcdef/story").await.0, 404);
     let shapes = api.all_pages("/api/v1/shapes?limit=1").await;
     assert_eq!(shapes.len(), 2);
     assert_eq!(shapes[0]["fingerprint"], format!("{SHAPE_A:016x}"));
     assert_eq!(shapes[0]["count"], 2);
     assert_eq!(shapes[0]["error_rate"], 0.5);
+    assert_eq!(shapes[0]["top_exception"], json!({"type": "CardError", "message": "card declined"}));
+    assert_eq!(shapes[1]["top_exception"], Value::Null, "no story of the shape told an exception");
     assert!(shapes[0]["p95_duration_ns"].as_f64().unwrap() >= shapes[0]["p50_duration_ns"].as_f64().unwrap());
     let of_shape = api.all_pages(&format!("/api/v1/shapes/{SHAPE_A:016x}/stories?limit=1")).await;
     assert_eq!(of_shape.len(), 2);
