@@ -169,6 +169,26 @@ async fn the_javascript_and_python_sdks_come_back_whole() {
     }
 }
 
+/// The same through ingest's direct path (`ingest.pipeline = direct`): the rows it inserts
+/// itself, and the records it keeps and replays to the writer and the assembler, keep it all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_direct_path_and_its_replay_keep_it_all_too() {
+    let env = TestEnv::new("sdk_whole_direct");
+    let daemons = common::ServeAll::start(&env, &[("TAYGA_INGEST_PIPELINE", "direct")]).await;
+    let http = reqwest::Client::builder().timeout(Duration::from_secs(5)).build().unwrap();
+    let api = format!("http://{}", daemons.api_addr);
+    let health = get_json(&http, format!("http://{}/health", daemons.http_addr)).await.unwrap();
+    assert_eq!(health["ingest"]["policy"], "direct", "{health}");
+    let sent = node("proto", &format!("http://{}", daemons.http_addr), "node-direct").await;
+    check_whole("node proto, direct", &http, &api, &sent).await;
+    // The replayed records made the story, exception included.
+    wait_for("the story of the direct trace with its exception", Duration::from_secs(90), || async {
+        let story = get_json(&http, format!("{api}/api/v1/traces/{}/story", sent.trace)).await?;
+        (story["exception_message"] == sent.exception.message.as_str()).then_some(())
+    })
+    .await;
+}
+
 /// The app shows what the SDK sent: the trace page marks the events on their spans, opens
 /// an exception panel for the error span (type, message, stack trace), links the linked
 /// trace and says "not stored" of the one never sent; the Stories page tells the shape's
