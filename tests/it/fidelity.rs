@@ -138,6 +138,7 @@ async fn check_whole(what: &str, http: &reqwest::Client, api: &str, sent: &Sent)
     let logs = trace["logs"].as_array().unwrap();
     let text = logs.iter().find(|l| l["body"] == "payment failed").unwrap_or_else(|| panic!("{what}: {logs:?}"));
     assert_eq!(text["attributes"], json!({"order.id": "42", "retry": "true"}), "{what}");
+    assert_eq!(text["typed_attributes"], json!({"order.id": 42, "retry": true}), "{what}: each of its type");
     assert_eq!(text["structured_body"], Value::Null, "{what}");
     assert_eq!(text["span_id"], sent.error_span.as_str(), "{what}: the log's span");
     let event = logs.iter().find(|l| l["event_name"] == "order.declined").unwrap_or_else(|| panic!("{what}: {logs:?}"));

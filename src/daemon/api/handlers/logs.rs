@@ -9,6 +9,7 @@ use utoipa::IntoParams;
 use super::{attributes, structured_body, AppState, Log, Page};
 use crate::daemon::api::error::{ApiError, ErrorBody};
 use crate::daemon::api::params::{self, Query, DAY_NS, HOUR_NS};
+use crate::store::attributes::typed_attributes;
 use crate::store::query::logs::{self, LogSearch};
 use crate::wire::alert::format_id;
 
@@ -51,6 +52,7 @@ pub async fn list(State(state): State<AppState>, Query(p): Query<LogsParams>) ->
         .map(|r| Log {
             log_id: format_id(r.log_id),
             attributes: attributes(&r.attr_keys, &r.attr_values),
+            typed_attributes: typed_attributes(&r.attr_keys, &r.attr_values, &r.attr_types),
             service: r.service,
             time_ns: r.time_ns,
             severity_number: r.severity_number,

@@ -19,6 +19,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::error::ApiError;
+use crate::store::attributes::typed_attributes;
 use crate::store::{LogRow, Store, StoreError};
 use crate::wire::alert::format_id;
 
@@ -88,6 +89,10 @@ pub struct Log {
     pub trace_id: String,
     pub span_id: String,
     pub attributes: BTreeMap<String, String>,
+    /// `attributes` with each value as its OTLP type: numbers as numbers, arrays and maps as
+    /// JSON (logs stored before Tayga kept types: every value a string).
+    #[schema(value_type = Object)]
+    pub typed_attributes: serde_json::Map<String, serde_json::Value>,
     /// The template it matched; absent when not mined yet.
     pub template_id: Option<String>,
     /// The OTLP event name ('' when the log is not an event).
@@ -122,6 +127,7 @@ impl Log {
             trace_id: row.trace_id.clone(),
             span_id: row.span_id.clone(),
             attributes: attributes(&row.attr_keys, &row.attr_values),
+            typed_attributes: typed_attributes(&row.attr_keys, &row.attr_values, &row.attr_types),
             template_id: template_id.map(format_id),
             event_name: row.event_name.clone(),
             flags: row.flags,

@@ -280,7 +280,7 @@ mod tests {
             ("SpanEvent", &["name", "time_ns", "attributes", "dropped_attributes_count"][..]),
             ("SpanLink", &["trace_id", "span_id", "trace_state", "attributes", "flags", "stored"][..]),
             ("Scope", &["name", "version", "attributes", "schema_url"][..]),
-            ("Log", &["event_name", "flags", "dropped_attributes_count", "structured_body"][..]),
+            ("Log", &["event_name", "flags", "dropped_attributes_count", "structured_body", "typed_attributes"][..]),
         ] {
             for field in fields {
                 assert!(schemas[schema]["properties"].get(field).is_some(), "{schema}.{field} is not documented");
