@@ -364,8 +364,10 @@ fn client_identity_usable(
 /// Keys whose values are never printed.
 pub fn is_secret(path: &str) -> bool {
     let last = path.rsplit('.').next().unwrap_or(path);
-    matches!(last, "password" | "sasl_password" | "token" | "secret" | "auth_tokens" | "operator_tokens" | "viewer_tokens")
-        || path.contains(".headers")
+    matches!(
+        last,
+        "password" | "sasl_password" | "token" | "secret" | "auth_tokens" | "operator_tokens" | "viewer_tokens"
+    ) || path.contains(".headers")
 }
 
 /// Calls `f` for every leaf of a TOML tree. Arrays are leaves: their elements have no

@@ -109,7 +109,100 @@ fn any_value_json(value: &any_value::Value) -> serde_json::Value {
     }
 }
 
-/// Attributes as the parallel key and value arrays of the tables, in their given order.
-pub fn attribute_arrays(attributes: &[KeyValue]) -> (Vec<String>, Vec<String>) {
-    attributes.iter().map(|kv| (kv.key.clone(), any_value_text(kv.value.as_ref()))).unzip()
+/// Attributes as the parallel key, value and type arrays of the tables, in their given order.
+pub fn attribute_arrays(attributes: &[KeyValue]) -> (Vec<String>, Vec<String>, Vec<u8>) {
+    let mut keys = Vec::with_capacity(attributes.len());
+    let mut values = Vec::with_capacity(attributes.len());
+    let mut types = Vec::with_capacity(attributes.len());
+    for kv in attributes {
+        keys.push(kv.key.clone());
+        values.push(any_value_text(kv.value.as_ref()));
+        types.push(value_type(kv.value.as_ref()));
+    }
+    (keys, values, types)
+}
+
+/// The type of a value as the tables keep it (`store::attributes::value_type`).
+pub fn value_type(value: Option<&AnyValue>) -> u8 {
+    use crate::store::attributes::value_type as t;
+    use any_value::Value as V;
+    match value.and_then(|v| v.value.as_ref()) {
+        None => t::EMPTY,
+        Some(V::StringValue(_)) => t::STRING,
+        Some(V::BoolValue(_)) => t::BOOL,
+        Some(V::IntValue(_) | V::StringValueStrindex(_)) => t::INT,
+        Some(V::DoubleValue(_)) => t::DOUBLE,
+        Some(V::BytesValue(_)) => t::BYTES,
+        Some(V::ArrayValue(_)) => t::ARRAY,
+        Some(V::KvlistValue(_)) => t::MAP,
+    }
+}
+
+/// A value in its OTLP/JSON form (`store::attributes`): typed, lossless, in order. An int is
+/// written as a JSON number (OTLP/JSON readers take a number or a string), a double that
+/// JSON cannot hold as the proto3 JSON strings `NaN`, `Infinity`, `-Infinity`.
+pub fn typed_json(value: Option<&AnyValue>) -> serde_json::Value {
+    use any_value::Value as V;
+    use serde_json::{json, Value};
+    match value.and_then(|v| v.value.as_ref()) {
+        None => Value::Object(Default::default()),
+        Some(V::StringValue(s)) => json!({ "stringValue": s }),
+        Some(V::BoolValue(b)) => json!({ "boolValue": b }),
+        Some(V::IntValue(i)) => json!({ "intValue": i }),
+        Some(V::StringValueStrindex(i)) => json!({ "intValue": i }),
+        Some(V::DoubleValue(d)) => {
+            let number = serde_json::Number::from_f64(*d).map_or_else(
+                || {
+                    Value::String(
+                        if d.is_nan() {
+                            "NaN"
+                        } else if *d > 0.0 {
+                            "Infinity"
+                        } else {
+                            "-Infinity"
+                        }
+                        .into(),
+                    )
+                },
+                Value::Number,
+            );
+            json!({ "doubleValue": number })
+        }
+        Some(V::BytesValue(b)) => {
+            use base64::Engine;
+            json!({ "bytesValue": base64::engine::general_purpose::STANDARD.encode(b) })
+        }
+        Some(V::ArrayValue(a)) => {
+            json!({ "arrayValue": { "values": a.values.iter().map(|v| typed_json(Some(v))).collect::<Vec<_>>() } })
+        }
+        Some(V::KvlistValue(kv)) => json!({ "kvlistValue": { "values": typed_pairs(&kv.values) } }),
+    }
+}
+
+fn typed_pairs(attributes: &[KeyValue]) -> serde_json::Value {
+    serde_json::Value::Array(
+        attributes
+            .iter()
+            .map(|kv| serde_json::json!({ "key": kv.key, "value": typed_json(kv.value.as_ref()) }))
+            .collect(),
+    )
+}
+
+/// An attribute list in its OTLP/JSON form, as the tables keep the lists inside a list (an
+/// event's, a link's, a scope's): `''` when empty.
+pub fn typed_list(attributes: &[KeyValue]) -> String {
+    if attributes.is_empty() {
+        return String::new();
+    }
+    typed_pairs(attributes).to_string()
+}
+
+/// A log body's OTLP/JSON form when its text is not the value itself (a map, an array,
+/// bytes), `''` otherwise.
+pub fn structured_body(body: Option<&AnyValue>) -> String {
+    use crate::store::attributes::value_type as t;
+    match value_type(body) {
+        t::BYTES | t::ARRAY | t::MAP => typed_json(body).to_string(),
+        _ => String::new(),
+    }
 }

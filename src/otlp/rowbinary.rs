@@ -11,13 +11,16 @@
 
 use prost::Message;
 
+use super::flatten::{EventColumns, LinkColumns, ScopeColumns};
 use super::protobuf::{self, Msg, Reader, LEN, VARINT};
-use super::{any_value_text, flatten, push_hex, UNKNOWN_SERVICE};
+use super::{any_value_text, flatten, push_hex, structured_body, value_type, UNKNOWN_SERVICE};
 use crate::identity;
-use crate::store::encoded::{put_len, put_str, put_u32, put_u64, EncodedRows};
+use crate::store::attributes::value_type as types;
+use crate::store::encoded::{put_len, put_str, put_strings, put_u32, put_u32s, put_u64, put_u64s, EncodedRows};
 use crate::store::{LogRow, SpanRow, TableRow};
 use crate::wire::record::{RawRecord, RecordError, SignalKind, SignalPayload};
-use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue};
+use opentelemetry_proto::tonic::common::v1::{AnyValue, InstrumentationScope};
+use opentelemetry_proto::tonic::trace::v1::span::{Event, Link};
 
 /// The record cannot be read by the fast path: decode it (prost) instead.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -60,9 +63,9 @@ pub enum TableRows {
 /// nothing of this record is left in `rows`.
 pub fn span_rows_into(record: &[u8], ingest_ns: u64, rows: &mut EncodedRows<SpanRow>) -> Result<()> {
     all_or_nothing(record, Msg::TraceRequest, rows, |scratch, resource, scopes, rows| {
-        for (scope_name, items) in scopes {
-            for span in items {
-                write_span(span, resource, scope_name, ingest_ns, scratch, rows)?;
+        for scope in scopes {
+            for span in &scope.items {
+                write_span(span, resource, &scope, ingest_ns, scratch, rows)?;
             }
         }
         Ok(())
@@ -75,9 +78,9 @@ pub fn log_rows_into(record: &[u8], ingest_ns: u64, rows: &mut EncodedRows<LogRo
     all_or_nothing(record, Msg::LogsRequest, rows, |scratch, resource, scopes, rows| {
         let resource_keys: Vec<String> = resource.attrs.iter().map(|a| owned(a.key)).collect();
         let resource_values: Vec<String> = resource.attrs.iter().map(|a| a.value.to_owned_string()).collect();
-        for (scope_name, items) in scopes {
-            for log in items {
-                write_log(log, resource, (&resource_keys, &resource_values), scope_name, ingest_ns, scratch, rows)?;
+        for scope in scopes {
+            for log in &scope.items {
+                write_log(log, resource, (&resource_keys, &resource_values), &scope, ingest_ns, scratch, rows)?;
             }
         }
         Ok(())
@@ -103,12 +106,12 @@ fn all_or_nothing<'a, T: TableRow>(
     result
 }
 
-/// One attribute: its key, and its value as the tables' text (`any_value_text`).
+/// One attribute: its key, its value as the tables' text (`any_value_text`) and its type
+/// (`otlp::value_type`).
 struct Attr<'a> {
     key: &'a [u8],
     value: Text<'a>,
-    /// The value is a string value (what `service_name` accepts).
-    is_string: bool,
+    kind: u8,
 }
 
 /// A value's text: a string or bool value borrowed, an int kept as a number; anything else
@@ -149,6 +152,10 @@ struct Resource<'a> {
     attrs: Vec<Attr<'a>>,
     /// `resource_keys` and `resource_values`, already encoded.
     encoded: Vec<u8>,
+    /// `resource_types`, already encoded.
+    encoded_types: Vec<u8>,
+    /// The ResourceSpans' / ResourceLogs' `schema_url`.
+    schema_url: &'a [u8],
 }
 
 /// Buffers reused from row to row.
@@ -157,8 +164,13 @@ struct Scratch<'a> {
     attrs: Vec<Attr<'a>>,
 }
 
-/// A scope's name and the payloads of its spans or log records.
-type Scope<'a> = (&'a [u8], Vec<&'a [u8]>);
+/// A scope, its ScopeSpans' / ScopeLogs' `schema_url`, and the payloads of its spans or log
+/// records.
+struct Scope<'a> {
+    columns: ScopeColumns,
+    schema_url: &'a [u8],
+    items: Vec<&'a [u8]>,
+}
 
 /// Walks request → resources → scopes, handing each resource with its scopes to `each`.
 /// The request was checked, so every field has its schema's wire type and strings are UTF-8.
@@ -172,41 +184,47 @@ fn for_each_resource<'a>(
         if f.tag != 1 {
             continue;
         }
-        // ResourceSpans / ResourceLogs: resource = 1, scope_spans / scope_logs = 2.
+        // ResourceSpans / ResourceLogs: resource = 1, scope_spans / scope_logs = 2,
+        // schema_url = 3.
         let mut resource: Option<&[u8]> = None;
         let mut scopes = Vec::new();
+        let mut schema_url: &[u8] = &[];
         let mut fields = Reader::new(f.payload);
         while let Some(f) = fields.next_field() {
             match f.tag {
                 1 => once(&mut resource, f.payload)?,
                 2 => scopes.push(scope(f.payload)?),
+                3 => schema_url = f.payload,
                 _ => {}
             }
         }
-        let resource = read_resource(resource.unwrap_or_default())?;
+        let mut resource = read_resource(resource.unwrap_or_default())?;
+        resource.schema_url = schema_url;
         each(scratch, &resource, scopes)?;
     }
     Ok(())
 }
 
-/// A scope's name (InstrumentationScope field 1) and its items (field 2).
+/// A ScopeSpans / ScopeLogs: its InstrumentationScope (field 1, decoded: one per scope, and
+/// its attributes are kept whole), its items (field 2) and its schema_url (field 3).
 fn scope(payload: &[u8]) -> Result<Scope<'_>> {
-    let mut name: &[u8] = &[];
     let mut scope: Option<&[u8]> = None;
     let mut items = Vec::new();
+    let mut schema_url: &[u8] = &[];
     let mut fields = Reader::new(payload);
     while let Some(f) = fields.next_field() {
         match f.tag {
             1 => once(&mut scope, f.payload)?,
             2 => items.push(f.payload),
+            3 => schema_url = f.payload,
             _ => {}
         }
     }
-    if let Some(scope) = scope {
-        // The last occurrence wins (proto3).
-        name = protobuf::last_bytes(scope, 1);
-    }
-    Ok((name, items))
+    let columns = match scope {
+        Some(scope) => ScopeColumns::of(Some(&InstrumentationScope::decode(scope).map_err(|_| NotCanonical)?)),
+        None => ScopeColumns::default(),
+    };
+    Ok(Scope { columns, schema_url, items })
 }
 
 fn read_resource(payload: &[u8]) -> Result<Resource<'_>> {
@@ -219,12 +237,14 @@ fn read_resource(payload: &[u8]) -> Result<Resource<'_>> {
     }
     // `service_name`: the first `service.name` decides, and only a non-empty string counts.
     let service = match attrs.iter().find(|a| a.key == b"service.name") {
-        Some(a) if a.is_string && !a.value.is_empty() => a.value.to_owned_string(),
+        Some(a) if a.kind == types::STRING && !a.value.is_empty() => a.value.to_owned_string(),
         _ => UNKNOWN_SERVICE.to_string(),
     };
     let mut encoded = Vec::new();
     put_attrs(&mut encoded, &attrs);
-    Ok(Resource { service, attrs, encoded })
+    let mut encoded_types = Vec::new();
+    put_types(&mut encoded_types, &attrs);
+    Ok(Resource { service, attrs, encoded, encoded_types, schema_url: &[] })
 }
 
 /// One KeyValue: key = 1, value = 2 (an AnyValue).
@@ -239,59 +259,69 @@ fn attr(payload: &[u8]) -> Result<Attr<'_>> {
             _ => {}
         }
     }
-    let (value, is_string) = any_text(value)?;
-    Ok(Attr { key, value, is_string })
+    let (value, kind) = any_text(value)?;
+    Ok(Attr { key, value, kind })
 }
 
-/// `any_value_text` of an AnyValue payload (`None`: the field is absent), and whether it
-/// holds a string value.
-fn any_text(value: Option<&[u8]>) -> Result<(Text<'_>, bool)> {
-    let Some(value) = value else { return Ok((Text::Borrowed(b""), false)) };
+/// `any_value_text` of an AnyValue payload (`None`: the field is absent), and its type
+/// (`otlp::value_type`).
+fn any_text(value: Option<&[u8]>) -> Result<(Text<'_>, u8)> {
+    let Some(value) = value else { return Ok((Text::Borrowed(b""), types::EMPTY)) };
     let mut fields = Reader::new(value);
-    let Some(first) = fields.next_field() else { return Ok((Text::Borrowed(b""), false)) };
+    let Some(first) = fields.next_field() else { return Ok((Text::Borrowed(b""), types::EMPTY)) };
     // The common kinds, when they are the only field: a string, a bool, an int.
     if fields.next_field().is_none() {
         match (first.tag, first.wire_type) {
-            (1, LEN) => return Ok((Text::Borrowed(first.payload), true)),
-            (2, VARINT) => return Ok((Text::Borrowed(if varint(first.raw) != 0 { b"true" } else { b"false" }), false)),
-            (3, VARINT) => return Ok((Text::Int(varint(first.raw) as i64), false)),
+            (1, LEN) => return Ok((Text::Borrowed(first.payload), types::STRING)),
+            (2, VARINT) => {
+                return Ok((Text::Borrowed(if varint(first.raw) != 0 { b"true" } else { b"false" }), types::BOOL))
+            }
+            (3, VARINT) => return Ok((Text::Int(varint(first.raw) as i64), types::INT)),
             _ => {}
         }
     }
     // Other kinds, or several fields (a oneof: prost keeps or merges the last): decoding
     // the one value gives exactly prost's answer.
     let decoded = AnyValue::decode(value).map_err(|_| NotCanonical)?;
-    let is_string = matches!(decoded.value, Some(any_value::Value::StringValue(_)));
-    Ok((Text::Owned(any_value_text(Some(&decoded))), is_string))
+    Ok((Text::Owned(any_value_text(Some(&decoded))), value_type(Some(&decoded))))
 }
 
 fn write_span<'a>(
     span: &'a [u8],
     resource: &Resource<'a>,
-    scope_name: &[u8],
+    scope: &Scope<'a>,
     ingest_ns: u64,
     scratch: &mut Scratch<'a>,
     rows: &mut EncodedRows<SpanRow>,
 ) -> Result<()> {
     let (mut trace_id, mut span_id, mut parent, mut name): (&[u8], &[u8], &[u8], &[u8]) = (&[], &[], &[], &[]);
+    let mut trace_state: &[u8] = &[];
     let (mut kind, mut start, mut end) = (0u64, 0u64, 0u64);
-    let (mut events, mut links) = (0u32, 0u32);
+    let (mut flags, mut dropped_attributes, mut dropped_events, mut dropped_links) = (0u32, 0u32, 0u32, 0u32);
     let mut status: Option<&[u8]> = None;
+    // Events and links are decoded one by one (each is its own message, so decoding it
+    // alone is what prost does within the span); spans carry few of them.
+    let (mut events, mut links) = (EventColumns::default(), LinkColumns::default());
     scratch.attrs.clear();
     let mut fields = Reader::new(span);
     while let Some(f) = fields.next_field() {
         match f.tag {
             1 => trace_id = f.payload,
             2 => span_id = f.payload,
+            3 => trace_state = f.payload,
             4 => parent = f.payload,
             5 => name = f.payload,
             6 => kind = varint(f.raw),
             7 => start = fixed64(f.payload),
             8 => end = fixed64(f.payload),
             9 => scratch.attrs.push(attr(f.payload)?),
-            11 => events += 1,
-            13 => links += 1,
+            10 => dropped_attributes = varint(f.raw) as u32,
+            11 => events.push(&Event::decode(f.payload).map_err(|_| NotCanonical)?),
+            12 => dropped_events = varint(f.raw) as u32,
+            13 => links.push(&Link::decode(f.payload).map_err(|_| NotCanonical)?),
+            14 => dropped_links = varint(f.raw) as u32,
             15 => once(&mut status, f.payload)?,
+            16 => flags = fixed32(f.payload),
             _ => {}
         }
     }
@@ -320,10 +350,28 @@ fn write_span<'a>(
     put_str(out, status_message);
     put_attrs(out, &scratch.attrs);
     out.extend_from_slice(&resource.encoded);
-    put_str(out, scope_name);
-    put_u32(out, events);
-    put_u32(out, links);
+    put_str(out, scope.columns.name.as_bytes());
+    put_u32(out, events.names.len() as u32);
+    put_u32(out, links.trace_ids.len() as u32);
     put_u64(out, ingest_ns);
+    put_str(out, trace_state);
+    put_u32(out, flags);
+    put_u32(out, dropped_attributes);
+    put_u32(out, dropped_events);
+    put_u32(out, dropped_links);
+    put_types(out, &scratch.attrs);
+    out.extend_from_slice(&resource.encoded_types);
+    put_schemas_and_scope(out, resource, scope);
+    put_u64s(out, &events.time_ns);
+    put_strings(out, &events.names);
+    put_strings(out, &events.attributes);
+    put_u32s(out, &events.dropped_attributes);
+    put_strings(out, &links.trace_ids);
+    put_strings(out, &links.span_ids);
+    put_strings(out, &links.trace_states);
+    put_strings(out, &links.attributes);
+    put_u32s(out, &links.flags);
+    put_u32s(out, &links.dropped_attributes);
     rows.end_row(start);
     Ok(())
 }
@@ -332,13 +380,15 @@ fn write_log<'a>(
     log: &'a [u8],
     resource: &Resource<'a>,
     (resource_keys, resource_values): (&[String], &[String]),
-    scope_name: &[u8],
+    scope: &Scope<'a>,
     ingest_ns: u64,
     scratch: &mut Scratch<'a>,
     rows: &mut EncodedRows<LogRow>,
 ) -> Result<()> {
     let (mut time, mut observed, mut severity) = (0u64, 0u64, 0u64);
     let (mut severity_text, mut trace_id, mut span_id): (&[u8], &[u8], &[u8]) = (&[], &[], &[]);
+    let mut event_name: &[u8] = &[];
+    let (mut flags, mut dropped_attributes) = (0u32, 0u32);
     let mut body: Option<&[u8]> = None;
     scratch.attrs.clear();
     let mut fields = Reader::new(log);
@@ -349,22 +399,31 @@ fn write_log<'a>(
             3 => severity_text = f.payload,
             5 => once(&mut body, f.payload)?,
             6 => scratch.attrs.push(attr(f.payload)?),
+            7 => dropped_attributes = varint(f.raw) as u32,
+            8 => flags = fixed32(f.payload),
             9 => trace_id = f.payload,
             10 => span_id = f.payload,
             11 => observed = fixed64(f.payload),
+            12 => event_name = f.payload,
             _ => {}
         }
     }
     let time_ns = flatten::event_time_ns(time, observed);
-    let (body, _) = any_text(body)?;
+    let (body_text, body_type) = any_text(body)?;
+    let body_value = match body_type {
+        types::BYTES | types::ARRAY | types::MAP => {
+            let decoded = AnyValue::decode(body.unwrap_or_default()).map_err(|_| NotCanonical)?;
+            structured_body(Some(&decoded))
+        }
+        _ => String::new(),
+    };
     let trace_hex = super::hex_id(trace_id);
     let span_hex = super::hex_id(span_id);
     let attr_keys: Vec<String> = scratch.attrs.iter().map(|a| owned(a.key)).collect();
     let attr_values: Vec<String> = scratch.attrs.iter().map(|a| a.value.to_owned_string()).collect();
     let severity_number = enum_u8(severity);
-    let body_text = body.to_owned_string();
+    let body_text = body_text.to_owned_string();
     let severity_text_str = owned(severity_text);
-    let scope_name_str = owned(scope_name);
     let log_id = identity::log_id(&identity::LogContent {
         service: &resource.service,
         time_ns,
@@ -377,7 +436,7 @@ fn write_log<'a>(
         attr_values: &attr_values,
         resource_keys,
         resource_values,
-        scope_name: &scope_name_str,
+        scope_name: &scope.columns.name,
     });
     let out = rows.buffer();
     put_u64(out, log_id);
@@ -391,8 +450,16 @@ fn write_log<'a>(
     put_str(out, span_hex.as_bytes());
     put_attrs(out, &scratch.attrs);
     out.extend_from_slice(&resource.encoded);
-    put_str(out, scope_name);
+    put_str(out, scope.columns.name.as_bytes());
     put_u64(out, ingest_ns);
+    put_str(out, event_name);
+    put_u32(out, flags);
+    put_u32(out, dropped_attributes);
+    put_types(out, &scratch.attrs);
+    out.extend_from_slice(&resource.encoded_types);
+    out.push(body_type);
+    put_str(out, body_value.as_bytes());
+    put_schemas_and_scope(out, resource, scope);
     rows.end_row(time_ns);
     Ok(())
 }
@@ -413,6 +480,21 @@ fn put_attrs(out: &mut Vec<u8>, attrs: &[Attr<'_>]) {
     for a in attrs {
         a.value.put(out);
     }
+}
+
+/// `resource_schema_url`, `scope_version`, `scope_attributes`, `scope_schema_url`: the same
+/// four columns, in this order, in both tables.
+fn put_schemas_and_scope(out: &mut Vec<u8>, resource: &Resource<'_>, scope: &Scope<'_>) {
+    put_str(out, resource.schema_url);
+    put_str(out, scope.columns.version.as_bytes());
+    put_str(out, scope.columns.attributes.as_bytes());
+    put_str(out, scope.schema_url);
+}
+
+/// Attributes' types, as the tables' `Array(UInt8)`.
+fn put_types(out: &mut Vec<u8>, attrs: &[Attr<'_>]) {
+    put_len(out, attrs.len());
+    out.extend(attrs.iter().map(|a| a.kind));
 }
 
 /// `v` in decimal, as a RowBinary string, without allocating.
@@ -472,6 +554,10 @@ fn fixed64(bytes: &[u8]) -> u64 {
     bytes.try_into().map_or(0, u64::from_le_bytes)
 }
 
+fn fixed32(bytes: &[u8]) -> u32 {
+    bytes.try_into().map_or(0, u32::from_le_bytes)
+}
+
 /// An enum field as the tables keep it: prost reads the varint as an `i32`, and the row
 /// takes it when it fits a `u8`, else 0.
 fn enum_u8(value: u64) -> u8 {
@@ -483,10 +569,10 @@ mod tests {
     use super::*;
     use crate::otlp::flatten::{log_rows, span_rows};
     use crate::otlp::{ExportLogsServiceRequest, ExportTraceServiceRequest};
-    use opentelemetry_proto::tonic::common::v1::{ArrayValue, InstrumentationScope, KeyValue, KeyValueList};
+    use opentelemetry_proto::tonic::common::v1::{any_value, ArrayValue, KeyValue, KeyValueList};
     use opentelemetry_proto::tonic::logs::v1::{LogRecord, ResourceLogs, ScopeLogs};
     use opentelemetry_proto::tonic::resource::v1::Resource as OtlpResource;
-    use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span, Status};
+    use opentelemetry_proto::tonic::trace::v1::{span, ResourceSpans, ScopeSpans, Span, Status};
     use proptest::prelude::*;
 
     fn arb_value() -> impl Strategy<Value = Option<AnyValue>> {
@@ -535,7 +621,56 @@ mod tests {
     }
 
     fn arb_scope() -> impl Strategy<Value = Option<InstrumentationScope>> {
-        prop::option::of("[a-z]{0,4}".prop_map(|name| InstrumentationScope { name, ..Default::default() }))
+        prop::option::of(("[a-z]{0,4}", "[0-9.]{0,4}", arb_attrs(), 0u32..3).prop_map(
+            |(name, version, attributes, dropped_attributes_count)| InstrumentationScope {
+                name,
+                version,
+                attributes,
+                dropped_attributes_count,
+            },
+        ))
+    }
+
+    fn arb_schema_url() -> impl Strategy<Value = String> {
+        prop::sample::select(vec!["", "https://opentelemetry.io/schemas/1.21.0"]).prop_map(String::from)
+    }
+
+    fn arb_events() -> impl Strategy<Value = Vec<span::Event>> {
+        prop::collection::vec(
+            (any::<u64>(), "[a-z]{0,6}", arb_attrs(), any::<u32>()).prop_map(
+                |(time_unix_nano, name, attributes, dropped_attributes_count)| span::Event {
+                    time_unix_nano,
+                    name,
+                    attributes,
+                    dropped_attributes_count,
+                },
+            ),
+            0..3,
+        )
+    }
+
+    fn arb_links() -> impl Strategy<Value = Vec<span::Link>> {
+        prop::collection::vec(
+            (
+                prop::collection::vec(any::<u8>(), 0..17),
+                prop::collection::vec(any::<u8>(), 0..9),
+                "[a-z=,]{0,6}",
+                arb_attrs(),
+                any::<u32>(),
+                any::<u32>(),
+            )
+                .prop_map(
+                    |(trace_id, span_id, trace_state, attributes, dropped_attributes_count, flags)| span::Link {
+                        trace_id,
+                        span_id,
+                        trace_state,
+                        attributes,
+                        dropped_attributes_count,
+                        flags,
+                    },
+                ),
+            0..3,
+        )
     }
 
     fn arb_traces() -> impl Strategy<Value = ExportTraceServiceRequest> {
@@ -547,31 +682,38 @@ mod tests {
             any::<u64>(),
             any::<u64>(),
             arb_attrs(),
-            0usize..3,
-            0usize..3,
+            arb_events(),
+            arb_links(),
             prop::option::of((-1i32..4, "[a-z]{0,5}")),
+            ("[a-z=,]{0,6}", any::<u32>(), any::<[u32; 3]>()),
         )
-            .prop_map(|(trace_id, span_id, name, kind, start, end, attributes, events, links, status)| Span {
-                trace_id,
-                span_id: span_id.clone(),
-                parent_span_id: span_id.into_iter().rev().collect(),
-                name,
-                kind,
-                start_time_unix_nano: start,
-                end_time_unix_nano: end,
-                attributes,
-                events: vec![Default::default(); events],
-                links: vec![Default::default(); links],
-                status: status.map(|(code, message)| Status { code, message }),
-                ..Default::default()
-            });
-        let scope = (arb_scope(), prop::collection::vec(span, 0..4)).prop_map(|(scope, spans)| ScopeSpans {
-            scope,
-            spans,
-            ..Default::default()
-        });
-        let resource = (arb_resource(), prop::collection::vec(scope, 0..3))
-            .prop_map(|(resource, scope_spans)| ResourceSpans { resource, scope_spans, ..Default::default() });
+            .prop_map(
+                |(trace_id, span_id, name, kind, start, end, attributes, events, links, status, extra)| {
+                    let (trace_state, flags, [dropped_attributes, dropped_events, dropped_links]) = extra;
+                    Span {
+                        trace_id,
+                        span_id: span_id.clone(),
+                        trace_state,
+                        parent_span_id: span_id.into_iter().rev().collect(),
+                        flags,
+                        name,
+                        kind,
+                        start_time_unix_nano: start,
+                        end_time_unix_nano: end,
+                        attributes,
+                        dropped_attributes_count: dropped_attributes,
+                        events,
+                        dropped_events_count: dropped_events,
+                        links,
+                        dropped_links_count: dropped_links,
+                        status: status.map(|(code, message)| Status { code, message }),
+                    }
+                },
+            );
+        let scope = (arb_scope(), prop::collection::vec(span, 0..4), arb_schema_url())
+            .prop_map(|(scope, spans, schema_url)| ScopeSpans { scope, spans, schema_url });
+        let resource = (arb_resource(), prop::collection::vec(scope, 0..3), arb_schema_url())
+            .prop_map(|(resource, scope_spans, schema_url)| ResourceSpans { resource, scope_spans, schema_url });
         prop::collection::vec(resource, 0..3).prop_map(|resource_spans| ExportTraceServiceRequest { resource_spans })
     }
 
@@ -584,25 +726,28 @@ mod tests {
             arb_value(),
             arb_attrs(),
             prop::collection::vec(any::<u8>(), 0..17),
+            ("[a-z.]{0,6}", any::<u32>(), any::<u32>()),
         )
-            .prop_map(|(time, observed, severity, severity_text, body, attributes, trace_id)| LogRecord {
-                time_unix_nano: time,
-                observed_time_unix_nano: observed,
-                severity_number: severity,
-                severity_text,
-                body,
-                attributes,
-                span_id: trace_id.iter().take(8).copied().collect(),
-                trace_id,
-                ..Default::default()
+            .prop_map(|(time, observed, severity, severity_text, body, attributes, trace_id, extra)| {
+                let (event_name, flags, dropped_attributes_count) = extra;
+                LogRecord {
+                    time_unix_nano: time,
+                    observed_time_unix_nano: observed,
+                    severity_number: severity,
+                    severity_text,
+                    body,
+                    attributes,
+                    dropped_attributes_count,
+                    flags,
+                    span_id: trace_id.iter().take(8).copied().collect(),
+                    trace_id,
+                    event_name,
+                }
             });
-        let scope = (arb_scope(), prop::collection::vec(log, 0..4)).prop_map(|(scope, log_records)| ScopeLogs {
-            scope,
-            log_records,
-            ..Default::default()
-        });
-        let resource = (arb_resource(), prop::collection::vec(scope, 0..3))
-            .prop_map(|(resource, scope_logs)| ResourceLogs { resource, scope_logs, ..Default::default() });
+        let scope = (arb_scope(), prop::collection::vec(log, 0..4), arb_schema_url())
+            .prop_map(|(scope, log_records, schema_url)| ScopeLogs { scope, log_records, schema_url });
+        let resource = (arb_resource(), prop::collection::vec(scope, 0..3), arb_schema_url())
+            .prop_map(|(resource, scope_logs, schema_url)| ResourceLogs { resource, scope_logs, schema_url });
         prop::collection::vec(resource, 0..3).prop_map(|resource_logs| ExportLogsServiceRequest { resource_logs })
     }
 

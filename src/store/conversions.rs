@@ -83,6 +83,8 @@ impl Story {
             log_count: self.log_count,
             truncated: u8::from(self.truncated),
             version_ns: self.version_ns,
+            exception_type: self.exception_type.clone(),
+            exception_message: self.exception_message.clone(),
         }
     }
 
@@ -104,6 +106,8 @@ impl Story {
             log_count: row.log_count,
             truncated: row.truncated != 0,
             version_ns: row.version_ns,
+            exception_type: row.exception_type.clone(),
+            exception_message: row.exception_message.clone(),
         }
     }
 }

@@ -118,6 +118,27 @@ impl EncodeRow for SpanRow {
         put_u32(out, self.event_count);
         put_u32(out, self.link_count);
         put_u64(out, self.ingest_ns);
+        put_str(out, self.trace_state.as_bytes());
+        put_u32(out, self.flags);
+        put_u32(out, self.dropped_attributes_count);
+        put_u32(out, self.dropped_events_count);
+        put_u32(out, self.dropped_links_count);
+        put_bytes(out, &self.attr_types);
+        put_bytes(out, &self.resource_types);
+        put_str(out, self.resource_schema_url.as_bytes());
+        put_str(out, self.scope_version.as_bytes());
+        put_str(out, self.scope_attributes.as_bytes());
+        put_str(out, self.scope_schema_url.as_bytes());
+        put_u64s(out, &self.event_time_ns);
+        put_strings(out, &self.event_names);
+        put_strings(out, &self.event_attributes);
+        put_u32s(out, &self.event_dropped_attributes);
+        put_strings(out, &self.link_trace_ids);
+        put_strings(out, &self.link_span_ids);
+        put_strings(out, &self.link_trace_states);
+        put_strings(out, &self.link_attributes);
+        put_u32s(out, &self.link_flags);
+        put_u32s(out, &self.link_dropped_attributes);
     }
 }
 
@@ -138,6 +159,17 @@ impl EncodeRow for LogRow {
         put_strings(out, &self.resource_values);
         put_str(out, self.scope_name.as_bytes());
         put_u64(out, self.ingest_ns);
+        put_str(out, self.event_name.as_bytes());
+        put_u32(out, self.flags);
+        put_u32(out, self.dropped_attributes_count);
+        put_bytes(out, &self.attr_types);
+        put_bytes(out, &self.resource_types);
+        out.push(self.body_type);
+        put_str(out, self.body_value.as_bytes());
+        put_str(out, self.resource_schema_url.as_bytes());
+        put_str(out, self.scope_version.as_bytes());
+        put_str(out, self.scope_attributes.as_bytes());
+        put_str(out, self.scope_schema_url.as_bytes());
     }
 }
 
@@ -167,6 +199,25 @@ pub fn put_strings(out: &mut Vec<u8>, items: &[String]) {
     put_len(out, items.len());
     for s in items {
         put_str(out, s.as_bytes());
+    }
+}
+
+/// An `Array(UInt8)`: its length, then the bytes.
+pub fn put_bytes(out: &mut Vec<u8>, items: &[u8]) {
+    put_str(out, items);
+}
+
+pub fn put_u32s(out: &mut Vec<u8>, items: &[u32]) {
+    put_len(out, items.len());
+    for v in items {
+        put_u32(out, *v);
+    }
+}
+
+pub fn put_u64s(out: &mut Vec<u8>, items: &[u64]) {
+    put_len(out, items.len());
+    for v in items {
+        put_u64(out, *v);
     }
 }
 

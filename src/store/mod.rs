@@ -8,6 +8,7 @@
 //! ClickHouse. Tests read what they assert on through [`Store::query_for_tests`], which no
 //! code under `src/` outside this module may call (`tests/it/tidy.rs` checks, with the SQL).
 
+pub mod attributes;
 pub mod backlog;
 mod conversions;
 pub mod deliveries;

@@ -61,6 +61,32 @@ pub struct SpanRow {
     pub event_count: u32,
     pub link_count: u32,
     pub ingest_ns: u64,
+    // Migration 6: the rest of what OTLP sends (`schema.rs` says how values keep their type).
+    pub trace_state: String,
+    pub flags: u32,
+    pub dropped_attributes_count: u32,
+    pub dropped_events_count: u32,
+    pub dropped_links_count: u32,
+    /// Each attribute's type (`store::attributes::value_type`), beside `attr_values`.
+    pub attr_types: Vec<u8>,
+    pub resource_types: Vec<u8>,
+    pub resource_schema_url: String,
+    pub scope_version: String,
+    /// The scope's attributes as an OTLP/JSON KeyValue list ('' when none).
+    pub scope_attributes: String,
+    pub scope_schema_url: String,
+    pub event_time_ns: Vec<u64>,
+    pub event_names: Vec<String>,
+    /// Each event's attributes as an OTLP/JSON KeyValue list ('' when none).
+    pub event_attributes: Vec<String>,
+    pub event_dropped_attributes: Vec<u32>,
+    /// Lowercase hex, as `trace_id`.
+    pub link_trace_ids: Vec<String>,
+    pub link_span_ids: Vec<String>,
+    pub link_trace_states: Vec<String>,
+    pub link_attributes: Vec<String>,
+    pub link_flags: Vec<u32>,
+    pub link_dropped_attributes: Vec<u32>,
 }
 table_row!(SpanRow, "spans", partitioned by start_ns);
 
@@ -81,6 +107,22 @@ pub struct LogRow {
     pub resource_values: Vec<String>,
     pub scope_name: String,
     pub ingest_ns: u64,
+    // Migration 6, in `logs` and `trace_logs` alike. None of these is part of the log's
+    // identity, so a log stored before keeps its id.
+    pub event_name: String,
+    pub flags: u32,
+    pub dropped_attributes_count: u32,
+    pub attr_types: Vec<u8>,
+    pub resource_types: Vec<u8>,
+    /// The body's type (`store::attributes::value_type`).
+    pub body_type: u8,
+    /// A body that is not a plain scalar (a map, an array, bytes) as its OTLP/JSON AnyValue,
+    /// lossless; '' otherwise (then `body` is the value itself).
+    pub body_value: String,
+    pub resource_schema_url: String,
+    pub scope_version: String,
+    pub scope_attributes: String,
+    pub scope_schema_url: String,
 }
 table_row!(LogRow, "logs", partitioned by time_ns);
 
@@ -134,6 +176,9 @@ pub struct StoryRow {
     pub log_count: u32,
     pub truncated: u8,
     pub version_ns: u64,
+    /// The first exception of an error trace ('' when none).
+    pub exception_type: String,
+    pub exception_message: String,
 }
 table_row!(StoryRow, "stories", partitioned by start_ns);
 

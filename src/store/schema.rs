@@ -30,6 +30,25 @@ macro_rules! day_of {
     };
 }
 
+/// The columns migration 6 adds to `logs` and to its copy `trace_logs`, which must stay
+/// alike (the copy's view inserts `SELECT *` of `logs`).
+macro_rules! logs_columns_6 {
+    () => {
+        "
+    ADD COLUMN event_name String DEFAULT '',
+    ADD COLUMN flags UInt32 DEFAULT 0,
+    ADD COLUMN dropped_attributes_count UInt32 DEFAULT 0,
+    ADD COLUMN attr_types Array(UInt8),
+    ADD COLUMN resource_types Array(UInt8),
+    ADD COLUMN body_type UInt8 DEFAULT 0,
+    ADD COLUMN body_value String DEFAULT '',
+    ADD COLUMN resource_schema_url String DEFAULT '',
+    ADD COLUMN scope_version String DEFAULT '',
+    ADD COLUMN scope_attributes String DEFAULT '',
+    ADD COLUMN scope_schema_url String DEFAULT ''"
+    };
+}
+
 // One layout for every migration, kept by hand: rustfmt would re-indent the whole list
 // whenever it grows past one element, and migrations are appended by several changes.
 #[rustfmt::skip]
@@ -308,6 +327,66 @@ Migration {
     ADD COLUMN manual_retries UInt32 DEFAULT 0,
     ADD COLUMN retried_ns UInt64 DEFAULT 0,
     ADD COLUMN retried_by String DEFAULT ''",
+    ],
+},
+Migration {
+    version: 6,
+    name: "spans and logs keep all an OpenTelemetry SDK sends",
+    statements: &[
+        // The OTLP fields a span dropped before: its trace state, flags and dropped counts,
+        // its scope's version and attributes, both schema URLs, and its events and links.
+        // How values keep their type, on 18.16 (no Map, JSON or named Tuple) and current
+        // servers alike:
+        // - a top-level attribute keeps its text in `*_values` (as before, so every reader
+        //   and query of those columns is unchanged) and its OTLP type in the parallel
+        //   `*_types` (`store::attributes::value_type`): a number is compared as a number
+        //   with `toFloat64OrNull(attr_values[i])` where its type says it is one, and an
+        //   array or map is its JSON text;
+        // - an attribute list inside a list (an event's, a link's, a scope's) is one String
+        //   of JSON, the OTLP/JSON form of its KeyValues (`[{"key":…,"value":{"intValue":…}}]`),
+        //   typed and in order: an AnyValue nests to any depth (arrays of maps of arrays),
+        //   which no fixed column type holds, and such a list is read with its span, never
+        //   filtered on alone;
+        // - events and links are parallel arrays, one element per event or link: the shape
+        //   of a Nested column, with plain names so every query and row struct names them
+        //   the same way on both versions.
+        // Rows stored before read '' / 0 / [] (no events, no links, untyped values read as
+        // strings). One statement per table, so a failure leaves no column half added.
+        "ALTER TABLE spans
+    ADD COLUMN trace_state String DEFAULT '',
+    ADD COLUMN flags UInt32 DEFAULT 0,
+    ADD COLUMN dropped_attributes_count UInt32 DEFAULT 0,
+    ADD COLUMN dropped_events_count UInt32 DEFAULT 0,
+    ADD COLUMN dropped_links_count UInt32 DEFAULT 0,
+    ADD COLUMN attr_types Array(UInt8),
+    ADD COLUMN resource_types Array(UInt8),
+    ADD COLUMN resource_schema_url String DEFAULT '',
+    ADD COLUMN scope_version String DEFAULT '',
+    ADD COLUMN scope_attributes String DEFAULT '',
+    ADD COLUMN scope_schema_url String DEFAULT '',
+    ADD COLUMN event_time_ns Array(UInt64),
+    ADD COLUMN event_names Array(String),
+    ADD COLUMN event_attributes Array(String),
+    ADD COLUMN event_dropped_attributes Array(UInt32),
+    ADD COLUMN link_trace_ids Array(String),
+    ADD COLUMN link_span_ids Array(String),
+    ADD COLUMN link_trace_states Array(String),
+    ADD COLUMN link_attributes Array(String),
+    ADD COLUMN link_flags Array(UInt32),
+    ADD COLUMN link_dropped_attributes Array(UInt32)",
+        // A log's new fields. `body` stays the text the miner mines and the log id hashes
+        // (so ids of logs stored before do not change); `body_value` is the lossless OTLP/JSON
+        // form of a body that is not a plain scalar (a map, an array, bytes), '' otherwise.
+        // trace_logs first: its materialized view copies `SELECT *` of each insert into
+        // `logs`, so it must have every column `logs` has, in the same order, before `logs`
+        // has them.
+        concat!("ALTER TABLE trace_logs", logs_columns_6!()),
+        concat!("ALTER TABLE logs", logs_columns_6!()),
+        // A story keeps the first exception of its error trace (docs/stories.md): its type and
+        // message, '' when it has none (and for stories stored before).
+        "ALTER TABLE stories
+    ADD COLUMN exception_type String DEFAULT '',
+    ADD COLUMN exception_message String DEFAULT ''",
     ],
 },
 Migration {

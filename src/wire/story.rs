@@ -4,8 +4,9 @@
 //! public interface, documented in `docs/stories.md`.
 //!
 //! Rules of the format (the same as the alert record's, `src/wire/alert.rs`):
-//! - `version` is required; a reader rejects a version it does not know. Version 1 is the
-//!   only one today.
+//! - `version` is required; a reader rejects a version it does not know. This build writes
+//!   version 2 (version 1 and the first exception of an error trace) and reads 1 and 2: a
+//!   version 1 document reads with no exception.
 //! - Unknown fields are ignored on read, so a producer may add fields within a version.
 //! - The fingerprint is a u64 hash written as 16 lowercase hex digits (JavaScript numbers
 //!   lose precision above 2^53); it is also the record's key.
@@ -17,8 +18,15 @@ use serde::{Deserialize, Serialize};
 
 use super::alert::{format_id, hex_id};
 
-/// The version this build writes, and the only one it reads.
-pub const STORY_FORMAT_VERSION: u32 = 1;
+/// The version this build writes.
+pub const STORY_FORMAT_VERSION: u32 = 2;
+
+/// The versions this build reads: 1 (before stories carried an exception) and 2.
+pub const STORY_FORMAT_VERSIONS_READ: [u32; 2] = [1, 2];
+
+/// The longest exception message a story keeps, in bytes (cut at a character boundary): a
+/// message can hold a whole payload, and the story is the summary; the span keeps it whole.
+pub const MAX_EXCEPTION_MESSAGE_BYTES: usize = 1024;
 
 /// `root_operation` of a story whose trace has no span without a parent (`root_service`
 /// is then empty).
@@ -57,6 +65,14 @@ pub struct Story {
     pub truncated: bool,
     /// When this version of the story was built (ns): the newest version wins.
     pub version_ns: u64,
+    /// Version 2: the first exception of an error trace (the earliest `exception` event of
+    /// an error span, else of any span), its `exception.type` and `exception.message` (at
+    /// most [`MAX_EXCEPTION_MESSAGE_BYTES`]); both `""` when the trace has no error or no
+    /// exception, and in a version 1 document.
+    #[serde(default)]
+    pub exception_type: String,
+    #[serde(default)]
+    pub exception_message: String,
 }
 
 /// Why a record is not a valid story.
@@ -66,7 +82,7 @@ pub enum StoryError {
     Invalid(String),
     #[error("story document has no numeric `version` field")]
     MissingVersion,
-    #[error("story format version {found} is not supported by this build (it reads version {STORY_FORMAT_VERSION}); upgrade tayga")]
+    #[error("story format version {found} is not supported by this build (it reads versions 1 and 2); upgrade tayga")]
     UnsupportedVersion { found: u64 },
 }
 
@@ -90,7 +106,7 @@ impl Story {
         let probe: VersionProbe = serde_json::from_slice(bytes).map_err(|e| StoryError::Invalid(e.to_string()))?;
         match probe.version.as_ref().and_then(serde_json::Value::as_u64) {
             None => return Err(StoryError::MissingVersion),
-            Some(v) if v == u64::from(STORY_FORMAT_VERSION) => {}
+            Some(v) if STORY_FORMAT_VERSIONS_READ.iter().any(|known| u64::from(*known) == v) => {}
             Some(found) => return Err(StoryError::UnsupportedVersion { found }),
         }
         serde_json::from_slice(bytes).map_err(|e| StoryError::Invalid(e.to_string()))
@@ -118,6 +134,8 @@ mod tests {
             log_count: 3,
             truncated: false,
             version_ns: 1_764_460_900_000_000_000,
+            exception_type: "Error".into(),
+            exception_message: "card declined".into(),
         }
     }
 
@@ -127,7 +145,8 @@ mod tests {
         let json = s.to_json().unwrap();
         let text = String::from_utf8(json.clone()).unwrap();
         assert!(text.contains(r#""fingerprint":"00c0ffee00c0ffee""#), "{text}");
-        assert!(text.contains(r#""version":1"#), "{text}");
+        assert!(text.contains(r#""version":2"#), "{text}");
+        assert!(text.contains(r#""exception_type":"Error","exception_message":"card declined""#), "{text}");
         assert_eq!(Story::from_json(&json).unwrap(), s);
         assert_eq!(Story::from_row(&s.to_row()), s);
         assert_eq!(s.key(), "00c0ffee00c0ffee");
@@ -138,12 +157,25 @@ mod tests {
         let mut v: serde_json::Value = serde_json::to_value(story()).unwrap();
         v["extra"] = serde_json::json!("ignored");
         assert_eq!(Story::from_json(&serde_json::to_vec(&v).unwrap()).unwrap(), story());
-        v["version"] = serde_json::json!(2);
+        v["version"] = serde_json::json!(3);
         assert_eq!(
             Story::from_json(&serde_json::to_vec(&v).unwrap()),
-            Err(StoryError::UnsupportedVersion { found: 2 })
+            Err(StoryError::UnsupportedVersion { found: 3 })
         );
         assert_eq!(Story::from_json(br#"{"trace_id":"x"}"#), Err(StoryError::MissingVersion));
         assert!(matches!(Story::from_json(b"nope"), Err(StoryError::Invalid(_))));
+    }
+
+    /// A reader of this build still reads what a producer of version 1 wrote: the same
+    /// story, with no exception.
+    #[test]
+    fn a_version_1_document_reads_with_no_exception() {
+        let v1 = br#"{"version":1,"trace_id":"abababababababababababab00000001","fingerprint":"59a2176b778dae71",
+            "root_service":"web","root_operation":"GET /","start_ns":1764460800000000000,"duration_ns":1030000,
+            "span_count":3,"services":["db","web"],"edges":["ROOT -> web/GET /","web/GET / -> db/query"],
+            "error":true,"error_spans":1,"log_count":2,"truncated":false,"version_ns":1764460845123456789}"#;
+        let story = Story::from_json(v1).unwrap();
+        assert_eq!((story.version, story.fingerprint, story.error_spans), (1, 0x59a2_176b_778d_ae71, 1));
+        assert_eq!((story.exception_type.as_str(), story.exception_message.as_str()), ("", ""));
     }
 }

@@ -119,6 +119,7 @@ fn span(trace_id: &str, span_id: &str, parent: &str, service: &str, name: &str, 
         event_count: 0,
         link_count: 0,
         ingest_ns: start,
+        ..Default::default()
     }
 }
 
@@ -143,6 +144,7 @@ fn log(log_id: u64, service: &str, time_ns: u64, body: &str, trace_id: &str) -> 
         resource_values: vec![],
         scope_name: String::new(),
         ingest_ns: time_ns,
+        ..Default::default()
     }
 }
 
@@ -162,6 +164,8 @@ fn story(trace_id: &str, fingerprint: u64, start: u64, ms: u64, error: bool) -> 
         log_count: 1,
         truncated: 0,
         version_ns: start,
+        exception_type: if error { "CardError".into() } else { String::new() },
+        exception_message: if error { "card declined".into() } else { String::new() },
     }
 }
 
@@ -310,12 +314,15 @@ async fn every_endpoint_answers_from_the_store_and_each_statement_runs_on_curren
 
     let story = api.ok(&format!("/api/v1/traces/{TRACE_A}/story")).await;
     assert_eq!(story["fingerprint"], format!("{SHAPE_A:016x}"));
+    assert_eq!((&story["exception_type"], &story["exception_message"]), (&json!("CardError"), &json!("card declined")));
     assert_eq!(api.get("/api/v1/traces/0123456789abcdef0123456789abcdef/story").await.0, 404);
     let shapes = api.all_pages("/api/v1/shapes?limit=1").await;
     assert_eq!(shapes.len(), 2);
     assert_eq!(shapes[0]["fingerprint"], format!("{SHAPE_A:016x}"));
     assert_eq!(shapes[0]["count"], 2);
     assert_eq!(shapes[0]["error_rate"], 0.5);
+    assert_eq!(shapes[0]["top_exception"], json!({"type": "CardError", "message": "card declined"}));
+    assert_eq!(shapes[1]["top_exception"], Value::Null, "no story of the shape told an exception");
     assert!(shapes[0]["p95_duration_ns"].as_f64().unwrap() >= shapes[0]["p50_duration_ns"].as_f64().unwrap());
     let of_shape = api.all_pages(&format!("/api/v1/shapes/{SHAPE_A:016x}/stories?limit=1")).await;
     assert_eq!(of_shape.len(), 2);

@@ -15,6 +15,7 @@ mod broker_tls;
 mod cli;
 mod cluster;
 mod demo;
+mod fidelity;
 mod fuzz_replay;
 mod ingest;
 mod ingest_auth;

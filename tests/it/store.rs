@@ -50,6 +50,27 @@ async fn every_row_struct_round_trips_through_its_table() {
             event_count: 3,
             link_count: 4,
             ingest_ns: now + 6,
+            trace_state: "vendor=1".into(),
+            flags: 0x301,
+            dropped_attributes_count: 7,
+            dropped_events_count: 8,
+            dropped_links_count: 9,
+            attr_types: vec![3, 4],
+            resource_types: vec![1, 7],
+            resource_schema_url: "https://opentelemetry.io/schemas/1.21.0".into(),
+            scope_version: "1.2.3".into(),
+            scope_attributes: r#"[{"key":"s","value":{"intValue":1}}]"#.into(),
+            scope_schema_url: "https://opentelemetry.io/schemas/1.22.0".into(),
+            event_time_ns: vec![now + 1, now + 2],
+            event_names: strings("en"),
+            event_attributes: strings("ea"),
+            event_dropped_attributes: vec![10, 11],
+            link_trace_ids: strings("lt"),
+            link_span_ids: strings("ls"),
+            link_trace_states: strings("lts"),
+            link_attributes: strings("la"),
+            link_flags: vec![12, 13],
+            link_dropped_attributes: vec![14, 15],
         },
     )
     .await;
@@ -71,6 +92,17 @@ async fn every_row_struct_round_trips_through_its_table() {
             resource_values: strings("rv"),
             scope_name: "logger".into(),
             ingest_ns: now + 2,
+            event_name: "payment.failed".into(),
+            flags: 1,
+            dropped_attributes_count: 2,
+            attr_types: vec![5, 6],
+            resource_types: vec![1, 2],
+            body_type: 7,
+            body_value: r#"{"kvlistValue":{"values":[]}}"#.into(),
+            resource_schema_url: "https://opentelemetry.io/schemas/1.21.0".into(),
+            scope_version: "0.9".into(),
+            scope_attributes: r#"[{"key":"l","value":{"boolValue":true}}]"#.into(),
+            scope_schema_url: "https://opentelemetry.io/schemas/1.22.0".into(),
         },
     )
     .await;
@@ -106,6 +138,8 @@ async fn every_row_struct_round_trips_through_its_table() {
             log_count: 3,
             truncated: 1,
             version_ns: now + 1,
+            exception_type: "CardError".into(),
+            exception_message: "card 4242 declined ✓".into(),
         },
     )
     .await;
@@ -379,6 +413,7 @@ async fn the_deliveries_and_stories_reads_answer_alike_on_18_16_and_in_chdb() {
 #[tokio::test]
 async fn rows_encoded_from_otlp_bytes_read_back_as_the_flattened_rows() {
     use opentelemetry_proto::tonic::common::v1::{any_value::Value, AnyValue, ArrayValue, KeyValue};
+    use opentelemetry_proto::tonic::trace::v1::span::{Event, Link};
     use prost::Message;
     use tayga::otlp::rowbinary::{record_rows, TableRows};
     use tayga::otlp::synth::{Shape, Synth};
@@ -406,8 +441,35 @@ async fn rows_encoded_from_otlp_bytes_read_back_as_the_flattened_rows() {
         });
         // Spread over many days: the insert is cut by partition days, like struct rows.
         span.start_time_unix_nano = (i as u64 % MANY_DAYS) * DAY_NS + 1;
+        // Events (an exception's among them) and links, whose columns are arrays of their own.
+        if i % 3 == 0 {
+            span.events.push(Event {
+                time_unix_nano: span.start_time_unix_nano + 1,
+                name: "exception".into(),
+                attributes: vec![tayga::otlp::string_attr("exception.message", &format!("boom {i}"))],
+                dropped_attributes_count: 1,
+            });
+            span.links.push(Link {
+                trace_id: vec![(i as u8).wrapping_add(1); 16],
+                span_id: vec![7; 8],
+                trace_state: "k=v".into(),
+                attributes: vec![tayga::otlp::string_attr("why", "fan-in")],
+                dropped_attributes_count: 0,
+                flags: 0x301,
+            });
+            span.trace_state = "a=b".into();
+            span.dropped_events_count = 2;
+        }
     }
-    let logs = synth.logs(now_ns());
+    let mut logs = synth.logs(now_ns());
+    for (i, log) in
+        logs.resource_logs.iter_mut().flat_map(|r| &mut r.scope_logs).flat_map(|s| &mut s.log_records).enumerate()
+    {
+        if i % 4 == 0 {
+            log.body = Some(AnyValue { value: Some(odd[4].clone()) });
+            log.event_name = "browser.click".into();
+        }
+    }
     let bytes = traces.encode_to_vec();
     let TableRows::Spans(spans) =
         record_rows(&RawRecord { kind: SignalKind::Traces, ingest_ns: 5, value: &bytes }).unwrap()
@@ -433,4 +495,95 @@ async fn rows_encoded_from_otlp_bytes_read_back_as_the_flattened_rows() {
     let back: Vec<LogRow> = store.select_for_tests::<LogRow>("ORDER BY log_id").fetch_all().await.unwrap();
     assert!(!want.is_empty());
     assert_eq!(back, want);
+}
+
+/// An install migrated before spans kept their events and links upgrades in place with
+/// `tayga migrate`: its rows read back whole, with no events, links or types, and the rows
+/// written after it (through `logs` and its `trace_logs` copy) keep everything.
+#[tokio::test]
+async fn an_install_before_events_and_links_upgrades_in_place_and_its_rows_read_back_empty() {
+    use tayga::store::query::traces::trace_logs;
+    let env = TestEnv::new("upgrade6");
+    let http = reqwest::Client::new();
+    let server = |sql: String| {
+        let request = http.post(&env.config.clickhouse.url).body(sql);
+        async move {
+            let answer = request.send().await.expect("ClickHouse answers");
+            let status = answer.status();
+            let text = answer.text().await.unwrap();
+            assert!(status.is_success(), "{text}");
+        }
+    };
+    let db = &env.config.clickhouse.database;
+    server(format!("CREATE DATABASE {db}")).await;
+    let store = env.store();
+    store.query_for_tests(schema::MIGRATIONS_TABLE_DDL).execute().await.unwrap();
+    for migration in schema::MIGRATIONS.iter().filter(|m| m.version < 6) {
+        for sql in migration.statements {
+            store.query_for_tests(sql).execute().await.unwrap();
+        }
+        store
+            .insert(&[MigrationRow { version: migration.version, name: migration.name.into(), applied_ns: 1 }])
+            .await
+            .unwrap();
+    }
+    let trace = "0af7651916cd43dd8448eb211c80319c";
+    let now = now_ns();
+    // Rows as the release before stored them: its columns only.
+    store
+        .query_for_tests(&format!(
+            "INSERT INTO spans (trace_id, span_id, service, name, start_ns, end_ns, attr_keys, attr_values, \
+             event_count, link_count, ingest_ns) VALUES ('{trace}', 'b7ad6b7169203331', 'api', 'GET /', {now}, {}, \
+             ['n'], ['42'], 2, 1, {now})",
+            now + 5
+        ))
+        .execute()
+        .await
+        .unwrap();
+    store
+        .query_for_tests(&format!(
+            "INSERT INTO logs (log_id, service, time_ns, body, trace_id, ingest_ns) \
+             VALUES (7, 'api', {now}, 'before', '{trace}', {now})"
+        ))
+        .execute()
+        .await
+        .unwrap();
+
+    let (out, stdout, stderr) = common::run(env.tayga().args(["migrate"]));
+    assert!(out.status.success(), "tayga migrate: {stdout}{stderr}");
+    assert!(stdout.contains('6'), "migration 6 is applied: {stdout}");
+
+    let spans = read::fetch_trace(&store, trace).await.unwrap();
+    assert_eq!(spans.len(), 1);
+    let old = &spans[0];
+    assert_eq!((old.name.as_str(), old.event_count, old.link_count), ("GET /", 2, 1), "what was stored stays");
+    assert!(old.event_names.is_empty() && old.event_time_ns.is_empty() && old.event_attributes.is_empty());
+    assert!(old.link_trace_ids.is_empty() && old.link_span_ids.is_empty() && old.link_flags.is_empty());
+    assert!(old.attr_types.is_empty() && old.trace_state.is_empty() && old.scope_version.is_empty());
+    assert_eq!(
+        serde_json::Value::Object(attributes::typed_attributes(&old.attr_keys, &old.attr_values, &old.attr_types)),
+        serde_json::json!({"n": "42"}),
+        "an untyped value reads as the string it was"
+    );
+    let logs = trace_logs(&store, trace).await.unwrap();
+    assert_eq!(logs.len(), 1, "the log copied to trace_logs before the upgrade");
+    assert_eq!((logs[0].body.as_str(), logs[0].body_type, logs[0].event_name.as_str()), ("before", 0, ""));
+
+    // A log written now goes through the view into trace_logs with its new columns.
+    let new = LogRow {
+        log_id: 8,
+        service: "api".into(),
+        time_ns: now + 1,
+        body: "after".into(),
+        trace_id: trace.into(),
+        event_name: "order.placed".into(),
+        body_type: attributes::value_type::STRING,
+        flags: 1,
+        ingest_ns: now,
+        ..Default::default()
+    };
+    store.insert(std::slice::from_ref(&new)).await.unwrap();
+    let logs = trace_logs(&store, trace).await.unwrap();
+    assert_eq!(logs.len(), 2);
+    assert_eq!(logs[1], new, "trace_logs keeps every new column of logs");
 }

@@ -18,7 +18,10 @@ fn span_insert(token: &str) -> String {
         "INSERT INTO spans SETTINGS insert_deduplication_token = '{token}' VALUES \
          ('0af7651916cd43dd8448eb211c80319c', 'b7ad6b7169203331', '', 'checkout', 'GET /cart', 2, \
           1764460800000000000, 1764460800000000500, 500, 0, '', ['http.route'], ['/cart'], \
-          ['service.name'], ['checkout'], 'scope', 0, 0, 1764460800000000900)"
+          ['service.name'], ['checkout'], 'scope', 1, 1, 1764460800000000900, 'k=v', 1, 0, 0, 0, [1], [1], '', '1.0', \
+          '', '', [1764460800000000100], ['exception'], \
+          ['[{{\"key\":\"exception.message\",\"value\":{{\"stringValue\":\"boom\"}}}}]'], [0], \
+          ['1af7651916cd43dd8448eb211c80319c'], ['c7ad6b7169203331'], [''], [''], [1], [0])"
     )
 }
 
@@ -26,7 +29,8 @@ fn log_insert(token: &str) -> String {
     format!(
         "INSERT INTO logs SETTINGS insert_deduplication_token = '{token}' VALUES \
          (42, 'checkout', 1764460800000000000, 0, 9, 'INFO', 'cart loaded', \
-          '0af7651916cd43dd8448eb211c80319c', 'b7ad6b7169203331', [], [], ['service.name'], ['checkout'], '', 1)"
+          '0af7651916cd43dd8448eb211c80319c', 'b7ad6b7169203331', [], [], ['service.name'], ['checkout'], '', 1, \
+          'cart.loaded', 1, 0, [], [1], 1, '', '', '', '', '')"
     )
 }
 

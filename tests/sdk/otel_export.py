@@ -6,40 +6,18 @@ import logging
 import sys
 
 from opentelemetry import trace
-from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
-from opentelemetry.sdk._logs import LoggerProvider, LoggingHandler
-from opentelemetry.sdk._logs.export import SimpleLogRecordProcessor
+from opentelemetry.sdk._logs import LoggingHandler
+from opentelemetry.sdk.trace.export import SpanExportResult
 
-from otel_checked import Checked
+from otel_checked import providers
 
 protocol, endpoint, service = sys.argv[1], sys.argv[2], sys.argv[3]
-if protocol == "http":
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-    from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
-    span_exporter = OTLPSpanExporter(endpoint=f"{endpoint}/v1/traces")
-    log_exporter = OTLPLogExporter(endpoint=f"{endpoint}/v1/logs")
-else:
-    from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
-    from opentelemetry.exporter.otlp.proto.grpc._log_exporter import OTLPLogExporter
-    # An https:// endpoint is TLS, trusting OTEL_EXPORTER_OTLP_CERTIFICATE when it is set.
-    insecure = not endpoint.startswith("https://")
-    span_exporter = OTLPSpanExporter(endpoint=endpoint, insecure=insecure)
-    log_exporter = OTLPLogExporter(endpoint=endpoint, insecure=insecure)
-
-resource = Resource.create({"service.name": service})
-results = []
-
-provider = TracerProvider(resource=resource)
-provider.add_span_processor(SimpleSpanProcessor(Checked(span_exporter, results)))
+provider, logs, results = providers(protocol, endpoint, service)
 tracer = provider.get_tracer("tayga-test")
 with tracer.start_as_current_span("checkout") as parent:
     with tracer.start_as_current_span("charge-card"):
         pass
 
-logs = LoggerProvider(resource=resource)
-logs.add_log_record_processor(SimpleLogRecordProcessor(Checked(log_exporter, results)))
 logger = logging.getLogger("tayga-test")
 logger.propagate = False
 logger.addHandler(LoggingHandler(logger_provider=logs))

@@ -497,6 +497,7 @@ mod tests {
                 start_ns: 10,
                 end_ns: 20,
                 error: false,
+                exception: None,
             },
         }
     }

@@ -3,7 +3,8 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use crate::identity::story_fingerprint;
-use crate::wire::story::{Story, MISSING_ROOT, STORY_FORMAT_VERSION};
+use crate::store::attributes::attribute_list;
+use crate::wire::story::{Story, MAX_EXCEPTION_MESSAGE_BYTES, MISSING_ROOT, STORY_FORMAT_VERSION};
 
 /// A call edge: the parent's (service, operation), if in the trace, and the child's.
 type Edge<'a> = (Option<(&'a str, &'a str)>, (&'a str, &'a str));
@@ -21,7 +22,22 @@ pub struct SpanInfo {
     pub start_ns: u64,
     pub end_ns: u64,
     pub error: bool,
+    /// The span's first exception (boxed: most spans have none, and the assembler holds up
+    /// to `assembler.max_buffered_spans` of them).
+    pub exception: Option<Box<ExceptionInfo>>,
 }
+
+/// An exception recorded on a span: the OpenTelemetry `exception` event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExceptionInfo {
+    pub time_ns: u64,
+    /// `exception.type` and `exception.message` ('' when the event lacks one).
+    pub r#type: String,
+    pub message: String,
+}
+
+/// The name of the span event an exception is recorded as (OpenTelemetry semantic conventions).
+pub const EXCEPTION_EVENT: &str = "exception";
 
 impl SpanInfo {
     pub fn from_row(row: &crate::store::SpanRow) -> SpanInfo {
@@ -32,8 +48,42 @@ impl SpanInfo {
             start_ns: row.start_ns,
             end_ns: row.end_ns,
             error: row.status_code == STATUS_ERROR,
+            exception: first_exception(row).map(Box::new),
         }
     }
+}
+
+/// The earliest `exception` event of a span (ties: the first sent).
+fn first_exception(row: &crate::store::SpanRow) -> Option<ExceptionInfo> {
+    let (i, _) = row
+        .event_names
+        .iter()
+        .enumerate()
+        .filter(|(_, name)| *name == EXCEPTION_EVENT)
+        .min_by_key(|(i, _)| row.event_time_ns.get(*i).copied().unwrap_or(0))?;
+    let attributes = attribute_list(row.event_attributes.get(i).map_or("", String::as_str));
+    let text = |key: &str| match attributes.get(key) {
+        Some(serde_json::Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+        None => String::new(),
+    };
+    Some(ExceptionInfo {
+        time_ns: row.event_time_ns.get(i).copied().unwrap_or(0),
+        r#type: text("exception.type"),
+        message: cut_at_char(text("exception.message"), MAX_EXCEPTION_MESSAGE_BYTES),
+    })
+}
+
+/// `text` cut to at most `max` bytes, at a character boundary.
+fn cut_at_char(mut text: String, max: usize) -> String {
+    if text.len() > max {
+        let mut end = max;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+    }
+    text
 }
 
 /// The content of a trace: its spans by span id (so a span read twice counts once) and the
@@ -71,6 +121,9 @@ impl TraceContent {
         let mut end_ns = 0;
         let mut services = BTreeSet::new();
         let mut error_spans = 0u32;
+        // The first exception: of an error span if any has one, else of any span; earliest
+        // first, ties by span id (the iteration order).
+        let mut exception: Option<(bool, &ExceptionInfo)> = None;
         let mut edges: Vec<Edge<'_>> = Vec::with_capacity(ids.len());
         for id in ids {
             let span = &self.spans[id];
@@ -79,6 +132,14 @@ impl TraceContent {
             services.insert(span.service.clone());
             if span.error {
                 error_spans += 1;
+            }
+            if let Some(e) = span.exception.as_deref() {
+                let better = exception.is_none_or(|(on_error, best)| {
+                    (span.error && !on_error) || (span.error == on_error && e.time_ns < best.time_ns)
+                });
+                if better {
+                    exception = Some((span.error, e));
+                }
             }
             let child = (span.service.as_str(), span.operation.as_str());
             let parent = if span.parent_span_id.is_empty() {
@@ -100,6 +161,12 @@ impl TraceContent {
                 None => format!("ROOT -> {s}/{o}"),
             })
             .collect();
+        // Only an error trace tells its exception: a handled one in a trace that succeeded
+        // is not why anything failed.
+        let (exception_type, exception_message) = match exception {
+            Some((_, e)) if error_spans > 0 => (e.r#type.clone(), e.message.clone()),
+            _ => (String::new(), String::new()),
+        };
         let (root_service, root_operation) = match root {
             Some(r) => (r.service.clone(), r.operation.clone()),
             None => (String::new(), MISSING_ROOT.to_string()),
@@ -120,6 +187,8 @@ impl TraceContent {
             log_count: u32::try_from(self.log_ids.len()).unwrap_or(u32::MAX),
             truncated: self.truncated,
             version_ns,
+            exception_type,
+            exception_message,
         })
     }
 }
@@ -136,6 +205,7 @@ mod tests {
             start_ns: start,
             end_ns: end,
             error: false,
+            exception: None,
         }
     }
 
@@ -188,5 +258,53 @@ mod tests {
         assert_eq!((s.error_spans, s.span_count, s.log_count), (1, 3, 2));
         assert_eq!(s.edges, vec!["ROOT -> api/call", "api/call -> db/q"]);
         assert_eq!(TraceContent::default().story("t", 1), None);
+    }
+
+    fn failing(mut span: SpanInfo, error: bool, exception: Option<(u64, &str)>) -> SpanInfo {
+        span.error = error;
+        span.exception = exception.map(|(time_ns, message)| {
+            Box::new(ExceptionInfo { time_ns, r#type: "Error".into(), message: message.into() })
+        });
+        span
+    }
+
+    #[test]
+    fn an_error_trace_tells_its_first_exception_preferring_an_error_spans() {
+        let c = content(&[
+            ("01", failing(span("", "web", "GET /", 0, 9), true, Some((8, "upstream failed")))),
+            ("02", failing(span("01", "api", "call", 1, 5), false, Some((2, "retried, handled")))),
+            ("03", failing(span("01", "db", "q", 2, 4), true, Some((3, "deadlock")))),
+        ]);
+        let s = c.story("t", 1).unwrap();
+        assert_eq!((s.exception_type.as_str(), s.exception_message.as_str()), ("Error", "deadlock"));
+        let handled_only = content(&[
+            ("01", failing(span("", "web", "GET /", 0, 9), true, None)),
+            ("02", failing(span("01", "api", "call", 1, 5), false, Some((2, "retried, handled")))),
+        ]);
+        assert_eq!(handled_only.story("t", 1).unwrap().exception_message, "retried, handled", "no error span has one");
+        let ok = content(&[("01", failing(span("", "web", "GET /", 0, 9), false, Some((2, "handled"))))]);
+        let s = ok.story("t", 1).unwrap();
+        assert_eq!((s.exception_type.as_str(), s.exception_message.as_str()), ("", ""), "not an error trace");
+    }
+
+    #[test]
+    fn a_span_rows_first_exception_event_is_read_from_its_attributes() {
+        let row = crate::store::SpanRow {
+            event_names: vec!["retry".into(), "exception".into(), "exception".into()],
+            event_time_ns: vec![1, 5, 3],
+            event_attributes: vec![
+                String::new(),
+                r#"[{"key":"exception.type","value":{"stringValue":"Late"}}]"#.into(),
+                format!(
+                    r#"[{{"key":"exception.type","value":{{"stringValue":"TypeError"}}}},{{"key":"exception.message","value":{{"stringValue":"{}é"}}}}]"#,
+                    "x".repeat(MAX_EXCEPTION_MESSAGE_BYTES - 1)
+                ),
+            ],
+            ..Default::default()
+        };
+        let e = SpanInfo::from_row(&row).exception.unwrap();
+        assert_eq!((e.time_ns, e.r#type.as_str()), (3, "TypeError"), "the earliest");
+        assert_eq!(e.message.len(), MAX_EXCEPTION_MESSAGE_BYTES - 1, "cut before the character that does not fit");
+        assert_eq!(SpanInfo::from_row(&crate::store::SpanRow::default()).exception, None);
     }
 }

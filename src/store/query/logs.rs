@@ -21,6 +21,11 @@ pub struct LogWithTemplate {
     pub span_id: String,
     pub attr_keys: Vec<String>,
     pub attr_values: Vec<String>,
+    pub attr_types: Vec<u8>,
+    pub event_name: String,
+    pub flags: u32,
+    pub dropped_attributes_count: u32,
+    pub body_value: String,
     /// 0 when the log has no hit (not mined yet).
     pub template_id: u64,
 }
@@ -53,7 +58,8 @@ pub fn logs_sql(q: &LogSearch) -> String {
         conditions.push("(time_ns < ? OR (time_ns = ? AND log_id < ?))");
     }
     format!(
-        "SELECT log_id, service, time_ns, severity_number, severity_text, body, trace_id, span_id, attr_keys, attr_values, template_id \
+        "SELECT log_id, service, time_ns, severity_number, severity_text, body, trace_id, span_id, attr_keys, attr_values, \
+         attr_types, event_name, flags, dropped_attributes_count, body_value, template_id \
          FROM logs FINAL \
          ANY LEFT JOIN (SELECT service, log_id, template_id FROM log_hits WHERE time_ns >= ? AND time_ns < ?{hits_service}) AS hits \
          USING (service, log_id) \

@@ -34,6 +34,10 @@ pub struct Shape {
     pub root_operation: String,
     pub edges: Vec<String>,
     pub last_start_ns: u64,
+    /// The most frequent (exception type, message) of its error stories: one element, or
+    /// none when no story of the shape told an exception. `topK`, so approximate when a
+    /// shape's stories tell very many different exceptions.
+    pub top_exception: Vec<(String, String)>,
 }
 
 /// Binds: from, to, [service], [cursor: count, count, fingerprint], limit. Ordered by count,
@@ -43,7 +47,8 @@ pub fn shapes_sql(by_service: bool, after: bool) -> String {
     let having = if after { " HAVING count() < ? OR (count() = ? AND fingerprint > ?)" } else { "" };
     format!(
         "SELECT fingerprint, count(), quantile(0.5)(duration_ns), quantile(0.95)(duration_ns), avg(error), \
-         any(trace_id), any(root_service), any(root_operation), any(edges), max(start_ns) \
+         any(trace_id), any(root_service), any(root_operation), any(edges), max(start_ns), \
+         topKIf(1)((exception_type, exception_message), exception_type != '' OR exception_message != '') \
          FROM stories FINAL WHERE start_ns >= ? AND start_ns < ?{service} \
          GROUP BY fingerprint{having} ORDER BY count() DESC, fingerprint LIMIT ?"
     )

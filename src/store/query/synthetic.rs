@@ -89,7 +89,8 @@ pub fn statements(s: &SyntheticData) -> Vec<(&'static str, String)> {
                 "INSERT INTO stories SELECT {trace}, number % 40 + 1, concat('svc-', toString(number % {services})), 'op-0', \
                  {start} + number * {trace_step}, (number * 7919) % 1000000000, toUInt32(5), \
                  [concat('svc-', toString(number % {services}))], [concat('op-0 -> op-', toString(number % 40))], \
-                 toUInt8(number % 97 = 0), toUInt32(number % 97 = 0), toUInt32(1), toUInt8(0), toUInt64(1) FROM numbers({traces})",
+                 toUInt8(number % 97 = 0), toUInt32(number % 97 = 0), toUInt32(1), toUInt8(0), toUInt64(1), \
+                 if(number % 97 = 0, 'TimeoutError', ''), if(number % 97 = 0, 'query timed out', '') FROM numbers({traces})",
                 trace = trace_of("number"),
             ),
         ),

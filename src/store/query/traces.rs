@@ -24,6 +24,32 @@ pub async fn trace_logs(store: &Store, trace_id: &str) -> Result<Vec<LogRow>, St
         .map_err(|e| store.query_error("reading the logs of a trace", e))
 }
 
+/// The most trace ids [`stored_traces`] asks about in one statement.
+const STORED_TRACES_PER_QUERY: usize = 100;
+
+/// Which of `n` trace ids have a span stored (by the spans table's primary key). Binds: the
+/// `n` trace ids.
+pub fn stored_traces_sql(n: usize) -> String {
+    let placeholders = vec!["?"; n.max(1)].join(", ");
+    format!("SELECT DISTINCT trace_id FROM spans WHERE trace_id IN ({placeholders})")
+}
+
+/// The trace ids among `trace_ids` of which Tayga holds a span (a span link's target may
+/// never have been sent to it).
+pub async fn stored_traces(store: &Store, trace_ids: &[String]) -> Result<Vec<String>, StoreError> {
+    let mut stored = Vec::new();
+    for chunk in trace_ids.chunks(STORED_TRACES_PER_QUERY) {
+        let mut query = store.client().query(&stored_traces_sql(chunk.len()));
+        for id in chunk {
+            query = query.bind(id.as_str());
+        }
+        let found: Vec<String> =
+            query.fetch_all().await.map_err(|e| store.query_error("looking up linked traces", e))?;
+        stored.extend(found);
+    }
+    Ok(stored)
+}
+
 /// What a trace search matches on; every field set narrows it.
 #[derive(Debug, Clone, Default)]
 pub struct TraceSearch {
@@ -113,6 +139,7 @@ pub fn statements() -> Vec<Statement> {
     let search_binds = ["0", "1", "'s'", "'op'", "0", "0", "0", "'t'", "10"];
     vec![
         Statement { fields: LogRow::COLUMN_NAMES, ..Statement::new("query.trace_logs", TRACE_LOGS_SQL).binds(["'t'"]) },
+        Statement::new("query.stored_traces", stored_traces_sql(2)).binds(["'t'", "'u'"]),
         Statement::new("query.trace_search", search_sql(&widest)).binds(search_binds),
         Statement::new("query.trace_search_errors", search_sql(&with_errors)).binds(search_binds),
     ]

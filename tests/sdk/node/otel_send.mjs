@@ -9,69 +9,13 @@
 // and log bodies it sent, and every export's result; it exits 1 when an export failed.
 import { trace, context } from "@opentelemetry/api";
 import { logs as logsApi, SeverityNumber } from "@opentelemetry/api-logs";
-import { resourceFromAttributes } from "@opentelemetry/resources";
-import { NodeTracerProvider } from "@opentelemetry/sdk-trace-node";
-import { SimpleSpanProcessor } from "@opentelemetry/sdk-trace-base";
-import { LoggerProvider, SimpleLogRecordProcessor } from "@opentelemetry/sdk-logs";
+import { providers } from "./sdk.mjs";
 
 const [encoding, endpoint, service, countText, compressionArg] = process.argv.slice(2);
 const count = Number(countText ?? "6");
 const compression = compressionArg === "gzip" ? "gzip" : "none";
 
-async function exporters() {
-  if (encoding === "json") {
-    const { OTLPTraceExporter } = await import("@opentelemetry/exporter-trace-otlp-http");
-    const { OTLPLogExporter } = await import("@opentelemetry/exporter-logs-otlp-http");
-    return [
-      new OTLPTraceExporter({ url: `${endpoint}/v1/traces`, compression }),
-      new OTLPLogExporter({ url: `${endpoint}/v1/logs`, compression }),
-    ];
-  }
-  if (encoding === "proto") {
-    const { OTLPTraceExporter } = await import("@opentelemetry/exporter-trace-otlp-proto");
-    const { OTLPLogExporter } = await import("@opentelemetry/exporter-logs-otlp-proto");
-    return [
-      new OTLPTraceExporter({ url: `${endpoint}/v1/traces`, compression }),
-      new OTLPLogExporter({ url: `${endpoint}/v1/logs`, compression }),
-    ];
-  }
-  if (encoding === "grpc") {
-    const { OTLPTraceExporter } = await import("@opentelemetry/exporter-trace-otlp-grpc");
-    const { OTLPLogExporter } = await import("@opentelemetry/exporter-logs-otlp-grpc");
-    return [
-      new OTLPTraceExporter({ url: endpoint, compression }),
-      new OTLPLogExporter({ url: endpoint, compression }),
-    ];
-  }
-  throw new Error(`unknown encoding ${encoding}: json, proto or grpc`);
-}
-
-// Records every export's result on its way through, so a failure is seen (the SDK itself
-// only logs it).
-function recorded(exporter, results) {
-  return {
-    export(items, done) {
-      exporter.export(items, (result) => {
-        results.push({ code: result.code, items: items.length, error: result.error ? String(result.error) : null });
-        done(result);
-      });
-    },
-    shutdown: () => exporter.shutdown(),
-    forceFlush: () => (exporter.forceFlush ? exporter.forceFlush() : Promise.resolve()),
-  };
-}
-
-const [spanExporter, logExporter] = await exporters();
-const results = [];
-const resource = resourceFromAttributes({ "service.name": service });
-const tracerProvider = new NodeTracerProvider({
-  resource,
-  spanProcessors: [new SimpleSpanProcessor(recorded(spanExporter, results))],
-});
-const loggerProvider = new LoggerProvider({
-  resource,
-  processors: [new SimpleLogRecordProcessor({ exporter: recorded(logExporter, results) })],
-});
+const { tracerProvider, loggerProvider, results } = await providers(encoding, endpoint, service, compression);
 const tracer = tracerProvider.getTracer("tayga-node-test");
 const logger = loggerProvider.getLogger("tayga-node-test");
 

@@ -6,9 +6,10 @@ use axum::Json;
 use serde::Deserialize;
 use utoipa::IntoParams;
 
-use super::{attributes, AppState, Log, Page};
+use super::{attributes, structured_body, AppState, Log, Page};
 use crate::daemon::api::error::{ApiError, ErrorBody};
 use crate::daemon::api::params::{self, Query, DAY_NS, HOUR_NS};
+use crate::store::attributes::typed_attributes;
 use crate::store::query::logs::{self, LogSearch};
 use crate::wire::alert::format_id;
 
@@ -51,6 +52,7 @@ pub async fn list(State(state): State<AppState>, Query(p): Query<LogsParams>) ->
         .map(|r| Log {
             log_id: format_id(r.log_id),
             attributes: attributes(&r.attr_keys, &r.attr_values),
+            typed_attributes: typed_attributes(&r.attr_keys, &r.attr_values, &r.attr_types),
             service: r.service,
             time_ns: r.time_ns,
             severity_number: r.severity_number,
@@ -59,6 +61,10 @@ pub async fn list(State(state): State<AppState>, Query(p): Query<LogsParams>) ->
             trace_id: r.trace_id,
             span_id: r.span_id,
             template_id: (r.template_id != 0).then(|| format_id(r.template_id)),
+            structured_body: structured_body(&r.body_value),
+            event_name: r.event_name,
+            flags: r.flags,
+            dropped_attributes_count: r.dropped_attributes_count,
         })
         .collect();
     Ok(Json(Page::of(items, limit, cursor)))

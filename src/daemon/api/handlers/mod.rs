@@ -20,6 +20,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::error::ApiError;
+use crate::store::attributes::typed_attributes;
 use crate::store::{LogRow, Store};
 use crate::wire::alert::format_id;
 
@@ -92,8 +93,30 @@ pub struct Log {
     pub trace_id: String,
     pub span_id: String,
     pub attributes: BTreeMap<String, String>,
+    /// `attributes` with each value as its OTLP type: numbers as numbers, arrays and maps as
+    /// JSON (logs stored before Tayga kept types: every value a string).
+    #[schema(value_type = Object)]
+    pub typed_attributes: serde_json::Map<String, serde_json::Value>,
     /// The template it matched; absent when not mined yet.
     pub template_id: Option<String>,
+    /// The OTLP event name ('' when the log is not an event).
+    pub event_name: String,
+    /// The OTLP trace flags (bit 0: sampled).
+    pub flags: u32,
+    pub dropped_attributes_count: u32,
+    /// A body that is a map, an array or bytes, as the JSON it is (bytes as base64); absent
+    /// when the body is text or a scalar (then `body` is the value). `body` holds the same
+    /// map or array as text, which is what the log miner mines.
+    #[schema(value_type = Option<Object>)]
+    pub structured_body: Option<serde_json::Value>,
+}
+
+/// A structured body's JSON from its stored OTLP/JSON form ('' when the body is not one).
+pub fn structured_body(body_value: &str) -> Option<serde_json::Value> {
+    (!body_value.is_empty())
+        .then(|| serde_json::from_str(body_value).ok())
+        .flatten()
+        .map(|typed| crate::store::attributes::plain(&typed))
 }
 
 impl Log {
@@ -108,7 +131,12 @@ impl Log {
             trace_id: row.trace_id.clone(),
             span_id: row.span_id.clone(),
             attributes: attributes(&row.attr_keys, &row.attr_values),
+            typed_attributes: typed_attributes(&row.attr_keys, &row.attr_values, &row.attr_types),
             template_id: template_id.map(format_id),
+            event_name: row.event_name.clone(),
+            flags: row.flags,
+            dropped_attributes_count: row.dropped_attributes_count,
+            structured_body: structured_body(&row.body_value),
         }
     }
 }

@@ -30,6 +30,9 @@ pub struct Story {
     pub log_count: u32,
     /// The trace had more spans than the assembler keeps.
     pub truncated: bool,
+    /// The first exception of an error trace: its type and message ('' when none).
+    pub exception_type: String,
+    pub exception_message: String,
 }
 
 impl Story {
@@ -48,6 +51,8 @@ impl Story {
             error_spans: r.error_spans,
             log_count: r.log_count,
             truncated: r.truncated != 0,
+            exception_type: r.exception_type,
+            exception_message: r.exception_message,
         }
     }
 }
@@ -89,6 +94,16 @@ pub struct Shape {
     pub root_operation: String,
     pub edges: Vec<String>,
     pub last_start_ns: u64,
+    /// The exception its error stories tell most often (type and message); absent when none
+    /// tells one.
+    pub top_exception: Option<ShapeException>,
+}
+
+/// An exception, as stories tell it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ShapeException {
+    pub r#type: String,
+    pub message: String,
 }
 
 #[utoipa::path(get, path = "/api/v1/shapes", tag = "stories", params(ShapesParams),
@@ -116,6 +131,11 @@ pub async fn shapes(
             root_operation: r.root_operation,
             edges: r.edges,
             last_start_ns: r.last_start_ns,
+            top_exception: r
+                .top_exception
+                .into_iter()
+                .next()
+                .map(|(r#type, message)| ShapeException { r#type, message }),
         })
         .collect();
     Ok(Json(Page::of(items, limit, cursor)))

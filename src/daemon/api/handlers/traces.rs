@@ -1,7 +1,7 @@
 //! `GET /api/v1/traces/{trace_id}` (every span with its parent link, and the trace's logs)
 //! and `GET /api/v1/traces` (search).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use axum::extract::{Path, State};
 use axum::Json;
@@ -11,8 +11,12 @@ use utoipa::{IntoParams, ToSchema};
 use super::{attributes, AppState, Log, Page};
 use crate::daemon::api::error::{ApiError, ErrorBody};
 use crate::daemon::api::params::{self, Query, DAY_NS, HOUR_NS};
+use crate::store::attributes::{attribute_list, typed_attributes};
 use crate::store::query::traces::{self, TraceSearch};
 use crate::store::{read, SpanRow};
+
+/// Attributes as a JSON object of typed values: numbers as numbers, arrays and maps as JSON.
+type TypedAttributes = serde_json::Map<String, serde_json::Value>;
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Span {
@@ -34,13 +38,107 @@ pub struct Span {
     pub scope_name: String,
     pub event_count: u32,
     pub link_count: u32,
+    /// `attributes` with each value as its OTLP type: numbers as numbers, arrays and maps as
+    /// JSON, bytes as hex (spans stored before Tayga kept types: every value a string).
+    #[schema(value_type = Object)]
+    pub typed_attributes: TypedAttributes,
+    /// The W3C trace state ('' when none).
+    pub trace_state: String,
+    /// The OTLP span flags (bits 0-7: the W3C trace flags; bits 8-9: whether the parent is
+    /// remote).
+    pub flags: u32,
+    pub dropped_attributes_count: u32,
+    pub dropped_events_count: u32,
+    pub dropped_links_count: u32,
+    /// The instrumentation scope that made the span, and the resource's schema URL.
+    pub scope: Scope,
+    pub resource_schema_url: String,
+    /// In the order the SDK sent them (an exception is an event named `exception`, with
+    /// `exception.type`, `exception.message` and `exception.stacktrace` attributes).
+    pub events: Vec<SpanEvent>,
+    pub links: Vec<SpanLink>,
+}
+
+/// An instrumentation scope.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Scope {
+    pub name: String,
+    pub version: String,
+    #[schema(value_type = Object)]
+    pub attributes: TypedAttributes,
+    pub schema_url: String,
+}
+
+/// A span event.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SpanEvent {
+    pub name: String,
+    pub time_ns: u64,
+    #[schema(value_type = Object)]
+    pub attributes: TypedAttributes,
+    pub dropped_attributes_count: u32,
+}
+
+/// A span link: a span of this or another trace the span is related to.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SpanLink {
+    pub trace_id: String,
+    pub span_id: String,
+    pub trace_state: String,
+    #[schema(value_type = Object)]
+    pub attributes: TypedAttributes,
+    pub flags: u32,
+    pub dropped_attributes_count: u32,
+    /// Whether Tayga holds any span of the linked trace (it may never have been sent here).
+    pub stored: bool,
 }
 
 impl Span {
-    fn from_row(r: SpanRow) -> Span {
+    /// A failed span of `service` and `operation`, with nothing else (the app's unit tests).
+    #[cfg(test)]
+    pub fn failed_for_tests(service: &str, operation: &str) -> Span {
+        let row = SpanRow { service: service.into(), name: operation.into(), status_code: 2, ..Default::default() };
+        Span::from_row(row, &BTreeSet::new())
+    }
+
+    fn from_row(r: SpanRow, stored: &BTreeSet<String>) -> Span {
+        let events = (0..r.event_names.len())
+            .map(|i| SpanEvent {
+                name: r.event_names[i].clone(),
+                time_ns: r.event_time_ns.get(i).copied().unwrap_or(0),
+                attributes: r.event_attributes.get(i).map_or_else(Default::default, |a| attribute_list(a)),
+                dropped_attributes_count: r.event_dropped_attributes.get(i).copied().unwrap_or(0),
+            })
+            .collect();
+        let links = (0..r.link_trace_ids.len())
+            .map(|i| SpanLink {
+                trace_id: r.link_trace_ids[i].clone(),
+                span_id: r.link_span_ids.get(i).cloned().unwrap_or_default(),
+                trace_state: r.link_trace_states.get(i).cloned().unwrap_or_default(),
+                attributes: r.link_attributes.get(i).map_or_else(Default::default, |a| attribute_list(a)),
+                flags: r.link_flags.get(i).copied().unwrap_or(0),
+                dropped_attributes_count: r.link_dropped_attributes.get(i).copied().unwrap_or(0),
+                stored: stored.contains(&r.link_trace_ids[i]),
+            })
+            .collect();
         Span {
             attributes: attributes(&r.attr_keys, &r.attr_values),
+            typed_attributes: typed_attributes(&r.attr_keys, &r.attr_values, &r.attr_types),
             resource: attributes(&r.resource_keys, &r.resource_values),
+            scope: Scope {
+                name: r.scope_name.clone(),
+                version: r.scope_version,
+                attributes: attribute_list(&r.scope_attributes),
+                schema_url: r.scope_schema_url,
+            },
+            resource_schema_url: r.resource_schema_url,
+            trace_state: r.trace_state,
+            flags: r.flags,
+            dropped_attributes_count: r.dropped_attributes_count,
+            dropped_events_count: r.dropped_events_count,
+            dropped_links_count: r.dropped_links_count,
+            events,
+            links,
             span_id: r.span_id,
             parent_span_id: r.parent_span_id,
             service: r.service,
@@ -79,9 +177,20 @@ pub async fn by_id(State(state): State<AppState>, Path(trace_id): Path<String>) 
     if spans.is_empty() && logs.is_empty() {
         return Err(ApiError::not_found(format!("trace {trace_id}")));
     }
+    let linked: BTreeSet<String> =
+        spans.iter().flat_map(|s| &s.link_trace_ids).filter(|id| **id != trace_id).cloned().collect();
+    let mut stored: BTreeSet<String> = if linked.is_empty() {
+        BTreeSet::new()
+    } else {
+        let linked: Vec<String> = linked.into_iter().collect();
+        state.run(traces::stored_traces(&state.store, &linked)).await?.into_iter().collect()
+    };
+    if !spans.is_empty() {
+        stored.insert(trace_id.clone());
+    }
     Ok(Json(Trace {
         trace_id,
-        spans: spans.into_iter().map(Span::from_row).collect(),
+        spans: spans.into_iter().map(|s| Span::from_row(s, &stored)).collect(),
         logs: logs.iter().map(|l| Log::from_row(l, None)).collect(),
     }))
 }
@@ -152,4 +261,61 @@ pub async fn search(
         })
         .collect();
     Ok(Json(Page::of(items, limit, cursor)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::attributes::value_type;
+
+    #[test]
+    fn the_openapi_document_describes_events_links_and_the_new_log_fields() {
+        let doc = serde_json::to_value(crate::daemon::api::router::openapi()).unwrap();
+        let schemas = &doc["components"]["schemas"];
+        let span = &schemas["Span"]["properties"];
+        for field in ["events", "links", "trace_state", "flags", "scope", "typed_attributes", "dropped_events_count"] {
+            assert!(span.get(field).is_some(), "Span.{field} is not documented: {span}");
+        }
+        for (schema, fields) in [
+            ("SpanEvent", &["name", "time_ns", "attributes", "dropped_attributes_count"][..]),
+            ("SpanLink", &["trace_id", "span_id", "trace_state", "attributes", "flags", "stored"][..]),
+            ("Scope", &["name", "version", "attributes", "schema_url"][..]),
+            ("Log", &["event_name", "flags", "dropped_attributes_count", "structured_body", "typed_attributes"][..]),
+        ] {
+            for field in fields {
+                assert!(schemas[schema]["properties"].get(field).is_some(), "{schema}.{field} is not documented");
+            }
+        }
+    }
+
+    #[test]
+    fn a_row_gives_its_events_and_links_with_whether_each_linked_trace_is_stored() {
+        let row = SpanRow {
+            attr_keys: vec!["n".into()],
+            attr_values: vec!["3".into()],
+            attr_types: vec![value_type::INT],
+            event_time_ns: vec![9],
+            event_names: vec!["exception".into()],
+            event_attributes: vec![r#"[{"key":"exception.message","value":{"stringValue":"boom"}}]"#.into()],
+            event_dropped_attributes: vec![0],
+            link_trace_ids: vec!["a".repeat(32), "b".repeat(32)],
+            link_span_ids: vec!["c".repeat(16), "d".repeat(16)],
+            link_trace_states: vec![String::new(), "k=v".into()],
+            link_attributes: vec![String::new(), String::new()],
+            link_flags: vec![1, 0],
+            link_dropped_attributes: vec![0, 0],
+            ..Default::default()
+        };
+        let stored = BTreeSet::from(["a".repeat(32)]);
+        let span = serde_json::to_value(Span::from_row(row, &stored)).unwrap();
+        assert_eq!(span["typed_attributes"], serde_json::json!({"n": 3}));
+        assert_eq!(span["attributes"], serde_json::json!({"n": "3"}));
+        assert_eq!(span["events"][0]["attributes"]["exception.message"], "boom");
+        assert_eq!(span["events"][0]["time_ns"], 9);
+        assert_eq!(
+            (span["links"][0]["stored"].as_bool(), span["links"][1]["stored"].as_bool()),
+            (Some(true), Some(false))
+        );
+        assert_eq!(span["links"][1]["trace_state"], "k=v");
+    }
 }

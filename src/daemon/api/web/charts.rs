@@ -170,6 +170,18 @@ pub struct Bar {
     pub start_ns: u64,
     pub end_ns: u64,
     pub error: bool,
+    /// The span's events, marked on its bar.
+    pub events: Vec<EventMark>,
+}
+
+/// A span event as the waterfall marks it: where, and what its hover says.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EventMark {
+    pub time_ns: u64,
+    /// An exception: drawn apart from other events.
+    pub exception: bool,
+    /// The hover text: name, time, attributes.
+    pub tip: String,
 }
 
 /// The spans in tree order (each parent before its children, siblings by start), with
@@ -239,6 +251,15 @@ pub fn waterfall(bars: &[Bar]) -> Markup {
                     text.label x=(6.0 + 14.0 * (*depth).min(10) as f64) y=(top + 15.0) { (label) }
                     rect.bar x=(x(b.start_ns)) y=(top + 4.0) width=(((x(b.end_ns.max(b.start_ns)) - x(b.start_ns)).max(2.0))) height=(ROW - 8.0) rx="2" {}
                     text.dur x=(x(b.end_ns.max(b.start_ns)) + 4.0) y=(top + 15.0) { (format::duration(duration as f64)) }
+                    @for e in &b.events {
+                        @let cx = x(e.time_ns.clamp(b.start_ns, b.end_ns.max(b.start_ns)));
+                        @let cy = top + ROW / 2.0;
+                        // A diamond on the bar, its own hover (SVG's title) naming the event.
+                        polygon class=(if e.exception { "event exception" } else { "event" })
+                            points={ (cx) "," (cy - 6.0) " " (cx + 5.0) "," (cy) " " (cx) "," (cy + 6.0) " " (cx - 5.0) "," (cy) } {
+                            title { (e.tip) }
+                        }
+                    }
                 }
             }
         }
@@ -267,6 +288,11 @@ mod tests {
             start_ns: start,
             end_ns: end,
             error: id == "c",
+            events: if id == "c" {
+                vec![EventMark { time_ns: 35, exception: true, tip: "exception at 35".into() }]
+            } else {
+                vec![]
+            },
         }
     }
 
@@ -287,6 +313,8 @@ mod tests {
         let svg = waterfall(&bars).into_string();
         assert_eq!(svg.matches("<g class=\"span").count(), bars.len());
         assert_eq!(svg.matches("class=\"span error\"").count(), 1);
+        assert_eq!(svg.matches("<polygon class=\"event exception\"").count(), 1, "the event marked on its bar");
+        assert!(svg.contains("<title>exception at 35</title>"), "{svg}");
     }
 
     #[test]

@@ -1,13 +1,13 @@
 //! `/stories`: trace shapes by frequency (count, p50/p95 duration, error rate);
 //! `/stories/{fingerprint}`: a shape's traces; `/traces/{trace_id}`: one trace as a span
-//! waterfall with its logs inline.
+//! waterfall (its events marked on their spans), its exceptions, its links and its logs.
 
 use axum::extract::{Path, State};
 use axum::http::{StatusCode, Uri};
-use maud::html;
+use maud::{html, Markup};
 use serde::Deserialize;
 
-use super::charts::{self, Bar};
+use super::charts::{self, Bar, EventMark};
 use super::format::{self, Window};
 use super::layout::{chip, log_table, respond, shell, time, window_picker, Nav, PageResult};
 use super::{given, query};
@@ -61,7 +61,15 @@ pub async fn shapes(State(state): State<AppState>, uri: Uri) -> PageResult {
                 tbody {
                     @for s in &shapes {
                         tr.shape data-fingerprint=(s.fingerprint) {
-                            td.nowrap { a href={ "/stories/" (s.fingerprint) "?window=" (window.as_str()) } { strong { (s.root_service) } " · " (s.root_operation) } }
+                            td.nowrap {
+                                a href={ "/stories/" (s.fingerprint) "?window=" (window.as_str()) } { strong { (s.root_service) } " · " (s.root_operation) }
+                                @if let Some(e) = &s.top_exception {
+                                    br;
+                                    span.shape-exception title="the exception this shape's error traces tell most often" {
+                                        (exception_line(&e.r#type, &e.message))
+                                    }
+                                }
+                            }
                             @let calls = calls(&s.edges);
                             td.edges title=(s.edges.join("\n")) {
                                 @for e in calls.iter().take(3) { code { (e) } br; }
@@ -167,8 +175,21 @@ pub async fn trace(State(state): State<AppState>, Path(trace_id): Path<String>) 
             start_ns: s.start_ns,
             end_ns: s.end_ns,
             error: s.status_code == 2,
+            events: s
+                .events
+                .iter()
+                .map(|e| EventMark { time_ns: e.time_ns, exception: e.name == EXCEPTION_EVENT, tip: event_tip(e) })
+                .collect(),
         })
         .collect();
+    let exceptions: Vec<(&traces::Span, &traces::SpanEvent)> = t
+        .spans
+        .iter()
+        .filter(|s| s.status_code == 2)
+        .flat_map(|s| s.events.iter().filter(|e| e.name == EXCEPTION_EVENT).map(move |e| (s, e)))
+        .collect();
+    let links: Vec<(&traces::Span, &traces::SpanLink)> =
+        t.spans.iter().flat_map(|s| s.links.iter().map(move |l| (s, l))).collect();
     let start = t.spans.iter().map(|s| s.start_ns).min();
     let end = t.spans.iter().map(|s| s.end_ns).max();
     let errors = bars.iter().filter(|b| b.error).count();
@@ -191,10 +212,135 @@ pub async fn trace(State(state): State<AppState>, Path(trace_id): Path<String>) 
             @if bars.is_empty() { p.empty-chart { "No span of this trace is stored; only its logs are." } }
             @else { (charts::waterfall(&bars)) }
         }
+        @if !exceptions.is_empty() {
+            section #exceptions {
+                h2 { "Exceptions" }
+                @for (span, event) in &exceptions { (exception_panel(span, event)) }
+            }
+        }
+        @if !links.is_empty() {
+            section #links {
+                h2 { "Links" }
+                table.list.links {
+                    thead { tr { th { "from span" } th { "linked span" } th { "attributes" } } }
+                    tbody {
+                        @for (span, link) in &links {
+                            tr.link {
+                                td.nowrap { (span.service) " · " (span.operation) }
+                                td {
+                                    @if link.stored {
+                                        a href={ "/traces/" (link.trace_id) } { code { (link.trace_id) } }
+                                    } @else {
+                                        code { (link.trace_id) } " " span.muted.not-stored { "not stored" }
+                                    }
+                                    " span " code { (link.span_id) }
+                                }
+                                td { (attribute_text(&link.attributes)) }
+                            }
+                        }
+                    }
+                }
+            }
+        }
         section #logs {
             h2 { "Logs" }
             (log_table(&t.logs, "No log line carries this trace id."))
         }
     };
     Ok(respond(StatusCode::OK, shell(Nav::Stories, "Trace", None, body)))
+}
+
+/// The span event an exception is recorded as.
+const EXCEPTION_EVENT: &str = "exception";
+
+/// Lines of a stack trace shown before the rest is folded away.
+const STACK_LINES_SHOWN: usize = 20;
+
+/// `Type: message`, as a runtime prints an exception.
+fn exception_line(r#type: &str, message: &str) -> String {
+    match (r#type.is_empty(), message.is_empty()) {
+        (false, false) => format!("{type}: {message}"),
+        (false, true) => r#type.to_string(),
+        _ => message.to_string(),
+    }
+}
+
+/// An event's hover: its name, time and attributes.
+fn event_tip(e: &traces::SpanEvent) -> String {
+    let mut tip = format!("{} at {}", e.name, crate::time::rfc3339(e.time_ns));
+    for (key, value) in &e.attributes {
+        tip.push_str(&format!("\n{key} = {}", value_text(value)));
+    }
+    tip
+}
+
+fn value_text(value: &serde_json::Value) -> String {
+    match value {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn attribute_text(attributes: &serde_json::Map<String, serde_json::Value>) -> String {
+    attributes.iter().map(|(k, v)| format!("{k}={}", value_text(v))).collect::<Vec<_>>().join(", ")
+}
+
+/// An error span's exception: type, message, and the stack trace in a monospace block whose
+/// lines past the first [`STACK_LINES_SHOWN`] are folded.
+fn exception_panel(span: &traces::Span, event: &traces::SpanEvent) -> Markup {
+    let text = |key: &str| event.attributes.get(key).map(value_text).unwrap_or_default();
+    let (r#type, message, stack) = (text("exception.type"), text("exception.message"), text("exception.stacktrace"));
+    let lines: Vec<&str> = stack.lines().collect();
+    let (shown, folded) = lines.split_at(lines.len().min(STACK_LINES_SHOWN));
+    html! {
+        section.exception data-span-id=(span.span_id) {
+            h3 { (if r#type.is_empty() { "Exception" } else { r#type.as_str() }) " in " (span.service) " · " (span.operation) }
+            @if !message.is_empty() { p.message { (message) } }
+            @if !shown.is_empty() {
+                pre.stack { (shown.join("\n")) }
+                @if !folded.is_empty() {
+                    details {
+                        summary { (folded.len()) " more lines" }
+                        pre.stack { (folded.join("\n")) }
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn span_with(stack: &str) -> (traces::Span, traces::SpanEvent) {
+        let event = traces::SpanEvent {
+            name: EXCEPTION_EVENT.into(),
+            time_ns: 1,
+            attributes: serde_json::json!({
+                "exception.type": "TypeError",
+                "exception.message": "x is <undefined>",
+                "exception.stacktrace": stack,
+            })
+            .as_object()
+            .unwrap()
+            .clone(),
+            dropped_attributes_count: 0,
+        };
+        (traces::Span::failed_for_tests("pay", "charge"), event)
+    }
+
+    #[test]
+    fn a_stack_trace_past_20_lines_is_folded_and_the_message_escaped() {
+        let stack: Vec<String> = (1..=25).map(|i| format!("    at frame{i} (app.js:{i}:1)")).collect();
+        let (span, event) = span_with(&stack.join("\n"));
+        let html = exception_panel(&span, &event).into_string();
+        assert!(html.contains("TypeError") && html.contains("x is &lt;undefined&gt;"), "{html}");
+        let (shown, folded) = html.split_once("<details>").expect("the rest folded");
+        assert!(shown.contains("frame20 ") && !shown.contains("frame21 "), "{shown}");
+        assert!(folded.contains("5 more lines") && folded.contains("frame21 ") && folded.contains("frame25 "));
+
+        let (span, event) = span_with("Error: short\n    at one (a.js:1:1)");
+        assert!(!exception_panel(&span, &event).into_string().contains("<details>"), "nothing to fold");
+    }
 }
