@@ -361,8 +361,9 @@ if "e2e" in ONLY:
     def accepted():
         """Spans and log lines ingest acknowledged so far."""
         text = http_ok("http://127.0.0.1:14518/metrics")[1]
+        # Spans are counted under signal="traces".
         found = dict(re.findall(r'tayga_ingest_accepted_items_total\{signal="(\w+)"\} (\d+)', text))
-        return int(found.get("spans", 0)), int(found.get("logs", 0))
+        return int(found.get("traces", 0)), int(found.get("logs", 0))
 
     def shapes(phase):
         took = []
