@@ -198,7 +198,8 @@ async fn a_new_line_shape_is_announced_by_the_pass_its_line_starts_without_waiti
         let r = &replica;
         async move { r.metric(&format!("tayga_logminer_pass_duration_seconds_count{{pass=\"{pass}\"}}")).await }
     };
-    assert!(passes("prompt").await.unwrap_or(0.0) >= 1.0, "a prompt pass ran");
+    // A pass is counted when it ends, after its alerts are stored and published.
+    wait_for("the prompt pass to be counted", WAIT, || async { (passes("prompt").await? >= 1.0).then_some(()) }).await;
     assert_eq!(passes("detection").await.unwrap_or(0.0), 0.0, "no periodic pass has run yet");
 }
 

@@ -247,7 +247,9 @@ fn the_remine_sql_runs_on_current_clickhouse() {
     let mut items: Vec<Value> = tayga::store::migrate::all_statements(None).into_iter().map(Value::String).collect();
     for ingest in [1, 2] {
         items.push(Value::String(format!(
-            "INSERT INTO logs VALUES (42, 'checkout', {T0}, 0, 9, 'INFO', 'cart loaded', '', '', [], [], [], [], '', {ingest})"
+            "INSERT INTO logs (log_id, service, time_ns, observed_ns, severity_number, severity_text, body, trace_id, \
+             span_id, attr_keys, attr_values, resource_keys, resource_values, scope_name, ingest_ns) \
+             VALUES (42, 'checkout', {T0}, 0, 9, 'INFO', 'cart loaded', '', '', [], [], [], [], '', {ingest})"
         )));
     }
     // chdb is one server: the cluster-only statements run in tests/it/cluster.rs.
