@@ -1106,7 +1106,7 @@ _tayga() {
             return 0
             ;;
         tayga__subcmd__loadgen)
-            opts="-h --protocol --endpoint --rate --duration --concurrency --services --traces-per-request --spans-per-trace --logs-per-request --config --json --wide --timeout --help"
+            opts="-h --protocol --endpoint --rate --duration --concurrency --services --traces-per-request --spans-per-trace --logs-per-request --exception-every --config --json --wide --timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1145,6 +1145,10 @@ _tayga() {
                     return 0
                     ;;
                 --logs-per-request)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --exception-every)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

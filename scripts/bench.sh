@@ -116,38 +116,38 @@ def stop(proc):
         proc.wait()
 
 
-def loadgen(protocol, port):
+def loadgen(protocol, port, extra=()):
     out = subprocess.run(
         [TAYGA, "loadgen", "--protocol", protocol, "--endpoint", f"http://127.0.0.1:{port}", "--rate", "0",
          "--concurrency", "8", "--duration", str(seconds), "--traces-per-request", "10",
-         "--spans-per-trace", "10", "--json"],
+         "--spans-per-trace", "10", "--json", *extra],
         check=True, capture_output=True, text=True).stdout
     return json.loads(out)
 
 
-def measure(pid, protocol, port):
+def measure(pid, protocol, port, extra=()):
     before = cpu_seconds(pid)
-    report = loadgen(protocol, port)
+    report = loadgen(protocol, port, extra)
     cpu = cpu_seconds(pid) - before
     errors = sum(report["errors"].values())
     return {"spans": report["spans"], "cpu": cpu, "per_cpu": report["spans"] / cpu, "wall": report["spans_per_sec"],
             "rss": peak_rss_mib(pid), "errors": errors}
 
 
-def tayga_ingest(protocol, run):
+def tayga_ingest(protocol, run, extra=()):
     prefix = f"bench_ingest_{os.getpid()}_{run}_{protocol}"
     proc = subprocess.Popen([TAYGA, "serve", "ingest"], env=daemon_env(prefix), stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     try:
         wait_for("tayga ingest", ingest_answers)
-        return measure(proc.pid, protocol, 14518 if protocol == "http" else 14517)
+        return measure(proc.pid, protocol, 14518 if protocol == "http" else 14517, extra)
     finally:
         stop(proc)
         drop_database(prefix)
         delete_topics(tayga_topics(prefix))
 
 
-def rotel_kafka(protocol, run, compression):
+def rotel_kafka(protocol, run, compression, extra=()):
     topic = f"bench_rotel_{os.getpid()}_{run}_{protocol}_{compression}"
     args = [rotel, "start", "--otlp-http-endpoint", "127.0.0.1:14618", "--otlp-grpc-endpoint", "127.0.0.1:14617",
             "--pid-file", f"/tmp/{topic}.pid", "--exporter", "kafka", "--kafka-exporter-brokers", BROKER,
@@ -159,7 +159,7 @@ def rotel_kafka(protocol, run, compression):
     proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_for("rotel-agent", lambda: http_ok("http://127.0.0.1:14618/health")[0] or port_open(14617))
-        return measure(proc.pid, protocol, 14618 if protocol == "http" else 14617)
+        return measure(proc.pid, protocol, 14618 if protocol == "http" else 14617, extra)
     finally:
         stop(proc)
         delete_topics([topic])
@@ -235,18 +235,28 @@ started = datetime.datetime.now(datetime.timezone.utc)
 load_at_start = load()
 
 # Ingest vs Rotel: runs alternate between the receivers, so load changes hit both alike.
-for protocol in (["http", "grpc"] if "ingest" in ONLY else []):
-    results = {"tayga": [], "rotel_lz4": [], "rotel_none": []}
+# The third load is the first with every fifth span recording an exception (an `exception`
+# event with a stack trace, as SDKs send them), against Rotel's lz4 side only.
+EXCEPTIONS = ("--exception-every", "5")
+loads = [("http", (), ("rotel_lz4", "rotel_none")), ("grpc", (), ("rotel_lz4", "rotel_none")),
+         ("http", EXCEPTIONS, ("rotel_lz4",))]
+for protocol, extra, others in (loads if "ingest" in ONLY else []):
+    results = {"tayga": [], **{side: [] for side in others}}
     for run in range(runs):
-        results["tayga"].append(tayga_ingest(protocol, run))
-        results["rotel_lz4"].append(rotel_kafka(protocol, run, "lz4"))
-        results["rotel_none"].append(rotel_kafka(protocol, run, "none"))
-        print(protocol, run, {k: round(v[-1]["per_cpu"]) for k, v in results.items()}, file=sys.stderr)
+        results["tayga"].append(tayga_ingest(protocol, run, extra))
+        for side in others:
+            results[side].append(rotel_kafka(protocol, run, side.split("_")[1], extra))
+        print(protocol, extra, run, {k: round(v[-1]["per_cpu"]) for k, v in results.items()}, file=sys.stderr)
     t = results["tayga"]
+    what = ", every fifth span with an exception event" if extra else ""
     for side, label in [("rotel_lz4", "lz4, as Tayga"), ("rotel_none", "no compression, Rotel's default")]:
+        if side not in others:
+            continue
         o = results[side]
-        rows.append((f"ingest, OTLP/{protocol} protobuf: spans per receiver CPU-second (vs Rotel → Kafka, acks=all, {label})",
-                     f"{median(t, 'per_cpu'):,.0f} (peak RSS {median(t, 'rss'):.0f} MiB, {median(t, 'wall'):,.0f} spans/s wall)",
+        per_run = sorted(a["per_cpu"] / b["per_cpu"] for a, b in zip(t, o))
+        rows.append((f"ingest, OTLP/{protocol} protobuf{what}: spans per receiver CPU-second (vs Rotel → Kafka, acks=all, {label})",
+                     f"{median(t, 'per_cpu'):,.0f} (peak RSS {median(t, 'rss'):.0f} MiB, {median(t, 'wall'):,.0f} spans/s wall; "
+                     f"ratio per run {per_run[0]:.2f}–{per_run[-1]:.2f})",
                      f"{median(o, 'per_cpu'):,.0f} (peak RSS {median(o, 'rss'):.0f} MiB, {median(o, 'wall'):,.0f} spans/s wall)",
                      median(t, 'per_cpu') / median(o, 'per_cpu'), load()))
     errors = sum(r["errors"] for side in results.values() for r in side)

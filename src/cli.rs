@@ -228,6 +228,10 @@ pub struct LoadgenArgs {
     /// Logs in each logs request (0: send no logs)
     #[arg(long, default_value_t = 0)]
     pub logs_per_request: usize,
+    /// Every this many spans, one records an exception event with a stack trace, as SDKs do
+    /// (0: none)
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub exception_every: usize,
 }
 
 #[derive(Debug, Subcommand)]

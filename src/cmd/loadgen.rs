@@ -118,6 +118,7 @@ pub async fn run(args: &LoadgenArgs, json: bool, out: &mut dyn Write) -> anyhow:
         traces_per_request: args.traces_per_request,
         spans_per_trace: args.spans_per_trace,
         logs_per_request: args.logs_per_request,
+        exception_every: args.exception_every,
     };
     let mut synth = Synth::new(shape, 0x7A96A);
     let spans_per_request = (args.traces_per_request * args.spans_per_trace.max(1)) as u64;

@@ -5,6 +5,7 @@
 use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, InstrumentationScope, KeyValue};
 use opentelemetry_proto::tonic::logs::v1::{LogRecord, ResourceLogs, ScopeLogs};
 use opentelemetry_proto::tonic::resource::v1::Resource;
+use opentelemetry_proto::tonic::trace::v1::span::Event;
 use opentelemetry_proto::tonic::trace::v1::{status, ResourceSpans, ScopeSpans, Span, Status};
 
 use super::{string_attr, ExportLogsServiceRequest, ExportTraceServiceRequest};
@@ -16,6 +17,9 @@ pub struct Shape {
     pub traces_per_request: usize,
     pub spans_per_trace: usize,
     pub logs_per_request: usize,
+    /// Every this many spans, one records an exception as SDKs do (an `exception` event
+    /// with its type, message and a stack trace, and an error status); 0: none.
+    pub exception_every: usize,
 }
 
 const OPERATIONS: &[&str] =
@@ -33,12 +37,14 @@ pub struct Synth {
     state: u64,
     shape: Shape,
     service_names: Vec<String>,
+    spans_made: usize,
 }
 
 impl Synth {
     pub fn new(shape: Shape, seed: u64) -> Synth {
         let services = shape.services.max(1);
-        Synth { state: seed.max(1), shape, service_names: (0..services).map(|i| format!("svc-{i}")).collect() }
+        let service_names = (0..services).map(|i| format!("svc-{i}")).collect();
+        Synth { state: seed.max(1), shape, service_names, spans_made: 0 }
     }
 
     fn next(&mut self) -> u64 {
@@ -68,7 +74,12 @@ impl Synth {
                 let parent = if i == 0 { Vec::new() } else { span_ids[(self.next() as usize) % i].clone() };
                 let service = i % self.service_names.len();
                 let duration = 1_000_000 + self.next() % 50_000_000;
-                let error = self.next().is_multiple_of(100);
+                self.spans_made += 1;
+                let every = self.shape.exception_every;
+                let exception = every > 0 && self.spans_made.is_multiple_of(every);
+                let error = self.next().is_multiple_of(100) || exception;
+                let events =
+                    if exception { vec![exception_event(now_ns + duration / 2, self.next())] } else { Vec::new() };
                 per_service[service].push(Span {
                     trace_id: trace_id.clone(),
                     span_id: span_id.clone(),
@@ -80,6 +91,7 @@ impl Synth {
                     attributes: vec![string_attr("http.route", "/cart"), int_attr("retry", (self.next() % 3) as i64)],
                     status: error
                         .then(|| Status { code: status::StatusCode::Error as i32, message: "upstream failed".into() }),
+                    events,
                     ..Default::default()
                 });
                 span_ids.push(span_id);
@@ -143,6 +155,30 @@ fn scope() -> InstrumentationScope {
     }
 }
 
+/// An exception as the OpenTelemetry SDKs record it: an `exception` event with the
+/// semantic conventions' attributes, a stack trace of a dozen frames.
+fn exception_event(time_ns: u64, n: u64) -> Event {
+    let frames: Vec<String> = (0..12)
+        .map(|f| format!("    at handler{f} (/srv/app/src/checkout/step{f}.js:{}:{})", 10 + f, n % 80))
+        .collect();
+    Event {
+        time_unix_nano: time_ns,
+        name: "exception".into(),
+        attributes: vec![
+            string_attr("exception.type", "UpstreamTimeoutError"),
+            string_attr(
+                "exception.message",
+                &format!("payment provider did not answer within 3000 ms (order {})", n % 100_000),
+            ),
+            string_attr(
+                "exception.stacktrace",
+                &format!("UpstreamTimeoutError: payment provider timed out\n{}", frames.join("\n")),
+            ),
+        ],
+        dropped_attributes_count: 0,
+    }
+}
+
 fn int_attr(key: &str, value: i64) -> KeyValue {
     KeyValue {
         key: key.into(),
@@ -157,11 +193,14 @@ mod tests {
 
     #[test]
     fn requests_have_the_asked_shape() {
-        let shape = Shape { services: 3, traces_per_request: 10, spans_per_trace: 10, logs_per_request: 7 };
+        let shape =
+            Shape { services: 3, traces_per_request: 10, spans_per_trace: 10, logs_per_request: 7, exception_every: 5 };
         let mut synth = Synth::new(shape, 42);
         let traces = synth.traces(1);
-        let spans: usize = traces.resource_spans.iter().map(|r| r.scope_spans[0].spans.len()).sum();
-        assert_eq!(spans, 100);
+        let spans: Vec<&Span> = traces.resource_spans.iter().flat_map(|r| &r.scope_spans[0].spans).collect();
+        assert_eq!(spans.len(), 100);
+        let exceptions = spans.iter().filter(|s| s.events.iter().any(|e| e.name == "exception")).count();
+        assert_eq!(exceptions, 20, "every fifth span records an exception");
         assert_eq!(traces.resource_spans.len(), 3);
         let logs = synth.logs(1);
         assert_eq!(logs.resource_logs.iter().map(|r| r.scope_logs[0].log_records.len()).sum::<usize>(), 7);

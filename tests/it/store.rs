@@ -421,8 +421,10 @@ async fn rows_encoded_from_otlp_bytes_read_back_as_the_flattened_rows() {
 
     let env = TestEnv::new("encoded");
     let store = env.migrated_store().await;
-    let mut synth =
-        Synth::new(Shape { services: 3, traces_per_request: 30, spans_per_trace: 12, logs_per_request: 40 }, 7);
+    let mut synth = Synth::new(
+        Shape { services: 3, traces_per_request: 30, spans_per_trace: 12, logs_per_request: 40, exception_every: 0 },
+        7,
+    );
     let mut traces = synth.traces(now_ns());
     let odd = [
         Value::IntValue(-3),
