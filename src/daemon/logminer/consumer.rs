@@ -282,6 +282,7 @@ impl Logminer {
         let now = now_ns();
         let at = std::time::Instant::now();
         self.newest_ingest_ns = self.newest_ingest_ns.max(record.ingest_ns);
+        let prompt = self.config.logminer.prompt_passes;
         let mut can_alert = false;
         for row in log_rows(request, record.ingest_ns) {
             self.ownership.mined(&row.service, partition, row.time_ns, now, at);
@@ -289,10 +290,10 @@ impl Logminer {
             if mined.absorbed > 0 {
                 self.metrics.merged(&row.service, mined.template_id, mined.absorbed);
             }
-            can_alert |= mined.new || self.spike_watch.hit(&row.service, mined.template_id, row.time_ns);
+            can_alert |= prompt && (mined.new || self.spike_watch.hit(&row.service, mined.template_id, row.time_ns));
             self.metrics.mined();
         }
-        if can_alert && self.config.logminer.prompt_passes {
+        if can_alert {
             self.prompt.request(Instant::now());
         }
     }

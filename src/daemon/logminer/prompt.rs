@@ -61,13 +61,19 @@ impl PromptPasses {
     }
 }
 
-/// Which template keys a spike could be raised for as their lines come in: the threshold
-/// of each template that has a baseline, from the last pass, and each template's count in
-/// its current data minute.
+/// Which templates a spike could be raised for as their lines come in: per service, the
+/// threshold of each template that has a baseline, from the last pass, and each watched
+/// template's count in its current data minute. Kept per service so that a mined line is
+/// looked up by its service name as it is, with no key built per line.
 #[derive(Debug, Default)]
 pub struct SpikeWatch {
-    thresholds: HashMap<(String, u64), f64>,
-    minutes: HashMap<(String, u64), MinuteTally>,
+    services: HashMap<String, ServiceWatch>,
+}
+
+#[derive(Debug, Default)]
+struct ServiceWatch {
+    thresholds: HashMap<u64, f64>,
+    minutes: HashMap<u64, MinuteTally>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -80,21 +86,25 @@ struct MinuteTally {
 
 impl SpikeWatch {
     /// The thresholds the last pass computed for `service`'s templates (a template with no
-    /// baseline cannot spike and is absent).
+    /// baseline cannot spike and is absent). They replace the service's previous ones.
     pub fn set_thresholds(&mut self, service: &str, thresholds: impl IntoIterator<Item = (u64, f64)>) {
-        self.thresholds.retain(|(s, _), _| s != service);
-        self.thresholds.extend(thresholds.into_iter().map(|(template, t)| ((service.to_string(), template), t)));
+        let watch = self.services.entry(service.to_string()).or_default();
+        watch.thresholds = thresholds.into_iter().collect();
+        let ServiceWatch { thresholds, minutes } = watch;
+        minutes.retain(|template, _| thresholds.contains_key(template));
     }
 
     /// A line of `template_id` at `time_ns` was mined. True when this line brings its
     /// minute's count to the template's threshold (once per template and minute).
     pub fn hit(&mut self, service: &str, template_id: u64, time_ns: u64) -> bool {
-        let key = (service.to_string(), template_id);
-        let Some(&threshold) = self.thresholds.get(&key) else {
+        let Some(watch) = self.services.get_mut(service) else {
+            return false;
+        };
+        let Some(&threshold) = watch.thresholds.get(&template_id) else {
             return false;
         };
         let minute = time_ns / MINUTE_NS;
-        let tally = self.minutes.entry(key).or_insert(MinuteTally { minute, count: 0, asked: false });
+        let tally = watch.minutes.entry(template_id).or_insert(MinuteTally { minute, count: 0, asked: false });
         if minute > tally.minute {
             *tally = MinuteTally { minute, count: 0, asked: false };
         } else if minute < tally.minute {
@@ -111,14 +121,12 @@ impl SpikeWatch {
 
     /// Forgets `service` (it is no longer owned).
     pub fn forget(&mut self, service: &str) {
-        self.thresholds.retain(|(s, _), _| s != service);
-        self.minutes.retain(|(s, _), _| s != service);
+        self.services.remove(service);
     }
 
     /// Forgets everything (a new assignment).
     pub fn clear(&mut self) {
-        self.thresholds.clear();
-        self.minutes.clear();
+        self.services.clear();
     }
 }
 
