@@ -199,10 +199,10 @@ async fn main() -> anyhow::Result<()> {
         let all_spans: Vec<&SpanRow> = batches.iter().flat_map(|b| &b.0).collect();
         let all_logs: Vec<&LogRow> = batches.iter().flat_map(|b| &b.1).collect();
         for chunk in all_spans.chunks(batch) {
-            tayga::store::insert::insert_rows(&store, chunk.iter().copied(), None).await?;
+            tayga::store::insert::insert_rows(&store, "spans", chunk.iter().copied(), None).await?;
         }
         for chunk in all_logs.chunks(batch) {
-            tayga::store::insert::insert_rows(&store, chunk.iter().copied(), None).await?;
+            tayga::store::insert::insert_rows(&store, "logs", chunk.iter().copied(), None).await?;
         }
         let per_table_secs = started.elapsed().as_secs_f64();
         store.query_for_tests("TRUNCATE TABLE spans").execute().await?;

@@ -21,7 +21,7 @@ use crate::cli::{AlertsCommand, AlertsListArgs, AlertsRepublishArgs};
 use crate::cmd::time::{format_time, format_time_ago, table_time, Clock};
 use crate::config::Config;
 use crate::store::logminer::{active_cutoff_ns, alerts, count_alerts, published_versions, unmarked_alerts, AlertQuery};
-use crate::store::{AlertRow, Store};
+use crate::store::{silences, AlertRow, Store};
 use crate::wire::alert::{format_id, Alert};
 use crate::workflow::alerts::publish_and_mark;
 
@@ -46,6 +46,8 @@ struct Listed {
     alert: Alert,
     active: bool,
     published: bool,
+    /// The running operator's silence that holds its deliveries back now.
+    silenced_by: Option<u64>,
 }
 
 impl Serialize for Listed {
@@ -58,6 +60,7 @@ impl Serialize for Listed {
             }
             obj.insert("active".into(), self.active.into());
             obj.insert("published".into(), self.published.into());
+            obj.insert("silenced_by".into(), self.silenced_by.map(format_id).unwrap_or_default().into());
         }
         doc.serialize(serializer)
     }
@@ -94,6 +97,7 @@ async fn list(
         _ => rows.len() as u64,
     };
     let marks = published_versions(&store, &rows).await.context("reading publication marks")?;
+    let silences = silences::list(&store, now).await.context("reading the running silences")?;
     let listed = rows
         .iter()
         .map(|row| {
@@ -103,6 +107,7 @@ async fn list(
                 alert,
                 active: row.last_at >= cutoff,
                 published: marks.contains(&(row.alert_id, row.updated_ns)),
+                silenced_by: silences::matching_row(&silences, row, now).map(|s| s.silence_id),
             })
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
@@ -162,6 +167,16 @@ fn write_narrow(listed: &[Listed], now: u64, layout: Layout, out: &mut dyn Write
         ]);
     }
     write!(out, "{}", table.render(layout))?;
+    for l in listed {
+        if let Some(silence) = l.silenced_by {
+            writeln!(
+                out,
+                "{}: silenced by {} (its updates reach no target; tayga silences list)",
+                format_id(l.alert.alert_id),
+                format_id(silence)
+            )?;
+        }
+    }
     let active = listed.iter().filter(|l| l.active).count();
     let rule = format!("last seen within {}m", crate::store::logminer::ACTIVE_WINDOW_NS / 60_000_000_000);
     match active {
@@ -173,16 +188,20 @@ fn write_narrow(listed: &[Listed], now: u64, layout: Layout, out: &mut dyn Write
 }
 
 /// Every column: on a terminal with --wide, times carry their age; to a pipe they stay plain
-/// RFC 3339, every value whole.
+/// RFC 3339, every value whole. A `silenced_by` column appears when a silence holds one back.
 fn write_whole(listed: &[Listed], now: u64, layout: Layout, out: &mut dyn Write) -> anyhow::Result<()> {
     let time = |ns: u64| if layout.is_terminal() { format_time_ago(ns, now) } else { format_time(ns) };
-    let mut table =
-        Table::new(["alert_id", "kind", "service", "template", "first_at", "last_at", "count", "active", "published"])
-            .numeric(&["count"]);
+    let silenced = listed.iter().any(|l| l.silenced_by.is_some());
+    let mut header =
+        vec!["alert_id", "kind", "service", "template", "first_at", "last_at", "count", "active", "published"];
+    if silenced {
+        header.push("silenced_by");
+    }
+    let mut table = Table::new(header).numeric(&["count"]);
     let yes_no = |b: bool| if b { "yes" } else { "no" }.to_string();
     for l in listed {
         let a = &l.alert;
-        table.row([
+        let mut cells = vec![
             format_id(a.alert_id),
             a.kind.to_string(),
             a.service.clone(),
@@ -192,7 +211,11 @@ fn write_whole(listed: &[Listed], now: u64, layout: Layout, out: &mut dyn Write)
             count(a.count, layout),
             yes_no(l.active),
             yes_no(l.published),
-        ]);
+        ];
+        if silenced {
+            cells.push(l.silenced_by.map(format_id).unwrap_or_default());
+        }
+        table.row(cells);
     }
     write!(out, "{}", table.render(layout))?;
     Ok(())

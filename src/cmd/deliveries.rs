@@ -19,14 +19,16 @@ use crate::cli::{DeliveriesCommand, DeliveriesRetryArgs};
 use crate::cmd::table::{Layout, Table};
 use crate::cmd::time::{format_time, table_time, Clock};
 use crate::config::{redact, Config};
-use crate::store::deliveries::latest_for_alert;
+use crate::store::deliveries::history;
 use crate::store::{DeliveryRow, Store};
-use crate::wire::alert::format_id;
+use crate::wire::alert::{format_id, AlertState};
 use crate::workflow::retry::{retry as retry_deliveries, AlertsTopic, Retried, RetryRequest};
 
 #[derive(Debug, Serialize)]
 struct Shown<'a> {
     alert_id: String,
+    /// `firing`, or `resolved` for a resolved notice's row.
+    state: &'static str,
     target: &'a str,
     status: &'a str,
     attempts: u32,
@@ -46,8 +48,13 @@ struct Shown<'a> {
 
 impl<'a> Shown<'a> {
     fn of(r: &'a DeliveryRow) -> Shown<'a> {
+        Shown::in_state(AlertState::Firing, r)
+    }
+
+    fn in_state(state: AlertState, r: &'a DeliveryRow) -> Shown<'a> {
         Shown {
             alert_id: format_id(r.alert_id),
+            state: state.as_str(),
             target: &r.target,
             status: &r.status,
             attempts: r.attempts,
@@ -81,10 +88,12 @@ pub async fn run(
 
 async fn show(config: &Config, id: u64, json: bool, out: &mut dyn Write) -> anyhow::Result<()> {
     let store = Store::new(&config.clickhouse);
-    let mut rows = latest_for_alert(&store, id).await.with_context(|| {
+    let mut rows = history(&store, id).await.with_context(|| {
         format!("reading deliveries of alert {} from database `{}`", format_id(id), config.clickhouse.database)
     })?;
-    redact_errors(config, &mut rows);
+    for (_, row) in &mut rows {
+        redact_errors(config, std::slice::from_mut(row));
+    }
     write_rows(id, &rows, json, out)
 }
 
@@ -96,10 +105,11 @@ fn redact_errors(config: &Config, rows: &mut [DeliveryRow]) {
     }
 }
 
-/// Prints the rows of one alert as a table, or as a JSON array.
-pub fn write_rows(id: u64, rows: &[DeliveryRow], json: bool, out: &mut dyn Write) -> anyhow::Result<()> {
+/// Prints the rows of one alert (its firing deliveries, then its resolved notices) as a
+/// table, or as a JSON array.
+pub fn write_rows(id: u64, rows: &[(AlertState, DeliveryRow)], json: bool, out: &mut dyn Write) -> anyhow::Result<()> {
+    let shown: Vec<Shown> = rows.iter().map(|(state, r)| Shown::in_state(*state, r)).collect();
     if json {
-        let shown: Vec<Shown> = rows.iter().map(Shown::of).collect();
         writeln!(out, "{}", serde_json::to_string_pretty(&shown)?)?;
         return Ok(());
     }
@@ -115,14 +125,19 @@ pub fn write_rows(id: u64, rows: &[DeliveryRow], json: bool, out: &mut dyn Write
     if Layout::current().is_terminal() {
         writeln!(out, "alert {}", format_id(id))?;
     }
-    write_table(rows, "last retried", out)
+    write_table(&shown, "last retried", out)
 }
 
 /// The rows as a table, then who retried which (a line per retried row, `<target>: <verb>
 /// at <time> by <who>`) and which silence holds which back (a line per silenced row). The `manual_retries` column appears only when a row was retried.
-fn write_table(rows: &[DeliveryRow], verb: &str, out: &mut dyn Write) -> anyhow::Result<()> {
+/// The `state` column appears only when a resolved notice is among the rows.
+fn write_table(rows: &[Shown<'_>], verb: &str, out: &mut dyn Write) -> anyhow::Result<()> {
     let retried = rows.iter().any(|r| r.manual_retries > 0);
+    let states = rows.iter().any(|r| r.state != AlertState::Firing.as_str());
     let mut header = vec!["target", "status", "attempts", "last_error", "created", "updated"];
+    if states {
+        header.insert(1, "state");
+    }
     if retried {
         header.push("manual_retries");
     }
@@ -130,7 +145,7 @@ fn write_table(rows: &[DeliveryRow], verb: &str, out: &mut dyn Write) -> anyhow:
     let now = Clock::from_env()?.now_ns();
     let time = |ns: u64| table_time(ns, now, layout);
     let mut table = Table::new(header).numeric(&["attempts", "manual_retries"]).keep(&["status"]);
-    for s in rows.iter().map(Shown::of) {
+    for s in rows {
         let mut cells = vec![
             s.target.to_string(),
             s.status.to_string(),
@@ -139,16 +154,19 @@ fn write_table(rows: &[DeliveryRow], verb: &str, out: &mut dyn Write) -> anyhow:
             time(s.created_ns),
             time(s.updated_ns),
         ];
+        if states {
+            cells.insert(1, s.state.to_string());
+        }
         if retried {
             cells.push(s.manual_retries.to_string());
         }
         table.row(cells);
     }
     write!(out, "{}", table.render(layout))?;
-    for s in rows.iter().filter(|r| r.manual_retries > 0).map(Shown::of) {
+    for s in rows.iter().filter(|r| r.manual_retries > 0) {
         writeln!(out, "{}: {verb} at {} by {}", s.target, s.retried_at, s.retried_by)?;
     }
-    for s in rows.iter().filter(|r| r.silence_id != 0).map(Shown::of) {
+    for s in rows.iter().filter(|r| !r.silence_id.is_empty()) {
         writeln!(out, "{}: held back by silence {} (tayga silences list --all)", s.target, s.silence_id)?;
     }
     Ok(())
@@ -259,7 +277,8 @@ pub fn write_retried(r: &Retried, json: bool, out: &mut dyn Write) -> anyhow::Re
             r.topic
         )?;
     }
-    write_table(&r.retried, if r.dry_run { "would be retried" } else { "retried" }, out)?;
+    let reset: Vec<Shown> = r.retried.iter().map(Shown::of).collect();
+    write_table(&reset, if r.dry_run { "would be retried" } else { "retried" }, out)?;
     if !r.untouched.is_empty() {
         let others: Vec<String> = r.untouched.iter().map(|u| format!("{} ({})", u.target, u.status)).collect();
         writeln!(out, "left as they are: {}", others.join(", "))?;

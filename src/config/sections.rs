@@ -593,6 +593,10 @@ pub struct TargetConfig {
     pub routing_key_file: String,
     #[serde(default)]
     pub routing_key_env: String,
+    /// Also tell this target when an alert it was sent becomes inactive: one `resolved`
+    /// delivery per alert (docs/notifier.md, "Resolved notices").
+    #[serde(default)]
+    pub send_resolved: bool,
 }
 
 fn default_format() -> String {
@@ -612,6 +616,7 @@ impl Default for TargetConfig {
             secrets_env: String::new(),
             routing_key_file: String::new(),
             routing_key_env: String::new(),
+            send_resolved: false,
         }
     }
 }

@@ -5,7 +5,7 @@
 
 use super::{AlertRow, LogRow, StoryRow};
 use crate::identity::LogContent;
-use crate::wire::alert::{Alert, AlertError, ALERT_FORMAT_VERSION};
+use crate::wire::alert::{Alert, AlertError, AlertState, ALERT_FORMAT_VERSION};
 use crate::wire::story::{Story, STORY_FORMAT_VERSION};
 
 impl LogRow {
@@ -43,6 +43,8 @@ impl Alert {
             count: row.count,
             baseline: row.baseline,
             threshold: row.threshold,
+            state: if row.resolved_at > 0 { AlertState::Resolved } else { AlertState::Firing },
+            resolved_at: row.resolved_at,
         })
     }
 
@@ -61,6 +63,7 @@ impl Alert {
             threshold: self.threshold,
             stored_ns,
             updated_ns,
+            resolved_at: self.resolved_at,
         }
     }
 }

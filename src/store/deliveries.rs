@@ -1,19 +1,31 @@
-//! `notifier_deliveries`: the state of every (alert, target) pair (docs/design.md#notifier-states), read by the
-//! notifier before it sends and by `tayga deliveries show`. The table is a
+//! `notifier_deliveries` and `notifier_resolved_deliveries`: the state of every (alert,
+//! target) pair's firing and resolved delivery (docs/design.md#notifier-states), read by the
+//! notifier before it sends and by `tayga deliveries show`. Both tables are a
 //! ReplacingMergeTree by (alert_id, target) with `updated_ns` as the version, so every
-//! change is a new row (written with [`super::Store::insert`]) and reads take the latest
-//! version with `argMax`.
+//! change is a new row (written with [`write`]) and reads take the latest version with
+//! `argMax`.
 
 use std::fmt;
 
 use super::statements::Statement;
 use super::{DeliveryRow, Store, StoreError};
+use crate::wire::alert::AlertState;
+
+/// The table holding the pairs' rows of one alert state.
+pub fn table(state: AlertState) -> &'static str {
+    match state {
+        AlertState::Firing => "notifier_deliveries",
+        AlertState::Resolved => "notifier_resolved_deliveries",
+    }
+}
 
 /// The latest version of every (alert, target) row of one alert, by target. `created_ns`
 /// is the pair's first row's, `updated_ns` its latest. No aliases: ClickHouse would let an
 /// alias named like a column shadow that column inside the other aggregates. Rows are read
 /// by position (RowBinary), in `DeliveryRow`'s field order. Binds: alert id.
-pub const LATEST_BY_ALERT_SQL: &str = "SELECT alert_id, target,
+pub fn latest_by_alert_sql(state: AlertState) -> String {
+    format!(
+        "SELECT alert_id, target,
     argMax(status, updated_ns),
     argMax(attempts, updated_ns),
     argMax(last_error, updated_ns),
@@ -23,20 +35,43 @@ pub const LATEST_BY_ALERT_SQL: &str = "SELECT alert_id, target,
     argMax(retried_ns, updated_ns),
     argMax(retried_by, updated_ns),
     argMax(silence_id, updated_ns)
-FROM notifier_deliveries
+FROM {}
 WHERE alert_id = ?
 GROUP BY alert_id, target
-ORDER BY target";
+ORDER BY target",
+        table(state)
+    )
+}
 
-/// The latest row of every target of one alert, ordered by target.
-pub async fn latest_for_alert(store: &Store, alert_id: u64) -> Result<Vec<DeliveryRow>, StoreError> {
+/// The latest row of every target of one alert in one state, ordered by target.
+pub async fn latest_for_alert(store: &Store, alert_id: u64, state: AlertState) -> Result<Vec<DeliveryRow>, StoreError> {
     store
         .client()
-        .query(LATEST_BY_ALERT_SQL)
+        .query(&latest_by_alert_sql(state))
         .bind(alert_id)
         .fetch_all::<DeliveryRow>()
         .await
-        .map_err(|source| store.query_error("reading notifier_deliveries", source))
+        .map_err(|source| store.query_error(&format!("reading {}", table(state)), source))
+}
+
+/// The latest row of every target of one alert, firing first, then resolved: the alert's
+/// whole delivery history, as `tayga deliveries show` and the alert page show it.
+pub async fn history(store: &Store, alert_id: u64) -> Result<Vec<(AlertState, DeliveryRow)>, StoreError> {
+    let (firing, resolved) = tokio::try_join!(
+        latest_for_alert(store, alert_id, AlertState::Firing),
+        latest_for_alert(store, alert_id, AlertState::Resolved)
+    )?;
+    let tag = |state| move |row| (state, row);
+    Ok(firing
+        .into_iter()
+        .map(tag(AlertState::Firing))
+        .chain(resolved.into_iter().map(tag(AlertState::Resolved)))
+        .collect())
+}
+
+/// Writes one version of a pair's row in `state`'s table.
+pub async fn write(store: &Store, state: AlertState, row: &DeliveryRow) -> Result<(), StoreError> {
+    store.insert_into(table(state), std::slice::from_ref(row)).await
 }
 
 impl DeliveryRow {
@@ -65,7 +100,10 @@ impl DeliveryRow {
 
 /// This module's statements with sample binds, for the registry.
 pub fn statements() -> Vec<Statement> {
-    vec![Statement::new("deliveries.latest_by_alert", LATEST_BY_ALERT_SQL).binds(["11"])]
+    vec![
+        Statement::new("deliveries.latest_by_alert", latest_by_alert_sql(AlertState::Firing)).binds(["11"]),
+        Statement::new("deliveries.latest_resolved_by_alert", latest_by_alert_sql(AlertState::Resolved)).binds(["11"]),
+    ]
 }
 
 /// The `status` column of `notifier_deliveries` (docs/design.md#notifier-states): the notifier writes it, the

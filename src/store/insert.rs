@@ -53,7 +53,7 @@ pub async fn enable_token_window(store: &Store) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// Inserts `rows` into `T`'s table: one INSERT per partition group, each bounded by
+/// Inserts `rows` into `table` (`T`'s, or another with its columns): one INSERT per partition group, each bounded by
 /// [`INSERT_TIMEOUT`], each with the deduplication token if one is given.
 ///
 /// When the rows need more than one INSERT, group `i` carries `<token>-g<i>`: the groups
@@ -63,6 +63,7 @@ pub async fn enable_token_window(store: &Store) -> Result<(), StoreError> {
 /// caller's retry re-inserts them, which identity (and the token) make harmless.
 pub async fn insert_rows<'a, T: TableRow + 'a>(
     store: &Store,
+    table: &str,
     rows: impl IntoIterator<Item = &'a T>,
     dedup_token: Option<&str>,
 ) -> Result<(), StoreError> {
@@ -74,7 +75,7 @@ pub async fn insert_rows<'a, T: TableRow + 'a>(
     let groups = partition_groups(&days, MAX_UTC_DAYS_PER_INSERT);
     for (g, group) in groups.iter().enumerate() {
         let token = dedup_token.map(|t| group_token(t, g, groups.len()));
-        insert_block(store, group.iter().map(|&i| rows[i]), group.len(), token.as_deref()).await?;
+        insert_block(store, table, group.iter().map(|&i| rows[i]), group.len(), token.as_deref()).await?;
     }
     Ok(())
 }
@@ -142,12 +143,13 @@ fn group_token(token: &str, group: usize, groups: usize) -> String {
 /// One INSERT.
 async fn insert_block<'a, T: TableRow + 'a>(
     store: &Store,
+    table: &str,
     rows: impl Iterator<Item = &'a T>,
     count: usize,
     token: Option<&str>,
 ) -> Result<(), StoreError> {
-    let what = || format!("inserting {count} rows into {}", T::TABLE);
-    let mut insert = store.client().insert::<T>(T::TABLE).await.map_err(|e| store.query_error(&what(), e))?;
+    let what = || format!("inserting {count} rows into {table}");
+    let mut insert = store.client().insert::<T>(table).await.map_err(|e| store.query_error(&what(), e))?;
     insert = insert.with_timeouts(Some(INSERT_TIMEOUT), Some(INSERT_TIMEOUT));
     if let Some(token) = token {
         insert = insert.with_setting("insert_deduplication_token", token);

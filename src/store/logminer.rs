@@ -348,6 +348,39 @@ pub async fn unmarked_alerts(
     q.fetch_all::<AlertRow>().await.map_err(|e| store.query_error("reading unpublished alerts", e))
 }
 
+/// After `FROM log_alerts`: the newest versions, of some services, that are not resolved
+/// and turned inactive (`last_at` before the cutoff) within the window, the oldest first.
+/// Binds: services, cutoff (ns), since (ns).
+fn inactive_unresolved_rest(limit: u64) -> String {
+    format!(
+        "FINAL WHERE has(?, service) AND resolved_at = 0 AND last_at < ? AND last_at >= ? \
+         ORDER BY last_at, alert_id LIMIT {limit}"
+    )
+}
+
+/// The alerts of `services` that were active once and are not any more at `now_ns` (their
+/// `last_at` before [`active_cutoff_ns`]), with no resolved version yet, whose `last_at` is
+/// at or after `since_ns`: the oldest `limit`.
+pub async fn inactive_unresolved(
+    store: &Store,
+    services: &[String],
+    now_ns: u64,
+    since_ns: u64,
+    limit: u64,
+) -> Result<Vec<AlertRow>, StoreError> {
+    if services.is_empty() {
+        return Ok(Vec::new());
+    }
+    store
+        .select::<AlertRow>(&inactive_unresolved_rest(limit))
+        .bind(services)
+        .bind(active_cutoff_ns(now_ns))
+        .bind(since_ns)
+        .fetch_all::<AlertRow>()
+        .await
+        .map_err(|e| store.query_error("reading inactive alerts", e))
+}
+
 /// Which `(alert_id, updated_ns)` versions among `alerts` are marked published.
 pub async fn published_versions(store: &Store, alerts: &[AlertRow]) -> Result<HashSet<(u64, u64)>, StoreError> {
     if alerts.is_empty() {
@@ -474,6 +507,11 @@ pub fn statements() -> Vec<Statement> {
             select("log_alerts", AlertRow::COLUMN_NAMES, &unmarked_rest(true, 10)),
         )
         .binds(["0", "['a']"]),
+        Statement::new(
+            "logminer.inactive_unresolved",
+            select("log_alerts", AlertRow::COLUMN_NAMES, &inactive_unresolved_rest(10)),
+        )
+        .binds(["['a']", "9", "0"]),
         Statement::new(
             "logminer.published_versions",
             select("log_alert_publications", AlertPublicationRow::COLUMN_NAMES, PUBLISHED_REST),

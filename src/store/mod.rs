@@ -190,7 +190,13 @@ impl Store {
     /// Inserts rows through the one insert path ([`insert`]): bounded in time, and split so
     /// that no INSERT covers more day partitions than current servers accept.
     pub async fn insert<T: TableRow>(&self, rows: &[T]) -> Result<(), StoreError> {
-        insert::insert_rows(self, rows.iter(), None).await
+        insert::insert_rows(self, T::TABLE, rows.iter(), None).await
+    }
+
+    /// Inserts rows into `table`, a table with the columns of `T`'s own: for a row type
+    /// stored in two tables (a delivery's firing and resolved rows, `store::deliveries`).
+    pub async fn insert_into<T: TableRow>(&self, table: &str, rows: &[T]) -> Result<(), StoreError> {
+        insert::insert_rows(self, table, rows.iter(), None).await
     }
 
     /// Reads rows of `T`'s table; `rest` follows `FROM table` (`FINAL`, `WHERE …`, `ORDER BY …`)

@@ -196,6 +196,8 @@ pub struct AlertRow {
     pub threshold: f64,
     pub stored_ns: u64,
     pub updated_ns: u64,
+    /// When the logminer judged the alert inactive (0: active, or not judged yet).
+    pub resolved_at: u64,
 }
 table_row!(AlertRow, "log_alerts", partitioned by first_at);
 

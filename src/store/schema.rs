@@ -416,6 +416,42 @@ ORDER BY silence_id",
         "ALTER TABLE notifier_deliveries
     ADD COLUMN silence_id UInt64 DEFAULT 0",
     ],
+},
+Migration {
+    version: 8,
+    name: "resolved notices: when an alert became inactive, and each target's resolved delivery",
+    statements: &[
+        // When the logminer judged the alert inactive (docs/alerts.md, "An alert's life"):
+        // its `last_at` plus the active window, so every replica and every re-run agree on
+        // it; 0 while it is active. Existing rows read 0 and are resolved by the next pass
+        // that sees them inactive within the republication window.
+        "ALTER TABLE log_alerts
+    ADD COLUMN resolved_at UInt64 DEFAULT 0",
+        // The resolved notice of every (alert, target) pair (docs/notifier.md, "Resolved
+        // notices"): the same columns, states and rules as `notifier_deliveries`, in a table
+        // of its own. A pair's firing and resolved deliveries are two rows; in one table they
+        // would share the ReplacingMergeTree key (alert_id, target) and a merge would keep
+        // only the later, and a new key cannot be given to a replicated table in place.
+        concat!(
+            "CREATE TABLE IF NOT EXISTS notifier_resolved_deliveries (
+    alert_id UInt64,
+    target String,
+    status String,
+    attempts UInt32,
+    last_error String,
+    created_ns UInt64,
+    updated_ns UInt64,
+    manual_retries UInt32,
+    retried_ns UInt64,
+    retried_by String,
+    silence_id UInt64
+) ENGINE = ReplacingMergeTree(updated_ns)
+PARTITION BY ",
+            day_of!("created_ns"),
+            "
+ORDER BY (alert_id, target)"
+        ),
+    ],
 }];
 
 /// Creates our database (a plain identifier, checked by `Config::validate`), on every server
@@ -486,6 +522,7 @@ pub const SHARDING_KEYS: &[(&str, &str)] = &[
     ("ingest_backlog", "cityHash64(created_ns, nonce)"),
     ("log_template_merges", "cityHash64(service)"),
     ("notifier_silences", "silence_id"),
+    ("notifier_resolved_deliveries", "alert_id"),
 ];
 
 /// Tables whose replicated copy remembers [`DEDUP_WINDOW`] blocks instead of 18.16's 100:
@@ -633,6 +670,11 @@ pub const DAY_PARTITIONED: &[DayPartitioned] = &[
     DayPartitioned { table: "stories", column: "start_ns", retention: RetentionKey::Stories },
     DayPartitioned { table: "log_alerts", column: "first_at", retention: RetentionKey::LogAlerts },
     DayPartitioned { table: "notifier_deliveries", column: "created_ns", retention: RetentionKey::NotifierDeliveries },
+    DayPartitioned {
+        table: "notifier_resolved_deliveries",
+        column: "created_ns",
+        retention: RetentionKey::NotifierDeliveries,
+    },
     DayPartitioned { table: "pipeline_metrics", column: "ts_ns", retention: RetentionKey::PipelineMetrics },
     DayPartitioned { table: "ingest_backlog", column: "created_ns", retention: RetentionKey::IngestBacklog },
 ];
@@ -710,7 +752,7 @@ mod tests {
             assert!(tables.iter().any(|t| t == table), "{table} is not created by any migration");
         }
         assert!(tables.contains(&"notifier_deliveries".to_string()));
-        assert_eq!(tables.len(), 14);
+        assert_eq!(tables.len(), 15);
         assert_eq!(view_names(), vec!["trace_logs_mv".to_string()]);
     }
 

@@ -6,11 +6,11 @@
 //! the moment it was expired, and reads take the latest version with `argMax`.
 
 use super::statements::Statement;
-use super::{SilenceRow, Store, StoreError};
+use super::{AlertRow, SilenceRow, Store, StoreError};
 use crate::wire::alert::{format_id, Alert};
 
 /// The latest version of every silence that ends after a time, optionally one silence,
-/// newest first. No aliases, for the reason `LATEST_BY_ALERT_SQL` gives. Binds: [silence
+/// newest first. No aliases, for the reason `store::deliveries::latest_by_alert_sql` gives. Binds: [silence
 /// id], ends after (ns).
 pub fn silences_sql(one: bool) -> String {
     let filter = if one { "WHERE silence_id = ? " } else { "" };
@@ -32,6 +32,22 @@ pub async fn list(store: &Store, ends_after_ns: u64) -> Result<Vec<SilenceRow>, 
         .fetch_all()
         .await
         .map_err(|source| store.query_error("reading notifier_silences", source))
+}
+
+/// The silence that holds `alert` back at `now_ns`, if any: of those running that match it,
+/// the one that ends last (so a delivery row names the silence that will hold it longest).
+pub fn matching<'a>(silences: &'a [SilenceRow], alert: &Alert, now_ns: u64) -> Option<&'a SilenceRow> {
+    running_longest(silences, now_ns, |s| s.matches(alert))
+}
+
+/// [`matching`] for a stored alert: what the app and `tayga alerts list` mark an alert
+/// silenced by.
+pub fn matching_row<'a>(silences: &'a [SilenceRow], alert: &AlertRow, now_ns: u64) -> Option<&'a SilenceRow> {
+    running_longest(silences, now_ns, |s| s.matches_subject(&alert.service, &alert.kind, alert.template_id))
+}
+
+fn running_longest(silences: &[SilenceRow], now_ns: u64, matches: impl Fn(&SilenceRow) -> bool) -> Option<&SilenceRow> {
+    silences.iter().filter(|s| s.is_active(now_ns) && matches(s)).max_by_key(|s| (s.ends_ns, s.silence_id))
 }
 
 /// One silence's latest version.
@@ -148,9 +164,13 @@ impl SilenceRow {
 
     /// Whether it matches `alert`: the same service, and the kind and template when it names them.
     pub fn matches(&self, alert: &Alert) -> bool {
-        self.service == alert.service
-            && (self.kind.is_empty() || self.kind == alert.kind.as_str())
-            && (self.template_id == 0 || self.template_id == alert.template_id)
+        self.matches_subject(&alert.service, alert.kind.as_str(), alert.template_id)
+    }
+
+    fn matches_subject(&self, service: &str, kind: &str, template_id: u64) -> bool {
+        self.service == service
+            && (self.kind.is_empty() || self.kind == kind)
+            && (self.template_id == 0 || self.template_id == template_id)
     }
 
     /// `active` while it runs, `expired` once ended early, `ended` once it ran its course.
@@ -193,6 +213,8 @@ mod tests {
             count: 0,
             baseline: 0.0,
             threshold: 0.0,
+            state: Default::default(),
+            resolved_at: 0,
         }
     }
 

@@ -66,6 +66,16 @@ impl Statement {
         rows: &[T],
         dedup_token: Option<&str>,
     ) -> Statement {
+        Statement::insert_into(name, T::TABLE, rows, dedup_token)
+    }
+
+    /// An INSERT of `rows` into `table`, a table with `T`'s columns ([`super::Store::insert_into`]).
+    pub fn insert_into<T: TableRow + Serialize>(
+        name: impl Into<String>,
+        table: &str,
+        rows: &[T],
+        dedup_token: Option<&str>,
+    ) -> Statement {
         let columns = T::COLUMN_NAMES.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(",");
         let settings = dedup_token.map(|t| format!(" SETTINGS insert_deduplication_token = '{t}'")).unwrap_or_default();
         let json: Vec<String> = rows.iter().map(|r| serde_json::to_string(r).expect("a row serializes")).collect();
@@ -73,7 +83,7 @@ impl Statement {
             current_only: dedup_token.is_some(),
             ..Statement::new(
                 name,
-                format!("INSERT INTO {}({columns}){settings} FORMAT JSONEachRow {}", T::TABLE, json.join("\n")),
+                format!("INSERT INTO {table}({columns}){settings} FORMAT JSONEachRow {}", json.join("\n")),
             )
         }
     }
@@ -227,6 +237,12 @@ fn sample_inserts() -> Vec<Statement> {
         Statement::insert("insert.log_alert_publications", &[AlertPublicationRow::default()], None),
         Statement::insert("insert.logminer_state", &[StateRow::default()], None),
         Statement::insert("insert.notifier_deliveries", &[DeliveryRow::default()], None),
+        Statement::insert_into(
+            "insert.notifier_resolved_deliveries",
+            super::deliveries::table(crate::wire::alert::AlertState::Resolved),
+            &[DeliveryRow::default()],
+            None,
+        ),
         Statement::insert("insert.notifier_silences", &[SilenceRow::default()], None),
         Statement::insert("insert.pipeline_metrics", &[MetricSampleRow::default()], None),
         Statement::insert("insert.ingest_backlog", &[BacklogRow::default()], None),

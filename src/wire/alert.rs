@@ -84,6 +84,52 @@ pub struct Alert {
     pub baseline: f64,
     /// The count that raised the alert (spike) or the rule's bound.
     pub threshold: f64,
+    /// `firing` while the alert is active; `resolved` once the logminer judged it inactive
+    /// (docs/alerts.md, "An alert's life"). Absent in documents written before it existed:
+    /// they read as firing.
+    #[serde(default)]
+    pub state: AlertState,
+    /// When the alert became inactive (nanoseconds since the Unix epoch); only in a
+    /// resolved document.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub resolved_at: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// Where an alert is in its life: each state is delivered to a target at most once.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AlertState {
+    #[default]
+    Firing,
+    Resolved,
+}
+
+impl AlertState {
+    /// The name in JSON, in a delivery's `webhook-id`, and in the delivery history.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AlertState::Firing => "firing",
+            AlertState::Resolved => "resolved",
+        }
+    }
+}
+
+impl fmt::Display for AlertState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Alert {
+    /// This alert as it was while firing: a resolved document with its resolution left out
+    /// (an operator's retry of a firing delivery republishes this).
+    pub fn as_firing(&self) -> Alert {
+        Alert { state: AlertState::Firing, resolved_at: 0, ..self.clone() }
+    }
 }
 
 /// Why a record is not a valid alert.
@@ -236,6 +282,8 @@ mod tests {
             count: 412,
             baseline: 12.5,
             threshold: 62.5,
+            state: AlertState::Firing,
+            resolved_at: 0,
         }
     }
 
@@ -247,6 +295,21 @@ mod tests {
             "first_at":1764410400000000000,"last_at":1764410460000000000,
             "count":412,"baseline":12.5,"threshold":62.5}"#;
         assert_eq!(Alert::from_json(doc.as_bytes()).unwrap(), sample());
+    }
+
+    #[test]
+    fn a_firing_document_says_so_and_a_resolved_one_says_when() {
+        let firing: serde_json::Value = serde_json::from_slice(&sample().to_json().unwrap()).unwrap();
+        assert_eq!(firing["state"], "firing");
+        assert!(firing.get("resolved_at").is_none(), "{firing}");
+        let resolved = Alert { state: AlertState::Resolved, resolved_at: 1_764_410_760_000_000_000, ..sample() };
+        let json: serde_json::Value = serde_json::from_slice(&resolved.to_json().unwrap()).unwrap();
+        assert_eq!(
+            (json["state"].as_str(), json["resolved_at"].as_u64()),
+            (Some("resolved"), Some(1_764_410_760_000_000_000))
+        );
+        assert_eq!(Alert::from_json(&resolved.to_json().unwrap()).unwrap(), resolved);
+        assert_eq!(resolved.as_firing(), sample());
     }
 
     #[test]
@@ -345,9 +408,23 @@ mod tests {
             any::<u64>(),
             decimal(),
             decimal(),
+            prop_oneof![Just(0u64), any::<u64>()],
         )
             .prop_map(
-                |(alert_id, kind, service, template_id, template, first_at, last_at, count, baseline, threshold)| {
+                |(
+                    alert_id,
+                    kind,
+                    service,
+                    template_id,
+                    template,
+                    first_at,
+                    last_at,
+                    count,
+                    baseline,
+                    threshold,
+                    resolved_at,
+                )| {
+                    let state = if resolved_at > 0 { AlertState::Resolved } else { AlertState::Firing };
                     Alert {
                         version: ALERT_FORMAT_VERSION,
                         alert_id,
@@ -360,6 +437,8 @@ mod tests {
                         count,
                         baseline,
                         threshold,
+                        state,
+                        resolved_at,
                     }
                 },
             )

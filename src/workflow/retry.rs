@@ -10,6 +10,9 @@
 //! calls this; the notifier never resets a final row on its own, so the
 //! once-per-target rule (docs/design.md#notifier-states) holds for everything it does by itself.
 //!
+//! A retry is of firing deliveries (`notifier_deliveries`); a failed resolved notice is not
+//! retried by hand.
+//!
 //! The rows are written before the record is published: the other order would let the
 //! notifier read the record while the row still says `failed`, and send nothing.
 //!
@@ -23,7 +26,7 @@ use crate::config::{Config, KafkaConfig};
 use crate::store::deliveries::{latest_for_alert, Status};
 use crate::store::logminer::{alerts, AlertQuery};
 use crate::store::{DeliveryRow, Store, StoreError};
-use crate::wire::alert::{format_id, manual_retry_headers, Alert, AlertError};
+use crate::wire::alert::{format_id, manual_retry_headers, Alert, AlertError, AlertState};
 
 /// What the operator asked for.
 #[derive(Debug, Clone)]
@@ -195,11 +198,14 @@ impl AlertsTopic {
 /// is refused; if the publication fails, the rows are set back to failed.
 pub async fn retry(store: &Store, topic: &AlertsTopic, req: &RetryRequest<'_>) -> Result<Retried, RetryError> {
     let alert_id = req.alert_id;
-    let rows = latest_for_alert(store, alert_id).await?;
+    let rows = latest_for_alert(store, alert_id, AlertState::Firing).await?;
     let (chosen, untouched) = choose(alert_id, rows, req.target)?;
     let stored = alerts(store, &AlertQuery { alert_id: Some(alert_id), ..Default::default() }).await?;
     let row = stored.into_iter().next().ok_or(RetryError::AlertMissing { alert_id })?;
+    // The firing document, even once the alert is resolved: the reset pairs are firing
+    // deliveries, and a resolved record would send them the resolved notice instead.
     let alert = Alert::from_row(&row)
+        .map(|a| a.as_firing())
         .and_then(|a| a.to_json().map(|_| a))
         .map_err(|source| RetryError::Encode { alert_id, source })?;
     let reset: Vec<DeliveryRow> = chosen.iter().map(|r| r.manual_retry(req.now_ns, req.by)).collect();

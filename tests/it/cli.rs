@@ -786,7 +786,7 @@ async fn a_failing_delivery_never_shows_the_target_secret() {
     let row = common::wait_for("the failed delivery row", std::time::Duration::from_secs(60), || {
         let store = store.clone();
         async move {
-            tayga::store::deliveries::latest_for_alert(&store, a.alert_id)
+            tayga::store::deliveries::latest_for_alert(&store, a.alert_id, tayga::wire::alert::AlertState::Firing)
                 .await
                 .ok()
                 .and_then(|rows| rows.into_iter().find(|r| r.status == "failed"))
@@ -959,6 +959,7 @@ fn snapshot_alert(id: u64, kind: tayga::wire::alert::AlertKind, service: &str, l
         threshold: 7.5,
         stored_ns: last_at,
         updated_ns: last_at,
+        resolved_at: 0,
     }
 }
 
@@ -1192,7 +1193,8 @@ async fn a_broker_that_never_answers_is_bounded_by_the_timeout() {
         assert!(stderr.trim_end().ends_with(tayga::cmd::fail::BROKER_HINT), "{args:?}: {stderr}");
         assert!(took < 3 * timeout, "{args:?} took {took:?} with --timeout 2s");
     }
-    let rows = tayga::store::deliveries::latest_for_alert(&store, 0xab).await.unwrap();
+    let rows =
+        tayga::store::deliveries::latest_for_alert(&store, 0xab, tayga::wire::alert::AlertState::Firing).await.unwrap();
     assert_eq!(rows[0].status, "failed", "the retry reset nothing while the broker was frozen");
     broker.signal("CONT");
 }
@@ -1224,7 +1226,8 @@ async fn deliveries_retry_reaches_the_broker_before_it_writes() {
     assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
     assert!(stderr.contains(&format!("cannot reach the broker at {dead}: connection refused")), "{stderr}");
     assert!(stderr.trim_end().ends_with(tayga::cmd::fail::BROKER_HINT), "{stderr}");
-    let rows = tayga::store::deliveries::latest_for_alert(&store, 0xcd).await.unwrap();
+    let rows =
+        tayga::store::deliveries::latest_for_alert(&store, 0xcd, tayga::wire::alert::AlertState::Firing).await.unwrap();
     assert_eq!((rows.len(), rows[0].status.as_str(), rows[0].manual_retries), (1, "failed", 0), "nothing was reset");
     // The dry run needs no broker.
     let (out, stderr, _) = timed(env.tayga().env("TAYGA_KAFKA_BROKERS", &dead).args([

@@ -43,6 +43,7 @@ fn alert(id: u64, service: &str, kind: AlertKind, updated: u64) -> AlertRow {
         threshold: 0.0,
         stored_ns: updated,
         updated_ns: updated,
+        resolved_at: 0,
     }
 }
 
@@ -159,7 +160,7 @@ fn the_logminer_queries_run_on_current_clickhouse() {
     items
         .push(Value::String("INSERT INTO log_hits VALUES ('a', 1, 7, 600000000000), ('a', 1, 7, 600000000000)".into()));
     items.push(Value::String(
-        "INSERT INTO log_alerts VALUES (5, 'spike', 'a', 7, 't', 1, 2, 3, 0, 0, 9, 9), (6, 'spike', 'a', 7, 't', 1, 2, 3, 0, 0, 9, 9)"
+        "INSERT INTO log_alerts VALUES (5, 'spike', 'a', 7, 't', 1, 2, 3, 0, 0, 9, 9, 0), (6, 'spike', 'a', 7, 't', 1, 2, 3, 0, 0, 9, 9, 0)"
             .into(),
     ));
     items.push(Value::String("INSERT INTO log_alert_publications VALUES (5, 9, 10)".into()));
@@ -176,7 +177,7 @@ fn the_logminer_queries_run_on_current_clickhouse() {
             .into(),
     ));
     let s: Vec<String> = statements().into_iter().map(|s| s.sql).collect();
-    assert_eq!(s.len(), 11, "a new statement needs a line here");
+    assert_eq!(s.len(), 12, "a new statement needs a line here");
     let template_ids = |sql: String| format!("SELECT groupArray(template_id) FROM ({sql})");
     items.push(Value::String(fill(&s[0], &[], &["0"])));
     items.push(json!({"sql": template_ids(fill(&s[1], &[], &["'v1'", "'v1'"])), "expect": "\"[7,9]\""}));
@@ -187,11 +188,14 @@ fn the_logminer_queries_run_on_current_clickhouse() {
     items.push(json!({"sql": fill(&s[4], &[], &["['a','b']", "0", "'v1'", "['a','b']"]), "expect": "\"a\",3,10,1\n\"a\",7,10,2"}));
     items.push(json!({"sql": fill(&s[5], &[], &["[5,8]"]), "expect": "5"}));
     items.push(json!({"sql": format!("SELECT alert_id FROM ({})", fill(&s[6], &[], &["0", "['a']"])), "expect": "6"}));
-    items.push(Value::String(fill(&s[7], &[], &["[5]"])));
-    items.push(Value::String(fill(&s[8], &[], &["0", "[5]", "'a'", "['a']", "'spike'", "0", "9", "9", "9", "0"])));
-    items.push(Value::String(fill(&s[9], &[], &[])));
+    items.push(
+        json!({"sql": format!("SELECT alert_id FROM ({})", fill(&s[7], &[], &["['a']", "9", "0"])), "expect": "5\n6"}),
+    );
+    items.push(Value::String(fill(&s[8], &[], &["[5]"])));
+    items.push(Value::String(fill(&s[9], &[], &["0", "[5]", "'a'", "['a']", "'spike'", "0", "9", "9", "9", "0"])));
+    items.push(Value::String(fill(&s[10], &[], &[])));
     items.push(json!({
-        "sql": fill(&s[10], &[], &["0", "[5, 6]", "'a'", "['a']", "'spike'", "0", "9", "9", "9", "0"]),
+        "sql": fill(&s[11], &[], &["0", "[5, 6]", "'a'", "['a']", "'spike'", "0", "9", "9", "9", "0"]),
         "expect": "0"
     }));
     common::run_in_chdb("the logminer SQL", &items);

@@ -7,6 +7,7 @@ mod common;
 mod notifier_support;
 mod writer_support;
 
+mod alerts_resolved;
 mod api;
 mod api_roles;
 mod assembler;

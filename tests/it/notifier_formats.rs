@@ -8,7 +8,6 @@ use crate::notifier_support;
 
 use std::time::Duration;
 
-use base64::Engine as _;
 use common::{wait_for, TestEnv};
 use notifier_support::*;
 use tayga::daemon::notifier::metrics::DeliveryResult;
@@ -16,28 +15,6 @@ use tayga::wire::alert::{format_id, AlertKind};
 
 const OLD_SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 const NEW_SECRET: &str = "whsec_dGF5Z2EtbmV3LXNpZ25pbmcta2V5LTIwMjY=";
-
-/// Runs tests/sdk/verify_webhooks.py over `checks` (one JSON document each) and returns
-/// its verdict per check.
-fn verify(checks: &[serde_json::Value]) -> Vec<String> {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk/verify_webhooks.py");
-    let input: String = checks.iter().map(|c| format!("{c}\n")).collect();
-    let out = common::run_python(script, input.as_bytes());
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !stderr.contains("ModuleNotFoundError"),
-        "the verifiers are not installed (scripts/test.sh installs standardwebhooks and slack-sdk):\n{stderr}"
-    );
-    String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).collect()
-}
-
-fn b64(bytes: &[u8]) -> String {
-    base64::engine::general_purpose::STANDARD.encode(bytes)
-}
-
-fn headers_json(r: &Received) -> serde_json::Value {
-    r.headers.iter().map(|(k, v)| (k.to_string(), serde_json::json!(v.to_str().unwrap_or_default()))).collect()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn signed_slack_and_pagerduty_payloads_pass_their_own_verifiers() {

@@ -302,6 +302,7 @@ async fn the_api_and_the_app_add_list_and_expire_silences_behind_the_token() {
         threshold: 5.0,
         stored_ns: now,
         updated_ns: now,
+        resolved_at: 0,
     };
     tayga::store::logminer::store_alerts(&store, std::slice::from_ref(&alert)).await.unwrap();
     let silence_id = tayga::wire::alert::parse_id(&id).unwrap();
@@ -319,6 +320,20 @@ async fn the_api_and_the_app_add_list_and_expire_silences_behind_the_token() {
     assert_eq!(status, 200, "{page}");
     assert!(page.contains("Held back by silence") && page.contains(&format!("/silences#silence-{id}")), "{page}");
     assert!(page.contains("action=\"/silences\"") && page.contains("value=\"000000000000007e\""), "{page}");
+    // Marked silenced wherever it is listed, with the silence that holds it now.
+    assert!(page.contains("id=\"silenced-now\""), "{page}");
+    let (_, listed) = get("/api/v1/alerts").await;
+    let listed: Value = serde_json::from_str(&listed).unwrap();
+    let item = listed["items"].as_array().unwrap().iter().find(|a| a["alert_id"] == format_id(alert.alert_id)).cloned();
+    assert_eq!(item.unwrap()["silenced_by"], id.as_str(), "{listed}");
+    let (_, alerts_page) = get("/alerts").await;
+    assert!(alerts_page.contains(&format!("title=\"held back by silence {id}\"")), "{alerts_page}");
+    let (out, stdout, stderr) = tayga(&env, &["--json", "alerts", "list"]).await;
+    assert!(out.status.success(), "{stderr}");
+    let listed: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(listed[0]["silenced_by"], id.as_str(), "{listed}");
+    let (_, stdout, _) = tayga(&env, &["alerts", "list"]).await;
+    assert!(stdout.lines().next().unwrap().ends_with("\tsilenced_by"), "a pipe gets the column: {stdout}");
     let (_, deliveries) =
         get(&format!("/api/v1/deliveries?alert_id={}&status=silenced", format_id(alert.alert_id))).await;
     let deliveries: Value = serde_json::from_str(&deliveries).unwrap();

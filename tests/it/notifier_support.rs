@@ -256,6 +256,8 @@ pub fn alert(test: &str, seed: u64, kind: AlertKind) -> Alert {
         count: 412,
         baseline: 12.5,
         threshold: 62.5,
+        state: Default::default(),
+        resolved_at: 0,
     }
 }
 
@@ -288,7 +290,7 @@ pub fn notifier_config(base: &Config, targets: Vec<TargetConfig>) -> Config {
 
 /// The latest row of every target of an alert.
 pub async fn rows(store: &Store, alert_id: u64) -> Vec<DeliveryRow> {
-    tayga::store::deliveries::latest_for_alert(store, alert_id).await.unwrap()
+    tayga::store::deliveries::latest_for_alert(store, alert_id, tayga::wire::alert::AlertState::Firing).await.unwrap()
 }
 
 pub async fn row(store: &Store, alert_id: u64, target: &str) -> Option<DeliveryRow> {
@@ -300,4 +302,26 @@ pub async fn committed(config: &Config) -> Option<i64> {
     let status = tayga::bus::topics::describe_topics(&config.kafka, &config.names()).await.ok()?;
     let alerts = status.into_iter().find(|t| t.topic == config.names().alerts)?;
     alerts.groups.first()?.committed
+}
+
+/// Runs tests/sdk/verify_webhooks.py over `checks` (one JSON document each) and returns
+/// its verdict per check.
+pub fn verify(checks: &[serde_json::Value]) -> Vec<String> {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk/verify_webhooks.py");
+    let input: String = checks.iter().map(|c| format!("{c}\n")).collect();
+    let out = crate::common::run_python(script, input.as_bytes());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !stderr.contains("ModuleNotFoundError"),
+        "the verifiers are not installed (scripts/test.sh installs standardwebhooks and slack-sdk):\n{stderr}"
+    );
+    String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).collect()
+}
+
+pub fn b64(bytes: &[u8]) -> String {
+    base64::Engine::encode(&base64::engine::general_purpose::STANDARD, bytes)
+}
+
+pub fn headers_json(r: &Received) -> serde_json::Value {
+    r.headers.iter().map(|(k, v)| (k.to_string(), serde_json::json!(v.to_str().unwrap_or_default()))).collect()
 }

@@ -158,6 +158,7 @@ async fn every_row_struct_round_trips_through_its_table() {
             threshold: 62.5,
             stored_ns: now + 61,
             updated_ns: now + 62,
+            resolved_at: 0,
         },
     )
     .await;
@@ -385,7 +386,7 @@ async fn the_deliveries_and_stories_reads_answer_alike_on_18_16_and_in_chdb() {
     store.insert(&deliveries_rows).await.unwrap();
     store.insert(&story_rows).await.unwrap();
     store.insert(&spans).await.unwrap();
-    let latest = deliveries::latest_for_alert(&store, 11).await.unwrap();
+    let latest = deliveries::latest_for_alert(&store, 11, tayga::wire::alert::AlertState::Firing).await.unwrap();
     assert_eq!(latest, vec![DeliveryRow { created_ns: 100, ..deliveries_rows[1].clone() }]);
     let counts = stories::stored_span_counts(&store, &["t1", "t2", "t3"]).await.unwrap();
     assert_eq!(counts, std::collections::HashMap::from([("t1".to_string(), 5), ("t2".to_string(), 1)]));
@@ -395,7 +396,9 @@ async fn the_deliveries_and_stories_reads_answer_alike_on_18_16_and_in_chdb() {
         migrate::all_statements(None).into_iter().map(serde_json::Value::from).collect();
     items.push(statements::Statement::insert("d", &deliveries_rows, None).bound().into());
     items.push(statements::Statement::insert("s", &story_rows, None).bound().into());
-    let latest = statements::Statement::new("l", deliveries::LATEST_BY_ALERT_SQL).binds(["11"]);
+    let latest =
+        statements::Statement::new("l", deliveries::latest_by_alert_sql(tayga::wire::alert::AlertState::Firing))
+            .binds(["11"]);
     items.push(
         serde_json::json!({"sql": latest.bound(), "expect": "11,\"ops\",\"delivered\",2,\"try 2\",100,300,0,0,\"\",0"}),
     );

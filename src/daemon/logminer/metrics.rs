@@ -40,6 +40,7 @@ pub struct LogminerMetrics {
     pub up: Gauge,
     pub data_lag_seconds: Gauge,
     pub alerts: Family<KindLabel, Counter>,
+    pub alerts_resolved: Family<KindLabel, Counter>,
     pub alerts_republished: Counter,
     pub publish_failures: Counter,
     pub store_failures: Counter,
@@ -57,6 +58,7 @@ impl LogminerMetrics {
             up: Gauge::default(),
             data_lag_seconds: Gauge::default(),
             alerts: Family::default(),
+            alerts_resolved: Family::default(),
             alerts_republished: Counter::default(),
             publish_failures: Counter::default(),
             store_failures: Counter::default(),
@@ -79,6 +81,11 @@ impl LogminerMetrics {
             m.data_lag_seconds.clone(),
         );
         r.register("raised_alerts", "Alerts raised, by kind (a refresh does not count)", m.alerts.clone());
+        r.register(
+            "resolved_alerts",
+            "Alerts judged inactive and published as resolved, by kind",
+            m.alerts_resolved.clone(),
+        );
         r.register(
             "republished_alerts",
             "Unmarked alerts republished after a detection pass",
@@ -110,6 +117,13 @@ impl LogminerMetrics {
         self.alerts.get_or_create(&KindLabel { kind: row.kind.clone() }).inc();
         tracing::info!(alert_id = %crate::wire::alert::format_id(row.alert_id), kind = %row.kind, service = %row.service,
             template = %row.template, "alert raised");
+    }
+
+    /// An alert judged inactive: its resolved version is stored and about to be published.
+    pub fn alert_resolved(&self, row: &AlertRow) {
+        self.alerts_resolved.get_or_create(&KindLabel { kind: row.kind.clone() }).inc();
+        tracing::info!(alert_id = %crate::wire::alert::format_id(row.alert_id), kind = %row.kind, service = %row.service,
+            "alert resolved");
     }
 
     /// Stored alerts could not all be published; they stay unmarked for republication.

@@ -65,6 +65,7 @@ impl Logminer {
             self.new_template_pass(member).await?;
             self.restore_taken_over().await?;
             self.spikes_and_silences().await?;
+            self.resolutions().await?;
             let lc = &self.config.logminer;
             self.outbox
                 .republish(
@@ -160,6 +161,34 @@ impl Logminer {
     }
 }
 
+impl Logminer {
+    /// The owned services' alerts that turned inactive since the last pass get their
+    /// resolved version, stored and published like any update (docs/alerts.md, "An alert's
+    /// life"). At most `republish_max_per_pass` a pass, oldest first, within the
+    /// republication window: a backlog drains over the next passes.
+    async fn resolutions(&mut self) -> anyhow::Result<()> {
+        let lc = &self.config.logminer;
+        let now = now_ns();
+        let since = super::publish::republish_since(now, lc.republish_window_hours);
+        let inactive =
+            lm::inactive_unresolved(&self.store, &self.ownership.services(), now, since, lc.republish_max_per_pass)
+                .await?;
+        let rows = inactive.into_iter().map(|row| resolved_version(row, now)).collect();
+        self.outbox.store_and_publish(&self.store, &self.metrics, rows).await
+    }
+}
+
+/// The resolved version of an alert that turned inactive: resolved when the app stopped
+/// calling it active (`last_at` plus the active window), so every replica and every re-run
+/// write the same time; a newer version, so it replaces the firing one.
+fn resolved_version(row: AlertRow, now_ns: u64) -> AlertRow {
+    AlertRow {
+        resolved_at: row.last_at.saturating_add(lm::ACTIVE_WINDOW_NS),
+        updated_ns: now_ns.max(row.updated_ns + 1),
+        ..row
+    }
+}
+
 /// A template is new once, whoever announces it: its alert id names only the template.
 fn new_template_id(template_id: u64) -> u64 {
     alert_id(AlertKind::NewTemplate, template_id, 0)
@@ -184,6 +213,7 @@ fn new_template_alerts(candidates: &[TemplateRow], known: &HashSet<u64>, pass_ns
             threshold: 0.0,
             stored_ns: pass_ns,
             updated_ns: pass_ns,
+            resolved_at: 0,
         })
         .collect()
 }
@@ -241,6 +271,18 @@ mod tests {
         assert_eq!((a.first_at, a.last_at, a.count), (100, 100, 4));
         assert_eq!((a.stored_ns, a.updated_ns), (1_000, 1_000));
         assert_eq!(a.template, "shape 7 <*>");
+    }
+
+    #[test]
+    fn a_resolved_version_is_newer_and_says_when_the_alert_stopped_being_active() {
+        let firing = AlertRow { alert_id: 5, last_at: 1_000, updated_ns: 2_000, stored_ns: 900, ..Default::default() };
+        let resolved = resolved_version(firing.clone(), 50_000);
+        assert_eq!(resolved.resolved_at, 1_000 + lm::ACTIVE_WINDOW_NS);
+        assert_eq!((resolved.updated_ns, resolved.stored_ns, resolved.last_at), (50_000, 900, 1_000));
+        // Another replica, later, with a clock behind the stored version: the same resolution
+        // time, still a newer version.
+        let again = resolved_version(firing, 1_500);
+        assert_eq!((again.resolved_at, again.updated_ns), (resolved.resolved_at, 2_001));
     }
 
     #[test]

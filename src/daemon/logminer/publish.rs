@@ -45,7 +45,9 @@ impl Outbox {
         }
         lm::store_alerts(store, &rows).await.inspect_err(|e| metrics.store_failed("storing alerts", e))?;
         for row in &rows {
-            if self.raised.insert(row.alert_id) {
+            if row.resolved_at > 0 {
+                metrics.alert_resolved(row);
+            } else if self.raised.insert(row.alert_id) {
                 metrics.alert_raised(row);
             }
         }
@@ -85,8 +87,9 @@ impl Outbox {
     }
 }
 
-/// The start of the republication window.
-fn republish_since(now_ns: u64, window_hours: u64) -> u64 {
+/// The start of the republication window (also the resolution pass's: an alert that turned
+/// inactive before it is not resolved any more).
+pub fn republish_since(now_ns: u64, window_hours: u64) -> u64 {
     now_ns.saturating_sub(window_hours.saturating_mul(HOUR_NS))
 }
 

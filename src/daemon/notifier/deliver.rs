@@ -15,7 +15,7 @@ use crate::config::{NotifierConfig, TargetConfig};
 use crate::daemon::Shutdown;
 use crate::store::deliveries::Status;
 use crate::store::{now_ns, DeliveryRow, Store};
-use crate::wire::alert::{format_id, Alert, AlertKind};
+use crate::wire::alert::{format_id, Alert, AlertKind, AlertState};
 
 /// A configured webhook, ready to send to.
 pub struct Target {
@@ -33,11 +33,10 @@ pub struct Target {
     routing_key: String,
     /// The app's public address, for links in the payload (may be empty).
     public_url: String,
+    /// Whether the target is told when an alert it was sent is resolved.
+    pub send_resolved: bool,
     breaker: Mutex<Breaker>,
 }
-
-/// The alert state a delivery announces: part of its `webhook-id`.
-const FIRING: &str = "firing";
 
 impl Target {
     pub fn new(config: &TargetConfig, breaker_cooldown: Duration, public_url: &str) -> anyhow::Result<Target> {
@@ -82,6 +81,7 @@ impl Target {
             signer,
             routing_key: routing_key.trim().to_string(),
             public_url: public_url.to_string(),
+            send_resolved: config.send_resolved,
             breaker: Mutex::new(Breaker::new(breaker_cooldown)),
         })
     }
@@ -271,8 +271,10 @@ fn error_chain(e: &dyn std::error::Error) -> String {
     text
 }
 
-/// Delivers one alert to one target under the delivery rules (docs/design.md#notifier). `existing` is the pair's latest
-/// row, if any; `read_at` is when the record was read (for the latency histogram).
+/// Delivers one alert to one target under the delivery rules (docs/design.md#notifier), in
+/// the alert's state: a firing alert and its resolved notice are two deliveries, each once
+/// per target, each with its own row. `existing` is the pair's latest row in that state, if
+/// any; `read_at` is when the record was read (for the latency histogram).
 pub async fn deliver(
     ctx: Arc<Ctx>,
     target: Arc<Target>,
@@ -283,7 +285,8 @@ pub async fn deliver(
     let alert_id = alert.alert_id;
     let id = format_id(alert_id);
     let body = target.body(&alert);
-    let message_id = payload::message_id(alert_id, &target.name, FIRING);
+    let state = alert.state;
+    let message_id = payload::message_id(alert_id, &target.name, state.as_str());
     let name = target.name.as_str();
     let s = &ctx.settings;
     let mut row = match existing {
@@ -315,7 +318,7 @@ pub async fn deliver(
     if row.attempts >= s.max_attempts {
         // Left pending at max_attempts (max_attempts lowered since): nothing more to try.
         row.status = Status::Failed.as_str().into();
-        persist(&ctx, &mut row).await;
+        persist(&ctx, state, &mut row).await;
         finish(&row, DeliveryResult::failed);
         return TargetEnd::Final;
     }
@@ -331,7 +334,7 @@ pub async fn deliver(
                 ctx.metrics.attempt(name, AttemptLabel::success);
                 row.status = Status::Delivered.as_str().into();
                 target.record(Event::Delivered);
-                persist(&ctx, &mut row).await;
+                persist(&ctx, state, &mut row).await;
                 finish(&row, DeliveryResult::delivered);
                 return TargetEnd::Final;
             }
@@ -340,7 +343,7 @@ pub async fn deliver(
                 row.status = Status::Failed.as_str().into();
                 row.last_error = error;
                 target.record(Event::Permanent);
-                persist(&ctx, &mut row).await;
+                persist(&ctx, state, &mut row).await;
                 finish(&row, DeliveryResult::failed);
                 return TargetEnd::Final;
             }
@@ -350,12 +353,12 @@ pub async fn deliver(
                 if mode == Mode::SingleAttempt || row.attempts >= s.max_attempts {
                     row.status = Status::Failed.as_str().into();
                     target.record(Event::GaveUpRetryable);
-                    persist(&ctx, &mut row).await;
+                    persist(&ctx, state, &mut row).await;
                     finish(&row, DeliveryResult::failed);
                     return TargetEnd::Final;
                 }
                 row.status = Status::Pending.as_str().into();
-                if !persist(&ctx, &mut row).await {
+                if !persist(&ctx, state, &mut row).await {
                     return TargetEnd::Interrupted;
                 }
                 let wait = backoff_wait(row.attempts, s.backoff_base, s.backoff_cap, retry_after);
@@ -389,7 +392,7 @@ pub async fn hold_back(
     };
     row.status = Status::Silenced.as_str().into();
     row.silence_id = silence_id;
-    if !persist(&ctx, &mut row).await {
+    if !persist(&ctx, AlertState::Firing, &mut row).await {
         return TargetEnd::Interrupted;
     }
     ctx.metrics.silenced(&id, &target.name, &format_id(silence_id));
@@ -412,7 +415,7 @@ pub async fn expire_manual_retry(
         age.as_secs(),
         ctx.settings.max_age.as_secs()
     );
-    if !persist(&ctx, &mut row).await {
+    if !persist(&ctx, AlertState::Firing, &mut row).await {
         return TargetEnd::Interrupted;
     }
     ctx.metrics.manual_retry_expired(&format_id(row.alert_id), &row, read_at.elapsed());
@@ -423,10 +426,10 @@ pub async fn expire_manual_retry(
 /// Writes the row's next version. While running, a write that keeps failing is retried
 /// until it succeeds (the outcome of an attempt must not be forgotten); once shutdown has
 /// begun, one more round (5 s + 10 s) is allowed, then the row is given up and logged.
-async fn persist(ctx: &Ctx, row: &mut DeliveryRow) -> bool {
+async fn persist(ctx: &Ctx, state: AlertState, row: &mut DeliveryRow) -> bool {
     row.updated_ns = now_ns().max(row.updated_ns + 1);
     loop {
-        match write_row(&ctx.store, row).await {
+        match write_row(&ctx.store, state, row).await {
             Ok(()) => return true,
             Err(e) if ctx.shutdown.is_triggered() => {
                 tracing::error!(

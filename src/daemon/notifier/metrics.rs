@@ -30,6 +30,9 @@ pub enum DeliveryResult {
     skipped,
     /// An operator's silence matched the alert: nothing was sent, the pair is `silenced`.
     silenced,
+    /// A resolved notice for a target the firing alert was not delivered to (silenced,
+    /// failed, or filtered then): nothing was sent.
+    unannounced,
 }
 
 /// The `outcome` label of `tayga_notifier_attempts_total`.
@@ -91,7 +94,7 @@ impl NotifierMetrics {
         let r = registry.sub_registry_with_prefix("tayga_notifier");
         r.register(
             "deliveries",
-            "How each record ended for each target: delivered, failed, duplicate, stale, skipped, silenced",
+            "How each record ended for each target: delivered, failed, duplicate, stale, skipped, silenced, unannounced",
             m.deliveries.clone(),
         );
         r.register("attempts", "HTTP attempts by target and outcome", m.attempts.clone());
@@ -137,6 +140,12 @@ impl NotifierMetrics {
     pub fn silenced(&self, alert_id: &str, target: &str, silence_id: &str) {
         self.result(target, DeliveryResult::silenced);
         tracing::info!(alert_id, target, silence_id, "silenced; nothing sent");
+    }
+
+    /// A resolved notice not sent: the target never heard of the alert firing.
+    pub fn unannounced(&self, alert_id: &str, target: &str, firing_status: &str) {
+        self.result(target, DeliveryResult::unannounced);
+        tracing::debug!(alert_id, target, firing_status, "resolved, but never delivered while firing; nothing sent");
     }
 
     /// A pair an operator reset to pending is delivered once more (its outcome follows).

@@ -18,6 +18,7 @@ pub mod payload;
 pub mod silences;
 pub mod store;
 
+use std::collections::BTreeMap;
 use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -35,8 +36,8 @@ use crate::bus::consume::{Group, Handler, Member};
 use crate::config::Config;
 use crate::daemon::{HealthFn, Shutdown, Spec};
 use crate::store::deliveries::Status;
-use crate::store::{now_ns, Store};
-use crate::wire::alert::{format_id, manual_retry_ns, Alert};
+use crate::store::{now_ns, DeliveryRow, Store};
+use crate::wire::alert::{format_id, manual_retry_ns, Alert, AlertState};
 
 /// `tayga serve notifier`: the shared daemon start-up ([`crate::daemon::run`]) on
 /// `notifier.metrics_addr`, then the consumer loop until `shutdown`.
@@ -144,6 +145,9 @@ impl Notifier {
             tracing::debug!(alert_id = %id, "no targets configured");
             return RecordEnd::Done;
         }
+        if alert.state == AlertState::Resolved {
+            return self.handle_resolved(alert, read_at).await;
+        }
         // A manual retry's record (docs/notifier.md "Manual retry"): the pairs the operator
         // reset are judged by when the retry was asked for, not by the alert's `last_at`.
         let manual_retry = manual_retry_ns(message.headers().map(|h| h.as_borrowed())).is_some();
@@ -172,22 +176,14 @@ impl Notifier {
         // 4.–6. Every remaining target by its pair's recorded state: a final row is a
         // duplicate (judged in `deliver`), a running silence holds back a pair not yet being
         // delivered, and the rest are delivered.
-        let mut existing = loop {
-            match store::latest_by_target(&self.ctx.store, alert.alert_id).await {
-                Ok(rows) => break rows,
-                Err(e) => {
-                    tracing::warn!(error = %e, alert_id = %id, "cannot read delivery rows; retrying");
-                    if self.ctx.shutdown.is_triggered() || !self.ctx.shutdown.sleep(Duration::from_secs(1)).await {
-                        return RecordEnd::Interrupted;
-                    }
-                }
-            }
+        let Some(mut existing) = self.rows(alert.alert_id, AlertState::Firing).await else {
+            return RecordEnd::Interrupted;
         };
         // The operators' silences (docs/notifier.md, "Silences"), read at most 5 s ago.
         let Ok(running) = self.silences.running(&self.ctx.shutdown).await else {
             return RecordEnd::Interrupted;
         };
-        let silence = silences::matching(&running, &alert, now).map(|s| s.silence_id);
+        let silence = crate::store::silences::matching(&running, &alert, now).map(|s| s.silence_id);
         let shared = Arc::new(alert.clone());
         let mut tasks = JoinSet::new();
         for target in wanted {
@@ -215,19 +211,81 @@ impl Notifier {
             }
             tasks.spawn(deliver::deliver(self.ctx.clone(), target, shared.clone(), row, read_at));
         }
-        let mut end = RecordEnd::Done;
-        while let Some(result) = tasks.join_next().await {
-            match result {
-                Ok(TargetEnd::Final) => {}
-                Ok(TargetEnd::Interrupted) => end = RecordEnd::Interrupted,
+        join(tasks, &id).await
+    }
+
+    /// A resolved notice (docs/notifier.md, "Resolved notices"), in the firing decision
+    /// order with three differences: only targets with `send_resolved` take it, and only
+    /// those the alert was delivered to while firing (a receiver is never told that
+    /// something it never heard of has ended); staleness is judged by `resolved_at`; and a
+    /// silence does not hold it back (the receiver already knows of the alert, and its end
+    /// is what it waits for). Each target gets it once, with the firing delivery's
+    /// attempts, backoff and breaker.
+    async fn handle_resolved(&self, alert: Alert, read_at: Instant) -> RecordEnd {
+        let id = format_id(alert.alert_id);
+        let wanted: Vec<_> = self.targets.iter().filter(|t| t.send_resolved && t.accepts(&alert)).cloned().collect();
+        if wanted.is_empty() {
+            return RecordEnd::Done;
+        }
+        let age_ns = now_ns().saturating_sub(alert.resolved_at);
+        if u128::from(age_ns) > self.ctx.settings.max_age.as_nanos() {
+            for target in &wanted {
+                self.ctx.metrics.result(&target.name, DeliveryResult::stale);
+            }
+            tracing::info!(alert_id = %id, age_secs = age_ns / 1_000_000_000, "stale resolved notice skipped");
+            return RecordEnd::Done;
+        }
+        let Some(firing) = self.rows(alert.alert_id, AlertState::Firing).await else {
+            return RecordEnd::Interrupted;
+        };
+        let Some(mut resolved) = self.rows(alert.alert_id, AlertState::Resolved).await else {
+            return RecordEnd::Interrupted;
+        };
+        let shared = Arc::new(alert);
+        let mut tasks = JoinSet::new();
+        for target in wanted {
+            let firing_status = firing.get(&target.name).map_or("none", |r| r.status.as_str());
+            if Status::parse(firing_status) != Some(Status::Delivered) {
+                self.ctx.metrics.unannounced(&id, &target.name, firing_status);
+                continue;
+            }
+            let row = resolved.remove(&target.name);
+            tasks.spawn(deliver::deliver(self.ctx.clone(), target, shared.clone(), row, read_at));
+        }
+        join(tasks, &id).await
+    }
+
+    /// The latest rows of an alert in one state, by target; read until it succeeds (`None`:
+    /// a stop came first). Nothing is sent without them.
+    async fn rows(&self, alert_id: u64, state: AlertState) -> Option<BTreeMap<String, DeliveryRow>> {
+        loop {
+            match store::latest_by_target(&self.ctx.store, alert_id, state).await {
+                Ok(rows) => return Some(rows),
                 Err(e) => {
-                    tracing::error!(error = %e, alert_id = %id, "a delivery task failed");
-                    end = RecordEnd::Interrupted;
+                    tracing::warn!(error = %e, alert_id = %format_id(alert_id), "cannot read delivery rows; retrying");
+                    if self.ctx.shutdown.is_triggered() || !self.ctx.shutdown.sleep(Duration::from_secs(1)).await {
+                        return None;
+                    }
                 }
             }
         }
-        end
     }
+}
+
+/// Waits for every target's delivery task of a record: the record is done only when each is.
+async fn join(mut tasks: JoinSet<TargetEnd>, alert_id: &str) -> RecordEnd {
+    let mut end = RecordEnd::Done;
+    while let Some(result) = tasks.join_next().await {
+        match result {
+            Ok(TargetEnd::Final) => {}
+            Ok(TargetEnd::Interrupted) => end = RecordEnd::Interrupted,
+            Err(e) => {
+                tracing::error!(error = %e, alert_id, "a delivery task failed");
+                end = RecordEnd::Interrupted;
+            }
+        }
+    }
+    end
 }
 
 /// The notifier as the consume loop drives it: a record is committed once it is done (every

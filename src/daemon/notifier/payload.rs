@@ -9,7 +9,7 @@ use hmac::{Hmac, Mac};
 use serde_json::{json, Value};
 use sha2::Sha256;
 
-use crate::wire::alert::{format_id, Alert, AlertKind};
+use crate::wire::alert::{format_id, Alert, AlertKind, AlertState};
 
 /// The body a target is sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,7 +61,8 @@ pub fn summary(alert: &Alert) -> String {
         AlertKind::Spike => "log template spiking",
         AlertKind::Silence => "steady log template went silent",
     };
-    format!("[{}] {what}: {}", alert.service, one_line(&alert.template, 200))
+    let resolved = if alert.state == AlertState::Resolved { "RESOLVED " } else { "" };
+    format!("{resolved}[{}] {what}: {}", alert.service, one_line(&alert.template, 200))
 }
 
 /// What the alert's numbers say, by kind.
@@ -116,13 +117,24 @@ fn slack(alert: &Alert, link: Option<&str>) -> Value {
         AlertKind::Spike => "Log template spike",
         AlertKind::Silence => "Log template silence",
     };
+    let (resolved, period) = match alert.state {
+        AlertState::Firing => ("", format!("*Since*\n{}", crate::time::rfc3339(alert.first_at))),
+        AlertState::Resolved => (
+            "Resolved: ",
+            format!(
+                "*From – to*\n{} – {}",
+                crate::time::rfc3339(alert.first_at),
+                crate::time::rfc3339(alert.resolved_at)
+            ),
+        ),
+    };
     let mut blocks = vec![
-        json!({"type": "header", "text": {"type": "plain_text", "text": format!("{title}: {}", one_line(&alert.service, 100))}}),
+        json!({"type": "header", "text": {"type": "plain_text", "text": format!("{resolved}{title}: {}", one_line(&alert.service, 100))}}),
         json!({"type": "section", "fields": [
             {"type": "mrkdwn", "text": format!("*Kind*\n{}", alert.kind)},
             {"type": "mrkdwn", "text": format!("*Service*\n{}", slack_escape(&alert.service))},
             {"type": "mrkdwn", "text": format!("*Values*\n{}", values(alert))},
-            {"type": "mrkdwn", "text": format!("*Since*\n{}", crate::time::rfc3339(alert.first_at))},
+            {"type": "mrkdwn", "text": period},
         ]}),
         // Section text is limited to 3,000 characters.
         json!({"type": "section", "text": {"type": "mrkdwn", "text": one_line(&template_with_slots(&alert.template), 2900)}}),
@@ -149,6 +161,14 @@ fn severity(kind: AlertKind) -> &'static str {
 }
 
 fn pagerduty(alert: &Alert, link: Option<&str>, routing_key: &str) -> Value {
+    if alert.state == AlertState::Resolved {
+        // Events API v2: a resolve needs only the routing key and the incident's dedup key.
+        return json!({
+            "routing_key": routing_key,
+            "event_action": "resolve",
+            "dedup_key": format_id(alert.alert_id),
+        });
+    }
     let mut event = json!({
         "routing_key": routing_key,
         "event_action": "trigger",
@@ -258,7 +278,31 @@ mod tests {
             count: 42,
             baseline: 3.5,
             threshold: 17.5,
+            state: AlertState::Firing,
+            resolved_at: 0,
         }
+    }
+
+    fn resolved(kind: AlertKind) -> Alert {
+        Alert { state: AlertState::Resolved, resolved_at: 1_764_589_018_000_000_000, ..alert(kind) }
+    }
+
+    #[test]
+    fn a_resolved_notice_says_so_in_every_format() {
+        let a = resolved(AlertKind::Spike);
+        assert_eq!(Alert::from_json(&render(Format::Json, &a, "", "")).unwrap(), a);
+        let message: Value = serde_json::from_slice(&render(Format::Slack, &a, "", "")).unwrap();
+        assert!(message["text"].as_str().unwrap().starts_with("RESOLVED [checkout]"), "{message}");
+        assert_eq!(message["blocks"][0]["text"]["text"], "Resolved: Log template spike: checkout");
+        assert!(message["blocks"][1].to_string().contains("2025-12-01T11:36:58.000Z"), "{message}");
+        let event: Value = serde_json::from_slice(&render(Format::PagerDuty, &a, "", "R0UTINGKEY")).unwrap();
+        assert_eq!(
+            event,
+            json!({"routing_key": "R0UTINGKEY", "event_action": "resolve", "dedup_key": "00c0ffee00c0ffee"})
+        );
+        let trigger: Value =
+            serde_json::from_slice(&render(Format::PagerDuty, &alert(AlertKind::Spike), "", "R0UTINGKEY")).unwrap();
+        assert_eq!(trigger["dedup_key"], event["dedup_key"], "a resolve names the incident its trigger opened");
     }
 
     #[test]

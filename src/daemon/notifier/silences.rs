@@ -10,7 +10,6 @@ use std::time::{Duration, Instant};
 use super::store::running_silences;
 use crate::daemon::Shutdown;
 use crate::store::{SilenceRow, Store};
-use crate::wire::alert::Alert;
 
 /// How long a read of the running silences is used before it is read again.
 pub const REFRESH_EVERY: Duration = Duration::from_secs(5);
@@ -58,10 +57,4 @@ impl Silences {
             }
         }
     }
-}
-
-/// The silence that holds `alert` back at `now_ns`, if any: of those running that match it,
-/// the one that ends last (so the row names the silence that will hold it longest).
-pub fn matching<'a>(silences: &'a [SilenceRow], alert: &Alert, now_ns: u64) -> Option<&'a SilenceRow> {
-    silences.iter().filter(|s| s.is_active(now_ns) && s.matches(alert)).max_by_key(|s| (s.ends_ns, s.silence_id))
 }

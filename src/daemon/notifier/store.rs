@@ -1,21 +1,28 @@
-//! The notifier's use of `notifier_deliveries` (docs/design.md#notifier-states) and of
+//! The notifier's use of `notifier_deliveries` and `notifier_resolved_deliveries`
+//! (docs/design.md#notifier-states) and of
 //! `notifier_silences`: the time limits and retries around the reads and writes of
 //! `store::deliveries` and the read of `store::silences`.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::store::deliveries::latest_for_alert;
+use crate::store::deliveries;
 use crate::store::{DeliveryRow, SilenceRow, Store, StoreError};
+use crate::wire::alert::AlertState;
 
 /// One write's own time limit, and how long a failed write is retried (docs/design.md#notifier-stop).
 pub const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
 pub const WRITE_RETRY_FOR: Duration = Duration::from_secs(10);
 const WRITE_RETRY_PAUSE: Duration = Duration::from_millis(500);
 
-/// The latest rows of one alert, by target name.
-pub async fn latest_by_target(store: &Store, alert_id: u64) -> Result<BTreeMap<String, DeliveryRow>, CallError> {
-    let rows = with_timeout("reading notifier_deliveries", latest_for_alert(store, alert_id)).await?;
+/// The latest rows of one alert in one state, by target name.
+pub async fn latest_by_target(
+    store: &Store,
+    alert_id: u64,
+    state: AlertState,
+) -> Result<BTreeMap<String, DeliveryRow>, CallError> {
+    let what = format!("reading {}", deliveries::table(state));
+    let rows = with_timeout(&what, deliveries::latest_for_alert(store, alert_id, state)).await?;
     Ok(rows.into_iter().map(|r| (r.target.clone(), r)).collect())
 }
 
@@ -45,10 +52,11 @@ async fn with_timeout<T>(
 
 /// Writes one version of a pair's row: each try is limited to 5 s, and a failed write is
 /// retried for up to 10 s more. The error is the last try's.
-pub async fn write_row(store: &Store, row: &DeliveryRow) -> Result<(), CallError> {
+pub async fn write_row(store: &Store, state: AlertState, row: &DeliveryRow) -> Result<(), CallError> {
     let mut retry_until = None;
+    let what = format!("writing {}", deliveries::table(state));
     loop {
-        let result = with_timeout("writing notifier_deliveries", store.insert(std::slice::from_ref(row))).await;
+        let result = with_timeout(&what, deliveries::write(store, state, row)).await;
         let err = match result {
             Ok(()) => return Ok(()),
             Err(e) => e,

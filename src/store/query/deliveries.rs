@@ -4,9 +4,12 @@
 use super::{and_all, Window, MAX_LIMIT};
 use crate::store::statements::Statement;
 use crate::store::{DeliveryRow, Store, StoreError};
+use crate::wire::alert::AlertState;
 
 #[derive(Debug, Clone, Default)]
 pub struct DeliverySearch {
+    /// Which deliveries: the alerts' (firing) or their resolved notices'.
+    pub state: AlertState,
     pub alert_id: Option<u64>,
     pub target: Option<String>,
     /// pending, delivered or failed: judged on the latest version.
@@ -16,7 +19,7 @@ pub struct DeliverySearch {
 }
 
 /// Binds: from, to, [alert id], [target], [cursor: alert id, alert id, target], [status],
-/// limit. No aliases, for the reason `LATEST_BY_ALERT_SQL` gives.
+/// limit. No aliases, for the reason `store::deliveries::latest_by_alert_sql` gives.
 pub fn deliveries_sql(q: &DeliverySearch) -> String {
     let mut conditions = vec!["created_ns >= ?", "created_ns < ?"];
     if q.alert_id.is_some() {
@@ -32,8 +35,9 @@ pub fn deliveries_sql(q: &DeliverySearch) -> String {
     format!(
         "SELECT alert_id, target, argMax(status, updated_ns), argMax(attempts, updated_ns), argMax(last_error, updated_ns), \
          min(created_ns), max(updated_ns), argMax(manual_retries, updated_ns), argMax(retried_ns, updated_ns), \
-         argMax(retried_by, updated_ns), argMax(silence_id, updated_ns) FROM notifier_deliveries WHERE {} \
+         argMax(retried_by, updated_ns), argMax(silence_id, updated_ns) FROM {} WHERE {} \
          GROUP BY alert_id, target{having} ORDER BY alert_id, target LIMIT ?",
+        crate::store::deliveries::table(q.state),
         and_all(&conditions)
     )
 }
@@ -62,11 +66,19 @@ pub async fn deliveries(
 
 pub fn statements() -> Vec<Statement> {
     let widest = DeliverySearch {
+        state: AlertState::Firing,
         alert_id: Some(0),
         target: Some(String::new()),
         status: Some(String::new()),
         after: Some((0, String::new())),
     };
-    vec![Statement::new("query.deliveries", deliveries_sql(&widest))
-        .binds(["0", "1", "0", "'t'", "0", "0", "'t'", "'failed'", "10"])]
+    let binds = ["0", "1", "0", "'t'", "0", "0", "'t'", "'failed'", "10"];
+    vec![
+        Statement::new("query.deliveries", deliveries_sql(&widest)).binds(binds),
+        Statement::new(
+            "query.resolved_deliveries",
+            deliveries_sql(&DeliverySearch { state: AlertState::Resolved, ..widest }),
+        )
+        .binds(binds),
+    ]
 }

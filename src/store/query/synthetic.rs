@@ -100,7 +100,7 @@ pub fn statements(s: &SyntheticData) -> Vec<(&'static str, String)> {
                 "INSERT INTO log_alerts SELECT number + 1, ['new_template', 'spike', 'silence'][number % 3 + 1], \
                  concat('svc-', toString(number % {services})), number % {t} + 1, 'request <NUM> took <NUM> ms', \
                  {start} + number * {step}, {start} + number * {step} + 60000000000, toUInt64(5), 1., 5., toUInt64(1), \
-                 {start} + number * {step} + 60000000000 FROM numbers({alerts})",
+                 {start} + number * {step} + 60000000000, toUInt64(0) FROM numbers({alerts})",
                 step = (span_ns / alerts.max(1)).max(1),
             ),
         ),

@@ -12,10 +12,11 @@ use super::deliveries::Delivery;
 use super::{AppState, Log, Page};
 use crate::daemon::api::error::{ApiError, ErrorBody};
 use crate::daemon::api::params::{self, Query};
-use crate::store::deliveries::latest_for_alert;
+use crate::store::deliveries::history;
 use crate::store::logminer::{active_cutoff_ns, alerts, published_versions, AlertQuery};
 use crate::store::query::alerts::{publications, sample_lines, SAMPLE_LOOKBACK_NS};
-use crate::store::AlertRow;
+use crate::store::silences::{self, matching_row};
+use crate::store::{AlertRow, SilenceRow};
 use crate::wire::alert::{format_id, AlertKind};
 
 /// Sample lines shown with one alert.
@@ -65,10 +66,23 @@ pub struct Alert {
     pub active: bool,
     /// This version reached the alerts topic (it has a publication mark).
     pub published: bool,
+    /// When the logminer resolved it (Unix ns; docs/alerts.md): 0 while it is not resolved.
+    pub resolved_at: u64,
+    /// The running operator's silence that holds its deliveries back now (16 hex digits);
+    /// empty when none matches it.
+    pub silenced_by: String,
+}
+
+/// What [`Alert::from_row`] judges a row by, read once per request.
+struct Judged<'a> {
+    cutoff_ns: u64,
+    now_ns: u64,
+    silences: &'a [SilenceRow],
 }
 
 impl Alert {
-    fn from_row(r: &AlertRow, cutoff_ns: u64, published: bool) -> Alert {
+    fn from_row(r: &AlertRow, judged: &Judged<'_>, published: bool) -> Alert {
+        let silenced_by = matching_row(judged.silences, r, judged.now_ns).map(|s| format_id(s.silence_id));
         Alert {
             alert_id: format_id(r.alert_id),
             kind: r.kind.clone(),
@@ -82,8 +96,10 @@ impl Alert {
             threshold: r.threshold,
             stored_ns: r.stored_ns,
             updated_ns: r.updated_ns,
-            active: r.last_at >= cutoff_ns,
+            active: r.last_at >= judged.cutoff_ns,
             published,
+            resolved_at: r.resolved_at,
+            silenced_by: silenced_by.unwrap_or_default(),
         }
     }
 }
@@ -100,7 +116,8 @@ pub async fn list(State(state): State<AppState>, Query(p): Query<AlertsParams>) 
         None => None,
     };
     let after = params::cursor::<(u64, u64)>(p.cursor)?;
-    let cutoff = active_cutoff_ns(state.now());
+    let now = state.now();
+    let cutoff = active_cutoff_ns(now);
     let query = AlertQuery {
         service: params::text("service", p.service)?,
         kind,
@@ -111,10 +128,14 @@ pub async fn list(State(state): State<AppState>, Query(p): Query<AlertsParams>) 
         ..Default::default()
     };
     let rows = state.run(alerts(&state.store, &query)).await?;
-    let marks = state.run(published_versions(&state.store, &rows)).await?;
+    let (marks, silences) = tokio::try_join!(
+        state.run(published_versions(&state.store, &rows)),
+        state.run(silences::list(&state.store, now))
+    )?;
+    let judged = Judged { cutoff_ns: cutoff, now_ns: now, silences: &silences };
     let cursor = rows.last().map(|r| params::next_cursor(&(r.last_at, r.alert_id)));
     let items: Vec<Alert> =
-        rows.iter().map(|r| Alert::from_row(r, cutoff, marks.contains(&(r.alert_id, r.updated_ns)))).collect();
+        rows.iter().map(|r| Alert::from_row(r, &judged, marks.contains(&(r.alert_id, r.updated_ns)))).collect();
     Ok(Json(Page::of(items, limit, cursor)))
 }
 
@@ -149,19 +170,22 @@ pub async fn by_id(State(state): State<AppState>, Path(alert_id): Path<String>) 
         return Err(ApiError::not_found(format!("alert {}", format_id(id))));
     };
     let from = row.first_at.saturating_sub(SAMPLE_LOOKBACK_NS);
-    let (marks, lines, deliveries) = tokio::try_join!(
+    let now = state.now();
+    let (marks, lines, deliveries, silences) = tokio::try_join!(
         state.run(publications(&state.store, id)),
         state.run(sample_lines(&state.store, &row.service, row.template_id, from, row.last_at, SAMPLE_LINES)),
-        state.run(latest_for_alert(&state.store, id)),
+        state.run(history(&state.store, id)),
+        state.run(silences::list(&state.store, now)),
     )?;
     let published = marks.iter().any(|m| m.alert_updated_ns == row.updated_ns);
+    let judged = Judged { cutoff_ns: active_cutoff_ns(now), now_ns: now, silences: &silences };
     Ok(Json(AlertDetail {
-        alert: Alert::from_row(&row, active_cutoff_ns(state.now()), published),
+        alert: Alert::from_row(&row, &judged, published),
         publications: marks
             .iter()
             .map(|m| Publication { alert_updated_ns: m.alert_updated_ns, published_ns: m.published_ns })
             .collect(),
         sample_lines: lines.iter().map(|l| Log::from_row(l, Some(row.template_id))).collect(),
-        deliveries: deliveries.into_iter().map(Delivery::from_row).collect(),
+        deliveries: deliveries.into_iter().map(|(s, row)| Delivery::in_state(s, row)).collect(),
     }))
 }

@@ -14,12 +14,14 @@ use crate::daemon::api::params::{self, Query, DAY_NS};
 use crate::store::deliveries::Status;
 use crate::store::query::deliveries::{self, DeliverySearch};
 use crate::store::DeliveryRow;
-use crate::wire::alert::format_id;
+use crate::wire::alert::{format_id, AlertState};
 use crate::workflow::retry::{self, RetryError, RetryRequest};
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Delivery {
     pub alert_id: String,
+    /// `firing`, or `resolved` for a resolved notice (docs/notifier.md, "Resolved notices").
+    pub state: String,
     pub target: String,
     /// `pending`, `delivered`, `failed` or `silenced` (held back by an operator's silence).
     pub status: String,
@@ -39,8 +41,13 @@ pub struct Delivery {
 
 impl Delivery {
     pub fn from_row(r: DeliveryRow) -> Delivery {
+        Delivery::in_state(AlertState::Firing, r)
+    }
+
+    pub fn in_state(state: AlertState, r: DeliveryRow) -> Delivery {
         Delivery {
             alert_id: format_id(r.alert_id),
+            state: state.as_str().to_string(),
             target: r.target,
             status: r.status,
             attempts: r.attempts,
@@ -59,6 +66,9 @@ impl Delivery {
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct DeliveriesParams {
+    /// `firing` (the alerts' deliveries, the default) or `resolved` (their resolved notices').
+    #[param(pattern = "^(firing|resolved)$")]
+    pub state: Option<String>,
     pub alert_id: Option<String>,
     pub target: Option<String>,
     /// `pending`, `delivered`, `failed` or `silenced` (the latest state).
@@ -89,11 +99,17 @@ pub async fn list(
         },
         None => None,
     };
+    let delivery_state = match params::text("state", p.state)?.as_deref() {
+        None | Some("firing") => AlertState::Firing,
+        Some("resolved") => AlertState::Resolved,
+        Some(_) => return Err(ApiError::bad("state", "must be firing or resolved")),
+    };
     let after = params::cursor::<(u64, String)>(p.cursor)?;
-    let q = DeliverySearch { alert_id, target: params::text("target", p.target)?, status, after };
+    let q =
+        DeliverySearch { state: delivery_state, alert_id, target: params::text("target", p.target)?, status, after };
     let rows = state.run(deliveries::deliveries(&state.store, window, &q, limit)).await?;
     let cursor = rows.last().map(|r| params::next_cursor(&(r.alert_id, r.target.clone())));
-    let items: Vec<Delivery> = rows.into_iter().map(Delivery::from_row).collect();
+    let items: Vec<Delivery> = rows.into_iter().map(|r| Delivery::in_state(delivery_state, r)).collect();
     Ok(Json(Page::of(items, limit, cursor)))
 }
 

@@ -100,7 +100,12 @@ fn alert_table(items: &[Alert], empty: &str) -> Markup {
             tbody {
                 @for a in items {
                     tr.alert data-alert-id=(a.alert_id) {
-                        td { (kind_chip(&a.kind)) }
+                        td {
+                            (kind_chip(&a.kind))
+                            @if !a.silenced_by.is_empty() {
+                                " " a.silenced href={ "/silences#silence-" (a.silenced_by) } title={ "held back by silence " (a.silenced_by) } { (chip("plain", "silenced")) }
+                            }
+                        }
                         td { (a.service) }
                         td { a.template-link href={ "/alerts/" (a.alert_id) } { (template_text(&a.template)) } }
                         td.nowrap { (time(a.first_at)) }
@@ -149,11 +154,13 @@ pub async fn detail(State(state): State<AppState>, Path(alert_id): Path<String>)
     let body = html! {
         p.crumbs { a href="/alerts" { "Alerts" } " › " (a.alert_id) }
         h1 { (kind_chip(&a.kind)) " " (a.service) " "
-            @if a.active { (chip("bad", "active")) } @else { (chip("plain", "inactive")) } }
+            @if a.active { (chip("bad", "active")) } @else { (chip("plain", "inactive")) }
+            @if !a.silenced_by.is_empty() { " " (chip("plain", "silenced")) } }
         p.template-line { a href=(template_href) { (template_text(&a.template)) } }
         dl.facts {
             dt { "first seen" } dd { (time(a.first_at)) }
             dt { "last seen" } dd { (time(a.last_at)) }
+            @if a.resolved_at > 0 { dt { "resolved" } dd { (time(a.resolved_at)) } }
             dt { "values" } dd { (values(a)) }
             dt { "published" } dd { @if a.published { "yes, to the alerts topic" } @else { "not yet (the logminer republishes it)" } }
         }
@@ -165,9 +172,12 @@ pub async fn detail(State(state): State<AppState>, Path(alert_id): Path<String>)
                 p.chips {
                     @for del in &d.deliveries {
                         a.delivery href={ "/deliveries?alert_id=" (a.alert_id) } title=(del.last_error) {
-                            (del.target) " " (status_chip(&del.status)) " " span.muted { (format::count(del.attempts, "attempt")) }
+                            (del.target) @if del.state != "firing" { " " span.muted { (del.state) } } " " (status_chip(&del.status)) " " span.muted { (format::count(del.attempts, "attempt")) }
                         }
                     }
+                }
+                @if !a.silenced_by.is_empty() {
+                    p.silenced #silenced-now { "Silenced now by " a href={ "/silences#silence-" (a.silenced_by) } { code { (a.silenced_by) } } ": its updates reach no target while it runs." }
                 }
                 @for id in silenced_by(&d.deliveries) {
                     p.silenced { "Held back by silence " a href={ "/silences#silence-" (id) } { code { (id) } } ": not delivered while it runs." }

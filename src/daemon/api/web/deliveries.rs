@@ -74,6 +74,7 @@ pub async fn page(State(state): State<AppState>, uri: Uri) -> PageResult {
     let rows = deliveries::list(
         State(state.clone()),
         Query(DeliveriesParams {
+            state: None,
             alert_id: alert_id.clone(),
             target: target.clone(),
             status: status.clone(),
@@ -94,6 +95,7 @@ pub async fn page(State(state): State<AppState>, uri: Uri) -> PageResult {
             deliveries::list(
                 State(state.clone()),
                 Query(DeliveriesParams {
+                    state: None,
                     alert_id: None,
                     target: None,
                     status: None,
@@ -266,6 +268,7 @@ mod tests {
     fn d(target: &str, status: &str) -> Delivery {
         Delivery {
             alert_id: "1".into(),
+            state: "firing".into(),
             target: target.into(),
             status: status.into(),
             attempts: 1,
