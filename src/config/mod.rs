@@ -226,6 +226,12 @@ impl Loaded {
             }
         }
         problems.extend(read_kafka_files(&mut config.kafka, &set_by));
+        for (section, cert, key) in [
+            ("api", &config.api.tls_cert_file, &config.api.tls_key_file),
+            ("ingest", &config.ingest.tls_cert_file, &config.ingest.tls_key_file),
+        ] {
+            problems.extend(check_server_tls_files(section, cert, key, &set_by));
+        }
         let mut values = BTreeMap::new();
         collect_leaves(&merged, "", &mut |path, value| {
             let source = sources.get(path).cloned().unwrap_or(Source::File);
@@ -346,6 +352,38 @@ fn read_kafka_files(kafka: &mut KafkaConfig, set_by: &dyn Fn(&str) -> String) ->
         }
     }
     problems
+}
+
+/// Whether a listener's certificate and key files (`[api]`, `[ingest]` `tls_cert_file` and
+/// `tls_key_file`) can serve: readable PEM, and a key that goes with the certificate. Read
+/// here only to say so at load time (`config check`, a daemon's start), naming the file; the
+/// listener reads them again, and again on each change (`daemon::tls`).
+fn check_server_tls_files(section: &str, cert: &str, key: &str, set_by: &dyn Fn(&str) -> String) -> Vec<String> {
+    use rustls::pki_types::{pem::PemObject, PrivateKeyDer};
+    if cert.is_empty() || key.is_empty() {
+        return Vec::new();
+    }
+    let cert_key = format!("{section}.tls_cert_file");
+    let key_key = format!("{section}.tls_key_file");
+    let chain = read_certificates(cert, "certificate file").map_err(|why| format!("{}: {why}", set_by(&cert_key)));
+    let private = PrivateKeyDer::from_pem_file(key)
+        .map_err(|e| format!("{}: the key file {key} holds no unencrypted PEM private key: {e}", set_by(&key_key)));
+    match (chain, private) {
+        (Ok(chain), Ok(private)) => {
+            let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+            let usable = rustls::ServerConfig::builder_with_provider(provider)
+                .with_safe_default_protocol_versions()
+                .and_then(|b| b.with_no_client_auth().with_single_cert(chain, private));
+            match usable {
+                Ok(_) => Vec::new(),
+                Err(e) => vec![format!(
+                    "{}: the key in {key} does not go with the certificate in {cert}: {e}",
+                    set_by(&key_key)
+                )],
+            }
+        }
+        (chain, private) => chain.err().into_iter().chain(private.err()).collect(),
+    }
 }
 
 /// Whether rustls (with ring, as the broker clients use it) takes `key` for `chain`.

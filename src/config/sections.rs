@@ -379,6 +379,10 @@ pub struct IngestConfig {
     /// SIGHUP or when either changes (docs/security.md).
     pub tls_cert_file: String,
     pub tls_key_file: String,
+    /// Also serve `/health` and `/metrics` here, in plain HTTP (empty: only on the OTLP/HTTP
+    /// port). With TLS on the receivers, this is where the API's recorder and a Prometheus
+    /// on the internal network scrape ingest (`api.ingest_metrics` names it).
+    pub metrics_addr: String,
 }
 
 /// One accepted OTLP token.
@@ -430,6 +434,7 @@ impl Default for IngestConfig {
             auth_header: "authorization".into(),
             tls_cert_file: String::new(),
             tls_key_file: String::new(),
+            metrics_addr: String::new(),
         }
     }
 }

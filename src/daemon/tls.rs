@@ -11,6 +11,10 @@ use std::sync::{Arc, RwLock};
 use std::time::{Duration, SystemTime};
 
 use anyhow::Context;
+use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::registry::Registry;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::ServerConfig;
@@ -30,11 +34,26 @@ pub const ALPN_HTTP1: &[u8] = b"http/1.1";
 /// reload, so a handshake in progress keeps the one it started with.
 pub struct Tls {
     what: &'static str,
+    /// Handshakes that did not finish, by why: counted, since a client that cannot connect
+    /// (an old CA, a plain-text client on the TLS port) is seen nowhere else.
+    handshake_failures: Family<HandshakeFailure, Counter>,
     cert_file: PathBuf,
     key_file: PathBuf,
     alpn: Vec<Vec<u8>>,
     current: RwLock<Arc<ServerConfig>>,
     seen: RwLock<Stamp>,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct HandshakeFailure {
+    reason: HandshakeReason,
+}
+
+#[derive(Debug, Clone, Copy, Hash, PartialEq, Eq, EncodeLabelValue)]
+#[allow(non_camel_case_types)]
+enum HandshakeReason {
+    error,
+    timeout,
 }
 
 /// What the files looked like when last read, to notice a change without reading them.
@@ -64,12 +83,27 @@ impl Tls {
         let config = server_config(&cert_file, &key_file, &alpn).with_context(|| format!("TLS for {what}"))?;
         Ok(Some(Arc::new(Tls {
             what,
+            handshake_failures: Family::default(),
             cert_file,
             key_file,
             alpn,
             current: RwLock::new(config),
             seen: RwLock::new(seen),
         })))
+    }
+
+    /// Registers the handshake failure counter as `<prefix>_tls_handshake_failures_total`
+    /// (docs/metrics.md).
+    pub fn register(&self, registry: &mut Registry, prefix: &str) {
+        registry.sub_registry_with_prefix(prefix).register(
+            "tls_handshake_failures",
+            "TLS handshakes that failed (error: refused or broken; timeout: no handshake within 10 s)",
+            self.handshake_failures.clone(),
+        );
+    }
+
+    fn handshake_failed(&self, reason: HandshakeReason) {
+        self.handshake_failures.get_or_create(&HandshakeFailure { reason }).inc();
     }
 
     /// The configuration a new connection's handshake uses.
@@ -147,10 +181,14 @@ impl Tls {
         match tokio::time::timeout(limit, acceptor.accept(stream)).await {
             Ok(Ok(tls)) => Some(tls),
             Ok(Err(e)) => {
+                self.handshake_failed(HandshakeReason::error);
                 tracing::debug!(listener = self.what, error = %e, "TLS handshake failed");
                 None
             }
-            Err(_) => None,
+            Err(_) => {
+                self.handshake_failed(HandshakeReason::timeout);
+                None
+            }
         }
     }
 }

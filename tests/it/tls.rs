@@ -179,6 +179,7 @@ async fn the_otlp_receivers_serve_tls_to_the_sdk_and_a_renewed_certificate_witho
     env.config.ingest.auth_tokens = vec![AuthToken::Any(TOKEN.into())];
     env.config.ingest.tls_cert_file = cert.to_str().unwrap().into();
     env.config.ingest.tls_key_file = key.to_str().unwrap().into();
+    env.config.ingest.metrics_addr = "127.0.0.1:0".into();
     let (running, shutdown) = start_ingest(&mut env.config).await;
     let (http, grpc) = (format!("https://{}", running.http_addr), format!("https://{}", running.grpc_addr));
     let client = https_client(&ca.ca_file());
@@ -200,6 +201,13 @@ async fn the_otlp_receivers_serve_tls_to_the_sdk_and_a_renewed_certificate_witho
     let text = client.get(format!("{http}/metrics")).send().await.unwrap().text().await.unwrap();
     let refused = metric(&text, r#"tayga_ingest_unauthorized_requests_total{transport="grpc",reason="missing"}"#);
     assert_eq!(refused, 4.0, "the SDK's 4 exports were refused for their token: {text}");
+    // The plain-HTTP request above never finished a handshake: counted.
+    let failed = metric(&text, r#"tayga_ingest_tls_handshake_failures_total{reason="error"}"#);
+    assert!(failed >= 1.0, "the plain request's handshake is counted: {text}");
+    // The same metrics in plain HTTP on ingest's own metrics listener, where the recorder scrapes.
+    let own = format!("http://{}/metrics", running.metrics_addr.expect("a metrics listener"));
+    let plain_text = reqwest::get(&own).await.unwrap().text().await.unwrap();
+    assert!(plain_text.contains("tayga_ingest_tls_handshake_failures_total"), "{plain_text}");
 
     // A renewal: new files, the same paths. The receivers serve the new certificate, and the
     // SDK still sends, over both transports.
@@ -320,8 +328,14 @@ fn the_hardened_compose_file_gives_ingest_and_the_api_tls_and_tokens_from_secret
         }
         for (key, _) in env {
             let key = key.as_str().unwrap();
-            assert!(key.ends_with("_FILE"), "{service}: {key} puts a value in the environment");
+            // Addresses are no secret; everything else comes from a file.
+            let address = ["TAYGA_INGEST_METRICS_ADDR", "TAYGA_API_INGEST_METRICS"].contains(&key);
+            assert!(key.ends_with("_FILE") || address, "{service}: {key} puts a value in the environment");
         }
+        // The recorder scrapes ingest's plain metrics listener, which is published nowhere.
+        let recorder_target = doc["services"]["api"]["environment"]["TAYGA_API_INGEST_METRICS"].as_str();
+        let ingest_metrics = doc["services"]["ingest"]["environment"]["TAYGA_INGEST_METRICS_ADDR"].as_str();
+        assert_eq!((recorder_target, ingest_metrics), (Some("ingest:9400"), Some("0.0.0.0:9400")));
         let listed = s["secrets"].as_sequence().unwrap();
         assert!(listed.iter().any(|v| v.as_str() == Some("clickhouse_password")), "{service} keeps its password");
         assert_eq!(s["volumes"][0].as_str(), Some("./secrets/tls:/etc/tayga/tls:ro"), "{service}");
@@ -329,4 +343,43 @@ fn the_hardened_compose_file_gives_ingest_and_the_api_tls_and_tokens_from_secret
     }
     let api_ports = base["services"]["api"]["ports"].as_sequence().unwrap();
     assert!(api_ports.iter().all(|p| p.as_str().unwrap().starts_with("127.0.0.1:")), "the API on loopback only");
+}
+
+/// `config check` (and every daemon's start, which loads the same way) reads a listener's
+/// certificate and key: a missing file and a key that is not the certificate's are each one
+/// line naming the file and the variable that set it; a matching pair is fine.
+#[test]
+fn config_check_reads_each_listeners_certificate_and_key() {
+    let env = TestEnv::new("tls_check");
+    let ca = TestCa::new();
+    let dir = tempfile::tempdir().unwrap();
+    let (a_cert, a_key, b_key) = (dir.path().join("a.pem"), dir.path().join("a.key"), dir.path().join("b.key"));
+    ca.issue(&a_cert, &a_key);
+    ca.issue(&dir.path().join("b.pem"), &b_key);
+    let check = |cert: &Path, key: &Path| {
+        let mut cmd = env.tayga();
+        cmd.args(["config", "check"]).env("TAYGA_INGEST_TLS_CERT_FILE", cert).env("TAYGA_INGEST_TLS_KEY_FILE", key);
+        run(&mut cmd)
+    };
+    let (out, stdout, stderr) = check(&a_cert, &a_key);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stdout.starts_with("config ok"), "{stdout}");
+
+    let (out, _, stderr) = check(&a_cert, &b_key);
+    assert_eq!(out.status.code(), Some(1));
+    let key = b_key.display().to_string();
+    assert!(
+        stderr.contains("$TAYGA_INGEST_TLS_KEY_FILE") && stderr.contains(&format!("the key in {key} does not go with")),
+        "{stderr}"
+    );
+
+    let missing = dir.path().join("gone.pem");
+    let (out, _, stderr) = check(&missing, &a_key);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr.contains("$TAYGA_INGEST_TLS_CERT_FILE")
+            && stderr.contains(&format!("cannot read the certificate file {}", missing.display())),
+        "{stderr}"
+    );
+    assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
 }

@@ -52,6 +52,9 @@ pub async fn serve(config: &Config, shutdown: Shutdown) -> anyhow::Result<()> {
     let mut registry = Registry::default();
     let recorder_metrics = RecorderMetrics::register(&mut registry);
     let request_metrics = metrics::RequestMetrics::register(&mut registry);
+    if let Some(tls) = &tls {
+        tls.register(&mut registry, "tayga_api");
+    }
     let recorder = Recorder::new(plain, recorder::targets(config), Arc::new(SystemResolver), recorder_metrics);
     let interval = Duration::from_secs(config.api.scrape_interval_secs);
     let recording = tokio::spawn(recorder.run(interval, shutdown.clone()));

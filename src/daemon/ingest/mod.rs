@@ -115,6 +115,8 @@ fn trim_heap() {}
 pub struct Running {
     pub http_addr: SocketAddr,
     pub grpc_addr: SocketAddr,
+    /// The plain `/health` and `/metrics` listener, when `ingest.metrics_addr` is set.
+    pub metrics_addr: Option<SocketAddr>,
     pub ingest: Arc<Ingest>,
     tasks: Vec<JoinHandle<anyhow::Result<()>>>,
 }
@@ -156,6 +158,12 @@ pub async fn start(config: &Config, shutdown: Shutdown) -> anyhow::Result<Runnin
     let metrics = IngestMetrics::register(&mut registry);
     let publisher = PackedProducer::new(&config.kafka, ProducerMetrics::register(&mut registry, "tayga_ingest"))
         .map_err(anyhow::Error::msg)?;
+    // One certificate for both receivers; a gRPC client offers only `h2` in its handshake.
+    let (cert, key) = (&config.ingest.tls_cert_file, &config.ingest.tls_key_file);
+    let tls = Tls::from_files("the OTLP receivers", cert, key, &[tls::ALPN_H2, tls::ALPN_HTTP1])?;
+    if let Some(tls) = &tls {
+        tls.register(&mut registry, "tayga_ingest");
+    }
     let registry = Arc::new(registry);
     let store = Store::new(&config.clickhouse);
     let cooldown = Duration::from_secs(config.ingest.breaker_cooldown_secs);
@@ -203,10 +211,14 @@ pub async fn start(config: &Config, shutdown: Shutdown) -> anyhow::Result<Runnin
         })
     });
     let health = with_known(inner, known.clone(), config.kafka.brokers.clone());
+    let admin = if config.ingest.metrics_addr.is_empty() {
+        None
+    } else {
+        let (addr, task) =
+            super::serve_http(&config.ingest.metrics_addr, registry.clone(), health.clone(), shutdown.clone()).await?;
+        Some((addr, task))
+    };
     let app = http::router(ingest.clone()).merge(admin_router(registry, health));
-    // One certificate for both receivers; a gRPC client offers only `h2` in its handshake.
-    let (cert, key) = (&config.ingest.tls_cert_file, &config.ingest.tls_key_file);
-    let tls = Tls::from_files("the OTLP receivers", cert, key, &[tls::ALPN_H2, tls::ALPN_HTTP1])?;
     let http_listener = tokio::net::TcpListener::bind(&config.ingest.http_addr)
         .await
         .with_context(|| format!("cannot listen for OTLP/HTTP on {}", config.ingest.http_addr))?;
@@ -218,6 +230,10 @@ pub async fn start(config: &Config, shutdown: Shutdown) -> anyhow::Result<Runnin
     tracing::info!(%http_addr, %grpc_addr, tls = tls.is_some(), policy = ?config.ingest.pipeline, "ingest listening");
 
     let mut tasks = Vec::new();
+    let metrics_addr = admin.map(|(addr, task)| {
+        tasks.push(tokio::spawn(async move { task.await.context("the /health and /metrics server") }));
+        addr
+    });
     let stop = shutdown.clone();
     let limits = config.ingest.clone();
     if let Some(watched) = &tls {
@@ -276,7 +292,7 @@ pub async fn start(config: &Config, shutdown: Shutdown) -> anyhow::Result<Runnin
     }));
     tasks.push(tokio::spawn(probe_loop(ingest.clone(), config.clone(), store, ready_tx, shutdown.clone())));
     tasks.push(tokio::spawn(replay::replay_loop(ingest.clone(), shutdown.clone())));
-    Ok(Running { http_addr, grpc_addr, ingest, tasks })
+    Ok(Running { http_addr, grpc_addr, metrics_addr, ingest, tasks })
 }
 
 /// Brings paths back: every interval, each path that is due (down past its cooldown, or

@@ -45,8 +45,12 @@ pub fn targets(config: &Config) -> Vec<Target> {
             Target::Resolved { service: service.into(), host_port: name.into() }
         }
     };
+    // Ingest's own metrics listener when it has one (plain HTTP, also when its receivers
+    // speak TLS), else its OTLP/HTTP port.
+    let ingest_own =
+        if config.ingest.metrics_addr.is_empty() { &config.ingest.http_addr } else { &config.ingest.metrics_addr };
     vec![
-        target("ingest", &api.ingest_metrics, &config.ingest.http_addr),
+        target("ingest", &api.ingest_metrics, ingest_own),
         target("writer", &api.writer_metrics, &config.writer.metrics_addr),
         target("assembler", &api.assembler_metrics, &config.assembler.metrics_addr),
         target("notifier", &api.notifier_metrics, &config.notifier.metrics_addr),
@@ -212,6 +216,9 @@ mod tests {
             t[4],
             Target::Resolved { service: "logminer".into(), host_port: config.api.logminer_metrics.clone() }
         );
+        // Ingest with a metrics listener of its own (its receivers may speak TLS) is scraped there.
+        config.ingest.metrics_addr = "127.0.0.1:9409".into();
+        assert_eq!(targets(&config)[0], Target::Fixed { service: "ingest".into(), addr: "127.0.0.1:9409".into() });
     }
 
     /// A resolver that never answers.
