@@ -16,6 +16,7 @@ mod broker_tls;
 mod cli;
 mod cluster;
 mod demo;
+mod explore_reads;
 mod fidelity;
 mod fuzz_replay;
 mod ingest;
