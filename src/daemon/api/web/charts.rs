@@ -3,7 +3,7 @@
 //! waterfall. Pure: data in, markup out. Colours come from the stylesheet (classes `c0`…`c5`),
 //! so dark mode needs nothing here.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 use maud::{html, Markup};
 
@@ -187,35 +187,12 @@ pub struct EventMark {
 /// The spans in tree order (each parent before its children, siblings by start), with
 /// their depth. A span whose parent is not in the trace is drawn as a root.
 pub fn tree_order(bars: &[Bar]) -> Vec<(usize, &Bar)> {
-    let ids: HashMap<&str, usize> = bars.iter().enumerate().map(|(i, b)| (b.span_id.as_str(), i)).collect();
-    let mut children: BTreeMap<Option<usize>, Vec<usize>> = BTreeMap::new();
-    for (i, b) in bars.iter().enumerate() {
-        let parent = ids.get(b.parent_span_id.as_str()).copied().filter(|p| *p != i);
-        children.entry(parent).or_default().push(i);
-    }
-    for list in children.values_mut() {
-        list.sort_by_key(|i| (bars[*i].start_ns, bars[*i].span_id.clone()));
-    }
-    let mut out = Vec::with_capacity(bars.len());
-    let mut seen = vec![false; bars.len()];
-    let mut stack: Vec<(usize, usize)> =
-        children.get(&None).map(|r| r.iter().rev().map(|i| (0, *i)).collect()).unwrap_or_default();
-    while let Some((depth, i)) = stack.pop() {
-        if std::mem::replace(&mut seen[i], true) {
-            continue;
-        }
-        out.push((depth, &bars[i]));
-        if let Some(kids) = children.get(&Some(i)) {
-            stack.extend(kids.iter().rev().map(|k| (depth + 1, *k)));
-        }
-    }
-    // A cycle of parents has no root: draw what is left at the top level.
-    for (i, b) in bars.iter().enumerate() {
-        if !seen[i] {
-            out.push((0, b));
-        }
-    }
-    out
+    crate::otlp::tree::tree_order(bars.len(), |i| {
+        (bars[i].span_id.as_str(), bars[i].parent_span_id.as_str(), bars[i].start_ns)
+    })
+    .into_iter()
+    .map(|(depth, i)| (depth, &bars[i]))
+    .collect()
 }
 
 /// The waterfall: a row per span (service and operation, indented by depth) and a bar on
