@@ -124,6 +124,110 @@ pub fn time_chart(chart: &TimeChart) -> Markup {
     }
 }
 
+/// A point of a scatter: where, whether it failed, where a click goes and what hover says.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScatterPoint {
+    pub time_ns: u64,
+    pub value: f64,
+    pub error: bool,
+    pub href: String,
+    pub tip: String,
+}
+
+/// Durations over time: a point per trace, red when it failed, each a link (its trace).
+/// `value_text` writes the y axis's values (durations).
+pub fn scatter(
+    points: &[ScatterPoint],
+    from_ns: u64,
+    to_ns: u64,
+    value_text: fn(f64) -> String,
+    empty: &str,
+) -> Markup {
+    if points.is_empty() {
+        return html! { p.empty-chart { (empty) } };
+    }
+    let (w, h) = Size::Wide.dimensions();
+    let left = LEFT + 14.0;
+    let span = to_ns.saturating_sub(from_ns).max(1) as f64;
+    let top = top_of(points.iter().map(|p| p.value).fold(0.0f64, f64::max));
+    let x = |t: u64| left + (t.saturating_sub(from_ns) as f64 / span).min(1.0) * (w - left - RIGHT);
+    let y = |v: f64| TOP + (1.0 - (v / top).clamp(0.0, 1.0)) * (h - TOP - BOTTOM);
+    let mid = from_ns + (to_ns - from_ns) / 2;
+    html! {
+        figure.chart {
+            svg.scatter viewBox={ "0 0 " (w) " " (h) } role="img" {
+                @for f in [0.0, 0.5, 1.0] {
+                    line.grid x1=(left) x2=(w - RIGHT) y1=(y(top * f)) y2=(y(top * f)) {}
+                    text.axis x=(left - 4.0) y=(y(top * f) + 4.0) text-anchor="end" { (value_text(top * f)) }
+                }
+                @for (t, anchor) in [(from_ns, "start"), (mid, "middle"), (to_ns, "end")] {
+                    text.axis x=(x(t)) y=(h - 6.0) text-anchor=(anchor) { (format::utc_clock(t)) }
+                }
+                @for p in points {
+                    a href=(p.href) {
+                        circle class=(if p.error { "pt dot error" } else { "pt dot" }) cx=(x(p.time_ns)) cy=(y(p.value)) r="4" data-tip=(p.tip) { title { (p.tip) } }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Counts per time bucket, stacked by series (a severity each): `buckets` holds each bucket's
+/// start and its count per series, in the order of `series` (name, colour class).
+pub fn stacked_bars(
+    buckets: &[(u64, Vec<u64>)],
+    bucket_ns: u64,
+    series: &[(&str, &str)],
+    from_ns: u64,
+    to_ns: u64,
+    empty: &str,
+) -> Markup {
+    let total: u64 = buckets.iter().flat_map(|b| b.1.iter()).sum();
+    if total == 0 {
+        return html! { p.empty-chart { (empty) } };
+    }
+    let (w, h) = Size::Wide.dimensions();
+    let span = to_ns.saturating_sub(from_ns).max(1) as f64;
+    let top = top_of(buckets.iter().map(|b| b.1.iter().sum::<u64>() as f64).fold(0.0, f64::max));
+    let x = |t: u64| LEFT + (t.saturating_sub(from_ns) as f64 / span).min(1.0) * (w - LEFT - RIGHT);
+    let y = |v: f64| TOP + (1.0 - (v / top).clamp(0.0, 1.0)) * (h - TOP - BOTTOM);
+    let bar_w = ((bucket_ns as f64 / span) * (w - LEFT - RIGHT) - 1.0).max(1.0);
+    let mid = from_ns + (to_ns - from_ns) / 2;
+    // Each bucket's segments bottom up, in the order of `series`.
+    let mut rects = Vec::new();
+    for (start, counts) in buckets {
+        let mut below = 0u64;
+        for ((name, class), n) in series.iter().zip(counts).filter(|(_, n)| **n > 0) {
+            let tip = format!("{n} {name} at {}", format::utc(*start));
+            let (upper, lower) = (y((below + n) as f64), y(below as f64));
+            rects.push((x(*start), upper, (lower - upper).max(0.5), *class, tip));
+            below += n;
+        }
+    }
+    html! {
+        figure.chart {
+            svg.bars viewBox={ "0 0 " (w) " " (h) } role="img" {
+                @for f in [0.0, 0.5, 1.0] {
+                    line.grid x1=(LEFT) x2=(w - RIGHT) y1=(y(top * f)) y2=(y(top * f)) {}
+                    text.axis x=(LEFT - 4.0) y=(y(top * f) + 4.0) text-anchor="end" { (format::number(top * f)) }
+                }
+                @for (t, anchor) in [(from_ns, "start"), (mid, "middle"), (to_ns, "end")] {
+                    text.axis x=(x(t)) y=(h - 6.0) text-anchor=(anchor) { (format::utc_clock(t)) }
+                }
+                @for (x0, y0, height, class, tip) in &rects {
+                    rect class={ "bar " (class) } x=(x0) y=(y0) width=(bar_w) height=(height) data-tip=(tip) { title { (tip) } }
+                }
+            }
+            figcaption.legend {
+                @for (name, class) in series {
+                    span.key { span class={ "swatch " (class) } {} (name) }
+                }
+            }
+        }
+    }
+}
+
 fn polyline(points: &[(u64, f64)], x: &impl Fn(u64) -> f64, y: &impl Fn(f64) -> f64) -> String {
     points.iter().map(|(t, v)| format!("{:.1},{:.1}", x(*t), y(*v))).collect::<Vec<_>>().join(" ")
 }

@@ -19,6 +19,8 @@ pub const SCRIPT: &str = include_str!("assets/app.js");
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Nav {
     Overview,
+    Logs,
+    Traces,
     Alerts,
     Templates,
     Stories,
@@ -27,8 +29,10 @@ pub enum Nav {
     Silences,
 }
 
-const SECTIONS: [(Nav, &str, &str); 7] = [
+const SECTIONS: [(Nav, &str, &str); 9] = [
     (Nav::Overview, "/", "Overview"),
+    (Nav::Logs, "/logs", "Logs"),
+    (Nav::Traces, "/traces", "Traces"),
     (Nav::Alerts, "/alerts", "Alerts"),
     (Nav::Templates, "/templates", "Templates"),
     (Nav::Stories, "/stories", "Stories"),

@@ -1,0 +1,162 @@
+//! `/traces`: the trace search of Explore. A GET form (service, operation, duration range,
+//! status, time range) whose address is the search, a scatter of the matches' durations over
+//! time (a click on a point opens its trace), and the matches, the most recent first, in
+//! keyset pages. Everything comes from the API's trace search handler.
+
+use axum::extract::State;
+use axum::http::{StatusCode, Uri};
+use maud::html;
+use serde::Deserialize;
+
+use super::charts::{self, ScatterPoint};
+use super::format;
+use super::layout::{chip, respond, shell, time, Nav, PageResult};
+use super::range::{self, Range};
+use super::{given, query};
+use crate::daemon::api::error::ApiError;
+use crate::daemon::api::handlers::traces::{self, TraceHit, TraceSearchParams};
+use crate::daemon::api::handlers::AppState;
+use crate::daemon::api::params::Query;
+
+/// Traces on one page (and points on the scatter).
+const PAGE: u64 = 100;
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TracesQuery {
+    service: Option<String>,
+    operation: Option<String>,
+    /// A duration as typed: `250ms`, `1.5s`.
+    min: Option<String>,
+    max: Option<String>,
+    /// `error` or `ok`.
+    status: Option<String>,
+    since: Option<String>,
+    from: Option<String>,
+    to: Option<String>,
+    cursor: Option<String>,
+}
+
+fn duration_param(name: &str, value: Option<&str>) -> Result<Option<u64>, ApiError> {
+    value.map(|v| crate::time::parse_duration(v).map_err(|reason| ApiError::bad(name, reason))).transpose()
+}
+
+pub async fn page(State(state): State<AppState>, uri: Uri) -> PageResult {
+    let p: TracesQuery = query(&uri)?;
+    let (service, operation) = (given(p.service), given(p.operation));
+    let (min_text, max_text) = (given(p.min), given(p.max));
+    let min = duration_param("min", min_text.as_deref())?;
+    let max = duration_param("max", max_text.as_deref())?;
+    let status = given(p.status);
+    let error = match status.as_deref() {
+        None => None,
+        Some("error") => Some(true),
+        Some("ok") => Some(false),
+        Some(other) => {
+            return Err(ApiError::bad("status", format!("`{other}` is not a status: use error or ok")).into())
+        }
+    };
+    let range = Range::parse(p.since.as_deref(), p.from.as_deref(), p.to.as_deref(), state.now())?;
+    let cursor = given(p.cursor);
+    let found = traces::search(
+        State(state.clone()),
+        Query(TraceSearchParams {
+            service: service.clone(),
+            operation: operation.clone(),
+            min_duration_ns: min,
+            error,
+            from: Some(range.from_ns),
+            to: Some(range.to_ns),
+            limit: Some(PAGE),
+            cursor: cursor.clone(),
+        }),
+    )
+    .await?
+    .0;
+    let hits: Vec<&TraceHit> = found.items.iter().filter(|h| max.is_none_or(|m| h.max_duration_ns <= m)).collect();
+    let points: Vec<ScatterPoint> = hits
+        .iter()
+        .map(|h| ScatterPoint {
+            time_ns: h.first_start_ns,
+            value: h.max_duration_ns as f64,
+            error: h.error,
+            href: format!("/traces/{}", h.trace_id),
+            tip: format!(
+                "{} · {}{} at {}",
+                h.operations.first().map_or("", String::as_str),
+                format::duration(h.max_duration_ns as f64),
+                if h.error { " (error)" } else { "" },
+                format::utc(h.first_start_ns)
+            ),
+        })
+        .collect();
+    // The search's own parameters, for the preset links and the next page.
+    let mut kept = vec![
+        ("service", service.clone().unwrap_or_default()),
+        ("operation", operation.clone().unwrap_or_default()),
+        ("min", min_text.clone().unwrap_or_default()),
+        ("max", max_text.clone().unwrap_or_default()),
+        ("status", status.clone().unwrap_or_default()),
+    ];
+    let range_params = match range.preset {
+        Some(p) => vec![("since", p.to_string())],
+        None => vec![("from", range::field_value(range.from_ns)), ("to", range::field_value(range.to_ns))],
+    };
+    let next = found.next_cursor.as_ref().map(|c| {
+        let mut all = range_params.clone();
+        all.push(("cursor", c.clone()));
+        range::link("/traces", &kept, &all)
+    });
+    let first_page = range::link("/traces", &kept, &range_params);
+    kept.retain(|(_, v)| !v.is_empty());
+    let body = html! {
+        h1 { "Traces" }
+        form.filters.search #trace-search method="get" action="/traces" {
+            label { "service " input type="text" name="service" value=[service.as_deref()] placeholder="any"; }
+            label { "operation " input type="text" name="operation" value=[operation.as_deref()] placeholder="any"; }
+            label { "duration ≥ " input.short type="text" name="min" value=[min_text.as_deref()] placeholder="250ms"; }
+            label { "≤ " input.short type="text" name="max" value=[max_text.as_deref()] placeholder="2s"; }
+            label { "status "
+                select name="status" {
+                    option value="" { "any" }
+                    option value="error" selected[error == Some(true)] { "error" }
+                    option value="ok" selected[error == Some(false)] { "no error" }
+                }
+            }
+            @if range.preset.is_none() { (range::fields(&range)) }
+            @if let Some(p) = range.preset { input type="hidden" name="since" value=(p); }
+            button type="submit" { "Search" }
+        }
+        (range::presets("/traces", &kept, &range))
+        section #scatter {
+            h2 { "Duration over time" }
+            (charts::scatter(&points, range.from_ns, range.to_ns, format::duration, "No trace matches in this range."))
+        }
+        section #results {
+            h2 { (format::count(hits.len() as u64, "trace")) @if cursor.is_some() { " (a later page)" } }
+            @if !hits.is_empty() {
+                table.list.traces {
+                    thead { tr { th { "start" } th { "operation" } th { "services" } th.num { "spans" } th.num { "duration" } th { "" } th { "trace" } } }
+                    tbody {
+                        @for h in &hits {
+                            tr.trace data-trace-id=(h.trace_id) {
+                                td.nowrap { (time(h.first_start_ns)) }
+                                td { a href={ "/traces/" (h.trace_id) } { (h.operations.join(", ")) } }
+                                td { (h.services.join(", ")) }
+                                td.num { (h.matching_spans) }
+                                td.num { (format::duration(h.max_duration_ns as f64)) }
+                                td { @if h.error { (chip("bad", "error")) } }
+                                td { a.trace-id href={ "/traces/" (h.trace_id) } { code { (h.trace_id[..16.min(h.trace_id.len())]) "…" } } }
+                            }
+                        }
+                    }
+                }
+            }
+            p.pager {
+                @if cursor.is_some() { a href=(first_page) { "Newest" } " " }
+                @if let Some(next) = &next { a.next href=(next) { "Older traces →" } }
+            }
+        }
+    };
+    Ok(respond(StatusCode::OK, shell(Nav::Traces, "Traces", None, body)))
+}
