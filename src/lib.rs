@@ -12,6 +12,7 @@ pub mod fuzz_checks;
 pub mod identity;
 pub mod mine;
 pub mod otlp;
+pub mod search;
 pub mod store;
 pub mod time;
 pub mod wire;

@@ -30,6 +30,47 @@ macro_rules! day_of {
     };
 }
 
+/// The length of a time bucket of the `*_by_time` tables: 15 minutes, in nanoseconds.
+pub const BUCKET_NS: u64 = 900_000_000_000;
+
+/// The bucket of a nanosecond timestamp column (a UInt32), as [`BUCKET_NS`] says.
+macro_rules! bucket_of {
+    ($col:literal) => {
+        concat!("toUInt32(intDiv(", $col, ", 900000000000))")
+    };
+}
+
+/// The columns of `spans_by_time`, and what its view and backfill select from `spans`.
+macro_rules! spans_by_time_columns {
+    () => {
+        "bucket, service, start_ns, trace_id, span_id, parent_span_id, name, end_ns, duration_ns, status_code, attr_keys, attr_values, resource_keys, resource_values, ingest_ns"
+    };
+}
+macro_rules! spans_by_time_select {
+    () => {
+        concat!(bucket_of!("start_ns"), " AS bucket, service, start_ns, trace_id, span_id, parent_span_id, name, end_ns, duration_ns, status_code, attr_keys, attr_values, resource_keys, resource_values, ingest_ns")
+    };
+}
+
+/// Every column of `logs`, in its order (`LogRow`).
+macro_rules! logs_columns {
+    () => {
+        "log_id, service, time_ns, observed_ns, severity_number, severity_text, body, trace_id, span_id, attr_keys, attr_values, resource_keys, resource_values, scope_name, ingest_ns, event_name, flags, dropped_attributes_count, attr_types, resource_types, body_type, body_value, resource_schema_url, scope_version, scope_attributes, scope_schema_url"
+    };
+}
+
+/// What `service_minutes` gets from a block of spans, and from a block of logs.
+macro_rules! span_minutes_select {
+    () => {
+        "intDiv(start_ns, 60000000000) * 60000000000 AS minute_ns, service, toUInt8(0) AS severity_number, sumState(toUInt64(1)) AS spans, sumState(toUInt64(status_code = 2)) AS error_spans, sumState(toUInt64(0)) AS logs, maxState(start_ns) AS last_seen_ns"
+    };
+}
+macro_rules! log_minutes_select {
+    () => {
+        "intDiv(time_ns, 60000000000) * 60000000000 AS minute_ns, service, severity_number, sumState(toUInt64(0)) AS spans, sumState(toUInt64(0)) AS error_spans, sumState(toUInt64(1)) AS logs, maxState(time_ns) AS last_seen_ns"
+    };
+}
+
 /// The columns migration 6 adds to `logs` and to its copy `trace_logs`, which must stay
 /// alike (the copy's view inserts `SELECT *` of `logs`).
 macro_rules! logs_columns_6 {
@@ -416,6 +457,133 @@ ORDER BY silence_id",
         "ALTER TABLE notifier_deliveries
     ADD COLUMN silence_id UInt64 DEFAULT 0",
     ],
+},
+Migration {
+    version: 9,
+    name: "explore: spans, logs and hits by time, and the per-minute rollup",
+    statements: &[
+        // `spans` (by trace id) and `logs` (by service, log id) keep their keys: a trace by id
+        // and a log by id stay one granule. A search of a window read their whole day
+        // partitions, so these copies order the same rows by time (docs/api.md, "Reading by
+        // time"): a 15-minute bucket first (a search of every service reads the buckets its
+        // window covers), then the service (one service's rows of a bucket lie together),
+        // then the time, then the identity, which keeps every copy of a row on one key so
+        // ReplacingMergeTree still deduplicates. Granules of 2,048 rows bound what a window
+        // reads beyond its own rows to a few thousand per bucket and service. 18.16 refuses a
+        // new ORDER BY on a replicated table, so a new key is a new table, filled by a view
+        // on every insert (writer or ingest's direct path) and backfilled here.
+        concat!(
+            "CREATE TABLE IF NOT EXISTS spans_by_time (
+    bucket UInt32,
+    service String,
+    start_ns UInt64,
+    trace_id String,
+    span_id String,
+    parent_span_id String,
+    name String,
+    end_ns UInt64,
+    duration_ns UInt64,
+    status_code UInt8,
+    attr_keys Array(String),
+    attr_values Array(String),
+    resource_keys Array(String),
+    resource_values Array(String),
+    ingest_ns UInt64
+) ENGINE = ReplacingMergeTree(ingest_ns)
+PARTITION BY ",
+            day_of!("start_ns"),
+            "
+ORDER BY (bucket, service, start_ns, trace_id, span_id)
+SETTINGS index_granularity = 2048"
+        ),
+        concat!("CREATE MATERIALIZED VIEW IF NOT EXISTS spans_by_time_mv TO spans_by_time AS SELECT ", spans_by_time_select!(), " FROM spans"),
+        concat!("INSERT INTO spans_by_time(", spans_by_time_columns!(), ") SELECT ", spans_by_time_select!(), " FROM spans"),
+        // Every column of `logs` (named one by one, so a column added to `logs` later is
+        // not copied by accident), after the bucket.
+        concat!(
+            "CREATE TABLE IF NOT EXISTS logs_by_time (
+    bucket UInt32,
+    log_id UInt64,
+    service String,
+    time_ns UInt64,
+    observed_ns UInt64,
+    severity_number UInt8,
+    severity_text String,
+    body String,
+    trace_id String,
+    span_id String,
+    attr_keys Array(String),
+    attr_values Array(String),
+    resource_keys Array(String),
+    resource_values Array(String),
+    scope_name String,
+    ingest_ns UInt64,
+    event_name String,
+    flags UInt32,
+    dropped_attributes_count UInt32,
+    attr_types Array(UInt8),
+    resource_types Array(UInt8),
+    body_type UInt8,
+    body_value String,
+    resource_schema_url String,
+    scope_version String,
+    scope_attributes String,
+    scope_schema_url String
+) ENGINE = ReplacingMergeTree(ingest_ns)
+PARTITION BY ",
+            day_of!("time_ns"),
+            "
+ORDER BY (bucket, service, time_ns, log_id)
+SETTINGS index_granularity = 2048"
+        ),
+        concat!("CREATE MATERIALIZED VIEW IF NOT EXISTS logs_by_time_mv TO logs_by_time AS SELECT ", bucket_of!("time_ns"), " AS bucket, ", logs_columns!(), " FROM logs"),
+        concat!("INSERT INTO logs_by_time(bucket, ", logs_columns!(), ") SELECT ", bucket_of!("time_ns"), " AS bucket, ", logs_columns!(), " FROM logs"),
+        // Which template each log matched, by time: the join of a logs search reads the
+        // hits of its window only.
+        concat!(
+            "CREATE TABLE IF NOT EXISTS log_hits_by_time (
+    bucket UInt32,
+    service String,
+    time_ns UInt64,
+    log_id UInt64,
+    template_id UInt64
+) ENGINE = ReplacingMergeTree()
+PARTITION BY ",
+            day_of!("time_ns"),
+            "
+ORDER BY (bucket, service, time_ns, log_id)
+SETTINGS index_granularity = 2048"
+        ),
+        concat!("CREATE MATERIALIZED VIEW IF NOT EXISTS log_hits_by_time_mv TO log_hits_by_time AS SELECT ", bucket_of!("time_ns"), " AS bucket, service, time_ns, log_id, template_id FROM log_hits"),
+        concat!("INSERT INTO log_hits_by_time(bucket, service, time_ns, log_id, template_id) SELECT ", bucket_of!("time_ns"), " AS bucket, service, time_ns, log_id, template_id FROM log_hits"),
+        // Per minute, service and severity (0 for spans): how many spans, error spans and
+        // logs were stored, and the latest time seen. Summed at insert by two views, so the
+        // services overview and the count charts read a few rows per minute and service,
+        // never the raw tables. A row inserted twice (a record the writer re-read after a
+        // crash on 18.16, which has no insert tokens, or a direct write replayed) counts twice
+        // here, where the raw tables count it once (docs/api.md, "Reading by time").
+        concat!(
+            "CREATE TABLE IF NOT EXISTS service_minutes (
+    minute_ns UInt64,
+    service String,
+    severity_number UInt8,
+    spans AggregateFunction(sum, UInt64),
+    error_spans AggregateFunction(sum, UInt64),
+    logs AggregateFunction(sum, UInt64),
+    last_seen_ns AggregateFunction(max, UInt64)
+) ENGINE = AggregatingMergeTree()
+PARTITION BY ",
+            day_of!("minute_ns"),
+            "
+ORDER BY (minute_ns, service, severity_number)"
+        ),
+        concat!("CREATE MATERIALIZED VIEW IF NOT EXISTS service_minutes_spans_mv TO service_minutes AS SELECT ", span_minutes_select!(), " FROM spans GROUP BY minute_ns, service, severity_number"),
+        concat!("CREATE MATERIALIZED VIEW IF NOT EXISTS service_minutes_logs_mv TO service_minutes AS SELECT ", log_minutes_select!(), " FROM logs GROUP BY minute_ns, service, severity_number"),
+        // The rows stored before, each once (FINAL), though a row the views counted while
+        // this ran counts twice.
+        concat!("INSERT INTO service_minutes(minute_ns, service, severity_number, spans, error_spans, logs, last_seen_ns) SELECT ", span_minutes_select!(), " FROM spans FINAL GROUP BY minute_ns, service, severity_number"),
+        concat!("INSERT INTO service_minutes(minute_ns, service, severity_number, spans, error_spans, logs, last_seen_ns) SELECT ", log_minutes_select!(), " FROM logs FINAL GROUP BY minute_ns, service, severity_number"),
+    ],
 }];
 
 /// Creates our database (a plain identifier, checked by `Config::validate`), on every server
@@ -486,11 +654,15 @@ pub const SHARDING_KEYS: &[(&str, &str)] = &[
     ("ingest_backlog", "cityHash64(created_ns, nonce)"),
     ("log_template_merges", "cityHash64(service)"),
     ("notifier_silences", "silence_id"),
+    ("spans_by_time", "cityHash64(trace_id)"),
+    ("logs_by_time", "cityHash64(service)"),
+    ("log_hits_by_time", "cityHash64(service)"),
+    ("service_minutes", "cityHash64(service)"),
 ];
 
 /// Tables whose replicated copy remembers [`DEDUP_WINDOW`] blocks instead of 18.16's 100:
 /// the writer's, filled one insert per record, and the copy its view fills (docs/scaling.md).
-const WIDE_DEDUP_WINDOW: &[&str] = &["spans", "logs", "trace_logs"];
+const WIDE_DEDUP_WINDOW: &[&str] = &["spans", "logs", "trace_logs", "spans_by_time", "logs_by_time", "service_minutes"];
 
 /// The local table behind a Distributed one.
 pub fn local_table(table: &str) -> String {
@@ -527,7 +699,8 @@ pub fn ddl_statements(sql: &str, cluster: Option<&Cluster>) -> Vec<String> {
         let path = format!("'/clickhouse/tables/{{shard}}/{}/{table}', '{{replica}}'", c.database);
         let args = if args.is_empty() { path } else { format!("{path}, {args}") };
         let settings = if WIDE_DEDUP_WINDOW.contains(&table) {
-            format!("\nSETTINGS replicated_deduplication_window = {DEDUP_WINDOW}")
+            let join = if rest.contains("\nSETTINGS ") { ", " } else { "\nSETTINGS " };
+            format!("{join}replicated_deduplication_window = {DEDUP_WINDOW}")
         } else {
             String::new()
         };
@@ -635,6 +808,11 @@ pub const DAY_PARTITIONED: &[DayPartitioned] = &[
     DayPartitioned { table: "notifier_deliveries", column: "created_ns", retention: RetentionKey::NotifierDeliveries },
     DayPartitioned { table: "pipeline_metrics", column: "ts_ns", retention: RetentionKey::PipelineMetrics },
     DayPartitioned { table: "ingest_backlog", column: "created_ns", retention: RetentionKey::IngestBacklog },
+    DayPartitioned { table: "spans_by_time", column: "start_ns", retention: RetentionKey::Spans },
+    DayPartitioned { table: "logs_by_time", column: "time_ns", retention: RetentionKey::Logs },
+    DayPartitioned { table: "log_hits_by_time", column: "time_ns", retention: RetentionKey::LogHits },
+    // Counts of spans and logs: kept as long as the longer of the two.
+    DayPartitioned { table: "service_minutes", column: "minute_ns", retention: RetentionKey::Rollup },
 ];
 
 /// The partition column of a day-partitioned table; `None` for the small unpartitioned ones.
@@ -651,6 +829,8 @@ pub enum RetentionKey {
     LogAlerts,
     NotifierDeliveries,
     PipelineMetrics,
+    /// The per-minute counts of spans and logs: as long as the longer-kept of the two.
+    Rollup,
     /// Never expired by age: a day is dropped only once every record of it was replayed
     /// (`store::backlog::drop_drained_days`), however old it is.
     IngestBacklog,
@@ -666,6 +846,7 @@ impl RetentionKey {
             RetentionKey::LogAlerts => retention.log_alerts_days,
             RetentionKey::NotifierDeliveries => retention.notifier_deliveries_days,
             RetentionKey::PipelineMetrics => retention.pipeline_metrics_days,
+            RetentionKey::Rollup => retention.spans_days.max(retention.logs_days),
             RetentionKey::IngestBacklog => 0,
         }
     }
@@ -710,8 +891,18 @@ mod tests {
             assert!(tables.iter().any(|t| t == table), "{table} is not created by any migration");
         }
         assert!(tables.contains(&"notifier_deliveries".to_string()));
-        assert_eq!(tables.len(), 14);
-        assert_eq!(view_names(), vec!["trace_logs_mv".to_string()]);
+        assert_eq!(tables.len(), 18);
+        assert_eq!(
+            view_names(),
+            [
+                "trace_logs_mv",
+                "spans_by_time_mv",
+                "logs_by_time_mv",
+                "log_hits_by_time_mv",
+                "service_minutes_spans_mv",
+                "service_minutes_logs_mv"
+            ]
+        );
     }
 
     #[test]

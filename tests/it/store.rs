@@ -234,7 +234,11 @@ async fn every_row_struct_round_trips_through_its_table() {
     let logs: Vec<LogRow> = store.select_for_tests::<LogRow>("").fetch_all().await.unwrap();
     let copies: Vec<LogRow> =
         store.query_for_tests("SELECT ?fields FROM trace_logs").fetch_all::<LogRow>().await.unwrap();
-    assert_eq!(copies, logs.into_iter().filter(|l| !l.trace_id.is_empty()).collect::<Vec<_>>());
+    assert_eq!(copies, logs.iter().filter(|l| !l.trace_id.is_empty()).cloned().collect::<Vec<_>>());
+    // So is logs_by_time, of every log, with every column.
+    let by_time: Vec<LogRow> =
+        store.query_for_tests("SELECT ?fields FROM logs_by_time").fetch_all::<LogRow>().await.unwrap();
+    assert_eq!(by_time, logs);
 }
 
 #[tokio::test]
@@ -263,7 +267,8 @@ async fn retention_drops_only_expired_day_partitions() {
     let retention = tayga::config::RetentionConfig::default(); // spans 7 days, deliveries 30
     let dropped = retention::drop_expired(&store, &retention, now_ns / 1_000_000_000).await.unwrap();
     let tables: Vec<&str> = dropped.iter().map(|d| d.table.as_str()).collect();
-    assert_eq!(tables, vec!["spans", "notifier_deliveries"], "{dropped:?}");
+    // The time-ordered copy of the spans and their per-minute counts expire with them.
+    assert_eq!(tables, vec!["spans", "notifier_deliveries", "spans_by_time", "service_minutes"], "{dropped:?}");
 
     let spans: Vec<SpanRow> = store.select_for_tests::<SpanRow>("ORDER BY span_id").fetch_all().await.unwrap();
     let ids: Vec<&str> = spans.iter().map(|s| s.span_id.as_str()).collect();

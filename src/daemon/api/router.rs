@@ -31,11 +31,14 @@ pub fn api_routes(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
     let (router, openapi) = OpenApiRouter::with_openapi(ApiDoc::openapi())
         .routes(routes!(handlers::services::list))
         .routes(routes!(handlers::traces::search))
+        .routes(routes!(handlers::traces::scatter))
         .routes(routes!(handlers::traces::by_id))
         .routes(routes!(handlers::stories::by_trace))
         .routes(routes!(handlers::stories::shapes))
         .routes(routes!(handlers::stories::shape_stories))
         .routes(routes!(handlers::logs::list))
+        .routes(routes!(handlers::logs::counts))
+        .routes(routes!(handlers::logs::context))
         .routes(routes!(handlers::templates::list))
         .routes(routes!(handlers::alerts::list))
         .routes(routes!(handlers::alerts::by_id))
@@ -108,7 +111,7 @@ mod tests {
     fn the_document_describes_every_route_with_its_parameters_and_errors() {
         let doc = serde_json::to_value(openapi()).unwrap();
         let paths = doc["paths"].as_object().unwrap();
-        assert_eq!(paths.len(), 15, "{:?}", paths.keys().collect::<Vec<_>>());
+        assert_eq!(paths.len(), 18, "{:?}", paths.keys().collect::<Vec<_>>());
         let logs = &doc["paths"]["/api/v1/logs"]["get"];
         let names: Vec<&str> =
             logs["parameters"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();

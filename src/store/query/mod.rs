@@ -29,6 +29,79 @@ pub struct Window {
 /// The most rows one page may hold; the API refuses a larger `limit`.
 pub const MAX_LIMIT: u64 = 1000;
 
+/// A value bound to a `?` of a statement built from a search (`crate::search::Query`): the
+/// statement is made of fixed fragments only, and these travel beside it in order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Bind {
+    Str(String),
+    U64(u64),
+}
+
+impl Bind {
+    /// The value as an SQL literal, as the client sends it (the registry's sample values).
+    pub fn literal(&self) -> String {
+        match self {
+            Bind::Str(s) => format!("'{}'", s.replace('\\', "\\\\").replace('\'', "\\'")),
+            Bind::U64(n) => n.to_string(),
+        }
+    }
+}
+
+/// Binds `binds` in order.
+fn bind_all(mut query: clickhouse::query::Query, binds: &[Bind]) -> clickhouse::query::Query {
+    for b in binds {
+        query = match b {
+            Bind::Str(s) => query.bind(s.as_str()),
+            Bind::U64(n) => query.bind(*n),
+        };
+    }
+    query
+}
+
+/// The registry's sample values for `binds`.
+fn literals(binds: &[Bind]) -> Vec<String> {
+    binds.iter().map(Bind::literal).collect()
+}
+
+/// The window's `*_by_time` buckets, as conditions on `bucket` (the tables' first key column),
+/// then on `column` itself. Binds: first bucket, last bucket, from, to.
+fn window_conditions(column: &str, window: Window, binds: &mut Vec<Bind>) -> Vec<String> {
+    let bucket = crate::store::schema::BUCKET_NS;
+    binds.extend([
+        Bind::U64(window.from_ns / bucket),
+        Bind::U64(window.to_ns.saturating_sub(1) / bucket),
+        Bind::U64(window.from_ns),
+        Bind::U64(window.to_ns),
+    ]);
+    vec!["bucket >= ?".into(), "bucket <= ?".into(), format!("{column} >= ?"), format!("{column} < ?")]
+}
+
+/// `column IN (?, …)` for `values` (none: no condition).
+fn any_of(column: &str, values: impl IntoIterator<Item = Bind>, conditions: &mut Vec<String>, binds: &mut Vec<Bind>) {
+    let before = binds.len();
+    binds.extend(values);
+    let n = binds.len() - before;
+    if n > 0 {
+        conditions.push(format!("{column} IN ({})", vec!["?"; n].join(", ")));
+    }
+}
+
+/// `key=value` terms: an attribute or a resource attribute with that value. Binds: key, value,
+/// key, value per term.
+fn attribute_conditions(attributes: &[(String, String)], conditions: &mut Vec<String>, binds: &mut Vec<Bind>) {
+    for (key, value) in attributes {
+        conditions.push(
+            "(arrayExists((k, v) -> k = ? AND v = ?, attr_keys, attr_values) \
+             OR arrayExists((k, v) -> k = ? AND v = ?, resource_keys, resource_values))"
+                .into(),
+        );
+        for _ in 0..2 {
+            binds.push(Bind::Str(key.clone()));
+            binds.push(Bind::Str(value.clone()));
+        }
+    }
+}
+
 /// Joins the fixed condition fragments of a dynamic statement.
 fn and_all(conditions: &[&str]) -> String {
     if conditions.is_empty() {

@@ -1,8 +1,9 @@
 //! Every service seen in a window, with its span, log and error counts and when it was last
-//! seen. Both sides count identities (`uniqExact`), so copies not merged yet count once; a
-//! span's identity is counted as a 64-bit hash of (trace id, span id), which halves the cost
-//! of the count; the odds that two of a million spans collide (an undercount of one) are
-//! about 3 in 100 million.
+//! seen, from the per-minute rollup `service_minutes` (filled at insert by two views): a
+//! window reads a few rows per minute and service, not the spans and logs of the window.
+//! Counts are of whole minutes: the window's first and last minutes count whole. A row
+//! stored twice (a re-read record not yet deduplicated by the raw tables) counts twice
+//! (docs/api.md, "Reading by time").
 
 use clickhouse::Row;
 use serde::Deserialize;
@@ -22,22 +23,21 @@ pub struct ServiceSummary {
     pub last_seen_ns: u64,
 }
 
-/// Binds: from, to, after (service name), from, to, after, limit. The first page passes an
+/// Binds: from (a minute's start), to, after (service name), limit. The first page passes an
 /// empty `after`, which only a nameless service would fail; such rows have no service to
 /// show anyway.
-pub const SERVICES_SQL: &str = "SELECT service, sum(spans), sum(error_spans), sum(logs), sum(error_logs), max(last_seen)
+pub const SERVICES_SQL: &str = "SELECT service, sum(spans), sum(error_spans), sum(lines), sumIf(lines, severity_number >= 17), max(last_seen)
 FROM (
-    SELECT service, uniqExact(cityHash64(trace_id, span_id)) AS spans, uniqExactIf(cityHash64(trace_id, span_id), status_code = 2) AS error_spans,
-        toUInt64(0) AS logs, toUInt64(0) AS error_logs, max(start_ns) AS last_seen
-    FROM spans WHERE start_ns >= ? AND start_ns < ? AND service > ? GROUP BY service
-    UNION ALL
-    SELECT service, toUInt64(0), toUInt64(0), uniqExact(log_id), uniqExactIf(log_id, severity_number >= 17), max(time_ns)
-    FROM logs WHERE time_ns >= ? AND time_ns < ? AND service > ? GROUP BY service
+    SELECT service, severity_number, sumMerge(spans) AS spans, sumMerge(error_spans) AS error_spans, sumMerge(logs) AS lines,
+        maxMerge(last_seen_ns) AS last_seen
+    FROM service_minutes WHERE minute_ns >= ? AND minute_ns < ? AND service > ? GROUP BY service, severity_number
 )
 GROUP BY service ORDER BY service LIMIT ?";
 
+const MINUTE_NS: u64 = 60_000_000_000;
+
 pub fn statements() -> Vec<Statement> {
-    vec![Statement::new("query.services", SERVICES_SQL).binds(["0", "1", "''", "0", "1", "''", "10"])]
+    vec![Statement::new("query.services", SERVICES_SQL).binds(["0", "1", "''", "10"])]
 }
 
 /// The services seen in `window` whose name sorts after `after`, by name.
@@ -50,10 +50,7 @@ pub async fn services(
     store
         .client()
         .query(SERVICES_SQL)
-        .bind(window.from_ns)
-        .bind(window.to_ns)
-        .bind(after)
-        .bind(window.from_ns)
+        .bind(window.from_ns - window.from_ns % MINUTE_NS)
         .bind(window.to_ns)
         .bind(after)
         .bind(limit.min(MAX_LIMIT))

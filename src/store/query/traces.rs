@@ -1,11 +1,15 @@
 //! Traces: one by id (its spans through `store::read::fetch_trace`, the spans table's primary
-//! key; its logs from `trace_logs`, ordered by trace id), and a search over the spans of a
-//! window.
+//! key; its logs from `trace_logs`, ordered by trace id), and a search and a scatter over the
+//! spans of a window, read from `spans_by_time` (ordered by bucket, service, start): every
+//! span of the window's buckets, whatever the filters, since a trace's summary (its root,
+//! its span count, its duration) needs its spans of every service (docs/api.md, "Reading by
+//! time").
 
 use clickhouse::Row;
 use serde::Deserialize;
 
-use super::{and_all, Window, MAX_LIMIT};
+use super::{any_of, attribute_conditions, bind_all, literals, window_conditions, Bind, Window, MAX_LIMIT};
+use crate::search::{Query, Range};
 use crate::store::statements::Statement;
 use crate::store::{LogRow, Store, StoreError};
 
@@ -50,20 +54,19 @@ pub async fn stored_traces(store: &Store, trace_ids: &[String]) -> Result<Vec<St
     Ok(stored)
 }
 
-/// What a trace search matches on; every field set narrows it.
+/// What a trace search matches on: the query's services, operations, duration, statuses,
+/// attributes and traces, each a condition on one span (a trace matches when one of its spans
+/// meets them all), and whether the trace has an error at all.
 #[derive(Debug, Clone, Default)]
 pub struct TraceSearch {
-    pub service: Option<String>,
-    /// A span name (the operation).
-    pub operation: Option<String>,
-    pub min_duration_ns: Option<u64>,
+    pub query: Query,
     /// `Some(true)`: traces with an error span; `Some(false)`: traces without one.
     pub error: Option<bool>,
     /// Keyset cursor: the (latest matching start, trace id) of the previous page's last row.
     pub after: Option<(u64, String)>,
 }
 
-/// One trace of a search: what its matching spans say.
+/// One trace of a search: what its matching spans say, and what the trace is.
 #[derive(Debug, Clone, PartialEq, Row, Deserialize)]
 pub struct TraceHit {
     pub trace_id: String,
@@ -75,72 +78,175 @@ pub struct TraceHit {
     pub error: u8,
     pub services: Vec<String>,
     pub operations: Vec<String>,
+    /// The root span's service and name ('' when the root started outside the window).
+    pub root_service: String,
+    pub root_operation: String,
+    /// The trace's spans that started in the window.
+    pub span_count: u64,
+    /// From the first start to the last end among them.
+    pub start_ns: u64,
+    pub duration_ns: u64,
 }
 
-/// Binds, in order: from, to, then each set filter (service, operation, min duration), then
-/// the cursor (start, start, trace id), then the limit.
-pub fn search_sql(q: &TraceSearch) -> String {
-    let mut conditions = vec!["start_ns >= ?", "start_ns < ?"];
-    if q.service.is_some() {
-        conditions.push("service = ?");
+/// The spans of `window` with `m`: whether each meets every span condition of `search`.
+/// Binds: the conditions', then the window's.
+fn matched_spans(window: Window, search: &TraceSearch, binds: &mut Vec<Bind>) -> String {
+    let q = &search.query;
+    let mut window_binds = Vec::new();
+    let window_conditions = window_conditions("start_ns", window, &mut window_binds);
+    let mut conditions = Vec::new();
+    any_of("service", q.services.iter().cloned().map(Bind::Str), &mut conditions, binds);
+    any_of("name", q.operations.iter().cloned().map(Bind::Str), &mut conditions, binds);
+    if let Some(Range { min, max }) = q.duration {
+        conditions.push("duration_ns >= ? AND duration_ns <= ?".into());
+        binds.extend([Bind::U64(min), Bind::U64(max)]);
     }
-    if q.operation.is_some() {
-        conditions.push("name = ?");
+    let mut statuses: Vec<u8> = q.statuses.clone();
+    if search.error == Some(true) {
+        statuses = if statuses.is_empty() || statuses.contains(&2) { vec![2] } else { vec![] };
+        if statuses.is_empty() {
+            conditions.push("0".into());
+        }
     }
-    if q.min_duration_ns.is_some() {
-        conditions.push("duration_ns >= ?");
-    }
-    if q.error == Some(true) {
-        conditions.push("status_code = 2");
-    }
-    let mut having = Vec::new();
-    if q.error == Some(false) {
-        having.push("max(status_code = 2) = 0");
-    }
-    if q.after.is_some() {
-        having.push("(max(start_ns) < ? OR (max(start_ns) = ? AND trace_id > ?))");
-    }
-    let having = if having.is_empty() { String::new() } else { format!(" HAVING {}", having.join(" AND ")) };
+    any_of("status_code", statuses.into_iter().map(|s| Bind::U64(s.into())), &mut conditions, binds);
+    any_of("trace_id", q.traces.iter().cloned().map(Bind::Str), &mut conditions, binds);
+    attribute_conditions(&q.attributes, &mut conditions, binds);
+    let m = if conditions.is_empty() { "1".to_string() } else { conditions.join(" AND ") };
+    binds.extend(window_binds);
     format!(
-        "SELECT trace_id, max(start_ns), min(start_ns), max(duration_ns), uniqExact(span_id), max(status_code = 2), \
-         groupUniqArray(service), groupUniqArray(name) \
-         FROM spans WHERE {} GROUP BY trace_id{having} ORDER BY max(start_ns) DESC, trace_id LIMIT ?",
-        and_all(&conditions)
+        "(SELECT trace_id, span_id, parent_span_id, service, name, start_ns, end_ns, duration_ns, status_code, \
+         toUInt8({m}) AS m FROM spans_by_time WHERE {})",
+        window_conditions.join(" AND ")
     )
 }
 
-/// Traces with a span matching `q` in `window`, the most recent first.
-pub async fn search(store: &Store, window: Window, q: &TraceSearch, limit: u64) -> Result<Vec<TraceHit>, StoreError> {
-    let mut query = store.client().query(&search_sql(q)).bind(window.from_ns).bind(window.to_ns);
-    if let Some(service) = &q.service {
-        query = query.bind(service.as_str());
+/// The traces with a span that matches: `HAVING` conditions. Binds: none.
+fn trace_having(search: &TraceSearch) -> Vec<&'static str> {
+    let mut having = vec!["max(m) = 1"];
+    if search.error == Some(false) {
+        having.push("max(status_code = 2) = 0");
     }
-    if let Some(operation) = &q.operation {
-        query = query.bind(operation.as_str());
+    having
+}
+
+/// A page of a trace search, and its binds in order.
+pub fn search_statement(window: Window, search: &TraceSearch, limit: u64) -> (String, Vec<Bind>) {
+    let window = match &search.after {
+        Some((start, _)) => Window { from_ns: window.from_ns, to_ns: window.to_ns.min(start.saturating_add(1)) },
+        None => window,
+    };
+    let mut binds = Vec::new();
+    let spans = matched_spans(window, search, &mut binds);
+    let mut having: Vec<String> = trace_having(search).into_iter().map(String::from).collect();
+    if let Some((start, trace_id)) = &search.after {
+        having.push("(maxIf(start_ns, m) < ? OR (maxIf(start_ns, m) = ? AND trace_id > ?))".into());
+        binds.extend([Bind::U64(*start), Bind::U64(*start), Bind::Str(trace_id.clone())]);
     }
-    if let Some(min) = q.min_duration_ns {
-        query = query.bind(min);
-    }
-    if let Some((start, trace_id)) = &q.after {
-        query = query.bind(*start).bind(*start).bind(trace_id.as_str());
-    }
-    query.bind(limit.min(MAX_LIMIT)).fetch_all().await.map_err(|e| store.query_error("searching traces", e))
+    binds.push(Bind::U64(limit.min(MAX_LIMIT)));
+    let sql = format!(
+        "SELECT trace_id, maxIf(start_ns, m), minIf(start_ns, m), maxIf(duration_ns, m), uniqExactIf(span_id, m), \
+         max(status_code = 2), groupUniqArray(service), groupUniqArrayIf(name, m), anyIf(service, parent_span_id = ''), \
+         anyIf(name, parent_span_id = ''), uniqExact(span_id), min(start_ns), max(end_ns) - min(start_ns) \
+         FROM {spans} GROUP BY trace_id HAVING {} ORDER BY maxIf(start_ns, m) DESC, trace_id LIMIT ?",
+        having.join(" AND ")
+    );
+    (sql, binds)
+}
+
+/// Traces with a span matching `search` in `window`, the most recent first.
+pub async fn search(
+    store: &Store,
+    window: Window,
+    search: &TraceSearch,
+    limit: u64,
+) -> Result<Vec<TraceHit>, StoreError> {
+    let (sql, binds) = search_statement(window, search, limit);
+    bind_all(store.client().query(&sql), &binds).fetch_all().await.map_err(|e| store.query_error("searching traces", e))
+}
+
+/// One trace as a point of a duration-over-time scatter.
+#[derive(Debug, Clone, PartialEq, Row, Deserialize)]
+pub struct TracePoint {
+    pub trace_id: String,
+    pub start_ns: u64,
+    pub duration_ns: u64,
+    pub error: u8,
+}
+
+/// The most points a scatter holds.
+pub const MAX_POINTS: u64 = 5000;
+
+/// Up to `limit` of the traces that match `search` in `window`, an even sample of them
+/// (by a hash of the trace id), and its binds.
+pub fn scatter_statement(window: Window, search: &TraceSearch, limit: u64) -> (String, Vec<Bind>) {
+    let mut binds = Vec::new();
+    let spans = matched_spans(window, search, &mut binds);
+    binds.push(Bind::U64(limit.min(MAX_POINTS)));
+    let sql = format!(
+        "SELECT trace_id, min(start_ns), max(end_ns) - min(start_ns), max(status_code = 2) FROM {spans} \
+         GROUP BY trace_id HAVING {} ORDER BY cityHash64(trace_id) LIMIT ?",
+        trace_having(search).join(" AND ")
+    );
+    (sql, binds)
+}
+
+/// The scatter of `search` in `window`, at most `limit` points, in start order.
+pub async fn scatter(
+    store: &Store,
+    window: Window,
+    search: &TraceSearch,
+    limit: u64,
+) -> Result<Vec<TracePoint>, StoreError> {
+    let (sql, binds) = scatter_statement(window, search, limit);
+    let mut points: Vec<TracePoint> = bind_all(store.client().query(&sql), &binds)
+        .fetch_all()
+        .await
+        .map_err(|e| store.query_error("reading a trace scatter", e))?;
+    points.sort_by(|a, b| (a.start_ns, &a.trace_id).cmp(&(b.start_ns, &b.trace_id)));
+    Ok(points)
 }
 
 pub fn statements() -> Vec<Statement> {
+    let window = Window { from_ns: 1_764_547_200_000_000_000, to_ns: 1_764_548_100_000_000_000 };
     let widest = TraceSearch {
-        service: Some(String::new()),
-        operation: Some(String::new()),
-        min_duration_ns: Some(0),
+        query: Query {
+            services: vec!["checkout".into()],
+            operations: vec!["GET /".into(), "POST /".into()],
+            duration: Some(Range { min: 1_000_000, max: u64::MAX }),
+            statuses: vec![0, 1],
+            traces: vec!["0123456789abcdef0123456789abcdef".into()],
+            attributes: vec![("http.route".into(), "/cart".into())],
+            ..Query::default()
+        },
         error: Some(false),
-        after: Some((0, String::new())),
+        after: Some((1_764_547_800_000_000_000, "t".into())),
     };
-    let with_errors = TraceSearch { error: Some(true), ..widest.clone() };
-    let search_binds = ["0", "1", "'s'", "'op'", "0", "0", "0", "'t'", "10"];
-    vec![
+    let with_errors = TraceSearch { error: Some(true), after: None, ..widest.clone() };
+    let mut all = vec![
         Statement { fields: LogRow::COLUMN_NAMES, ..Statement::new("query.trace_logs", TRACE_LOGS_SQL).binds(["'t'"]) },
         Statement::new("query.stored_traces", stored_traces_sql(2)).binds(["'t'", "'u'"]),
-        Statement::new("query.trace_search", search_sql(&widest)).binds(search_binds),
-        Statement::new("query.trace_search_errors", search_sql(&with_errors)).binds(search_binds),
-    ]
+    ];
+    for (name, (sql, binds)) in [
+        ("query.trace_search", search_statement(window, &widest, 10)),
+        ("query.trace_search_errors", search_statement(window, &with_errors, 10)),
+        ("query.trace_search_unfiltered", search_statement(window, &TraceSearch::default(), 10)),
+        ("query.trace_scatter", scatter_statement(window, &widest, 10)),
+        ("query.trace_scatter_errors", scatter_statement(window, &with_errors, 10)),
+    ] {
+        all.push(Statement::new(name, sql).binds(literals(&binds)));
+    }
+    all
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_asked_of_a_query_of_other_statuses_match_nothing() {
+        let search =
+            TraceSearch { query: Query { statuses: vec![1], ..Query::default() }, error: Some(true), after: None };
+        let window = Window { from_ns: 0, to_ns: 1 };
+        assert!(search_statement(window, &search, 1).0.contains("toUInt8(0)"));
+    }
 }

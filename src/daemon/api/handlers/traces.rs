@@ -11,6 +11,7 @@ use utoipa::{IntoParams, ToSchema};
 use super::{attributes, AppState, Log, Page};
 use crate::daemon::api::error::{ApiError, ErrorBody};
 use crate::daemon::api::params::{self, Query, DAY_NS, HOUR_NS};
+use crate::search::{self, Range};
 use crate::store::attributes::{attribute_list, typed_attributes};
 use crate::store::query::traces::{self, TraceSearch};
 use crate::store::{read, SpanRow};
@@ -199,20 +200,32 @@ pub async fn by_id(State(state): State<AppState>, Path(trace_id): Path<String>) 
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct TraceSearchParams {
-    /// Traces with a span of this service.
+    /// Traces with a span of this service (the same as `service:NAME` in `q`).
+    #[param(max_length = 1024)]
     pub service: Option<String>,
-    /// Traces with a span of this name.
+    /// Traces with a span of this name (the same as `operation:NAME`).
+    #[param(max_length = 1024)]
     pub operation: Option<String>,
     /// Traces with a matching span at least this long (ns).
     pub min_duration_ns: Option<u64>,
+    /// Traces with a matching span at most this long (ns).
+    pub max_duration_ns: Option<u64>,
     /// `true`: traces with an error span; `false`: traces without one.
     pub error: Option<bool>,
-    /// Window start, Unix ns (default: one hour before `to`); spans are matched by start.
+    /// A search: `service:NAME`, `operation:NAME`, `duration>=250ms` (also `>`, `<=`, `<`),
+    /// `status:error|ok|unset`, `key=value` (span or resource attributes), `trace:ID`; every
+    /// term a condition on one span (docs/api.md, "Search").
+    #[param(max_length = 1024)]
+    pub q: Option<String>,
+    /// Window start, Unix ns (default: one hour before `to`); spans are matched by start; at
+    /// most 7 days before `to`.
     pub from: Option<u64>,
     /// Window end, Unix ns (default: now).
     pub to: Option<u64>,
     /// Page size, 1 to 1000 (default 100).
+    #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<u64>,
+    /// `next_cursor` of the previous page.
     pub cursor: Option<String>,
 }
 
@@ -224,9 +237,44 @@ pub struct TraceHit {
     pub first_start_ns: u64,
     pub max_duration_ns: u64,
     pub matching_spans: u64,
+    /// Whether any span of the trace failed.
     pub error: bool,
+    /// The services of the trace's spans in the window.
     pub services: Vec<String>,
+    /// The names of the matching spans.
     pub operations: Vec<String>,
+    /// The root span's service and name ('' when the root span started outside the window).
+    pub root_service: String,
+    pub root_operation: String,
+    /// The trace's spans that started in the window.
+    pub span_count: u64,
+    /// The trace's first start, and from it to its last end (of its spans in the window).
+    pub start_ns: u64,
+    pub duration_ns: u64,
+}
+
+/// The search the parameters ask for: `q` with the other filters added.
+pub fn trace_search(p: &TraceSearchParams) -> Result<TraceSearch, ApiError> {
+    let mut query = match params::text("q", p.q.clone())? {
+        Some(q) => search::parse(&q, search::Scope::Traces).map_err(|e| ApiError::bad("q", e.to_string()))?,
+        None => search::Query::default(),
+    };
+    if let Some(service) = params::text("service", p.service.clone())? {
+        query.services.push(service);
+    }
+    if let Some(operation) = params::text("operation", p.operation.clone())? {
+        query.operations.push(operation);
+    }
+    if p.min_duration_ns.is_some() || p.max_duration_ns.is_some() {
+        let asked = Range { min: p.min_duration_ns.unwrap_or(0), max: p.max_duration_ns.unwrap_or(u64::MAX) };
+        let old = query.duration.unwrap_or(Range { min: 0, max: u64::MAX });
+        let range = Range { min: old.min.max(asked.min), max: old.max.min(asked.max) };
+        if range.min > range.max {
+            return Err(ApiError::bad("min_duration_ns", "the duration range is empty"));
+        }
+        query.duration = Some(range);
+    }
+    Ok(TraceSearch { query, error: p.error, after: None })
 }
 
 #[utoipa::path(get, path = "/api/v1/traces", tag = "traces", params(TraceSearchParams),
@@ -237,14 +285,8 @@ pub async fn search(
 ) -> Result<Json<Page<TraceHit>>, ApiError> {
     let window = params::window(p.from, p.to, state.now(), HOUR_NS, 7 * DAY_NS)?;
     let limit = params::limit(p.limit)?;
-    let after = params::cursor::<(u64, String)>(p.cursor)?;
-    let q = TraceSearch {
-        service: params::text("service", p.service)?,
-        operation: params::text("operation", p.operation)?,
-        min_duration_ns: p.min_duration_ns,
-        error: p.error,
-        after,
-    };
+    let mut q = trace_search(&p)?;
+    q.after = params::cursor::<(u64, String)>(p.cursor)?;
     let rows = state.run(traces::search(&state.store, window, &q, limit)).await?;
     let cursor = rows.last().map(|r| params::next_cursor(&(r.last_start_ns, r.trace_id.clone())));
     let items = rows
@@ -258,9 +300,90 @@ pub async fn search(
             error: r.error != 0,
             services: r.services,
             operations: r.operations,
+            root_service: r.root_service,
+            root_operation: r.root_operation,
+            span_count: r.span_count,
+            start_ns: r.start_ns,
+            duration_ns: r.duration_ns,
         })
         .collect();
     Ok(Json(Page::of(items, limit, cursor)))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
+pub struct ScatterParams {
+    #[param(max_length = 1024)]
+    pub service: Option<String>,
+    #[param(max_length = 1024)]
+    pub operation: Option<String>,
+    pub min_duration_ns: Option<u64>,
+    pub max_duration_ns: Option<u64>,
+    pub error: Option<bool>,
+    /// The search, as `GET /api/v1/traces` takes it.
+    #[param(max_length = 1024)]
+    pub q: Option<String>,
+    /// Window start, Unix ns (default: one hour before `to`); at most 7 days before `to`.
+    pub from: Option<u64>,
+    /// Window end, Unix ns (default: now).
+    pub to: Option<u64>,
+    /// The most points, 1 to 5000 (default 1000).
+    #[param(minimum = 1, maximum = 5000)]
+    pub limit: Option<u64>,
+}
+
+/// A trace as a point: when it started, how long it took, whether it failed.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TracePoint {
+    pub trace_id: String,
+    pub start_ns: u64,
+    pub duration_ns: u64,
+    pub error: bool,
+}
+
+/// The matching traces of a window as points for a duration-over-time scatter: all of them,
+/// or an even sample (by trace id) when there are more than `limit`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Scatter {
+    /// In start order.
+    pub points: Vec<TracePoint>,
+    /// Whether more traces matched than the points show.
+    pub sampled: bool,
+}
+
+#[utoipa::path(get, path = "/api/v1/traces/scatter", tag = "traces", params(ScatterParams),
+    responses((status = 200, body = Scatter), (status = 400, body = ErrorBody), (status = 503, body = ErrorBody)))]
+pub async fn scatter(State(state): State<AppState>, Query(p): Query<ScatterParams>) -> Result<Json<Scatter>, ApiError> {
+    let window = params::window(p.from, p.to, state.now(), HOUR_NS, 7 * DAY_NS)?;
+    let limit = match p.limit.unwrap_or(1000) {
+        n @ 1..=traces::MAX_POINTS => n,
+        n => return Err(ApiError::bad("limit", format!("must be 1 to {}, is {n}", traces::MAX_POINTS))),
+    };
+    let q = trace_search(&TraceSearchParams {
+        service: p.service,
+        operation: p.operation,
+        min_duration_ns: p.min_duration_ns,
+        max_duration_ns: p.max_duration_ns,
+        error: p.error,
+        q: p.q,
+        from: None,
+        to: None,
+        limit: None,
+        cursor: None,
+    })?;
+    let rows = state.run(traces::scatter(&state.store, window, &q, limit)).await?;
+    let sampled = rows.len() as u64 >= limit;
+    let points = rows
+        .into_iter()
+        .map(|r| TracePoint {
+            trace_id: r.trace_id,
+            start_ns: r.start_ns,
+            duration_ns: r.duration_ns,
+            error: r.error != 0,
+        })
+        .collect();
+    Ok(Json(Scatter { points, sampled }))
 }
 
 #[cfg(test)]
