@@ -466,6 +466,9 @@ pub enum TraceStatus {
 
 #[derive(Debug, Args)]
 pub struct TracesArgs {
+    /// A query, as on the Traces page: service:, operation:, duration>=250ms, status:error, key=value, trace:
+    #[arg(value_name = "QUERY", num_args = 0.., value_hint = ValueHint::Other)]
+    pub query: Vec<String>,
     /// Traces with a span of this service
     #[arg(long, value_hint = ValueHint::Other)]
     pub service: Option<String>,
@@ -665,7 +668,9 @@ pub fn parse_instant(text: &str) -> Result<u64, String> {
 /// A span duration: a number (decimals allowed) and a unit, `ns`, `us`, `ms`, `s`, `m` or `h`
 /// (`250ms`, `1.5s`, `2m`).
 pub fn parse_span_duration(text: &str) -> Result<Duration, String> {
-    crate::time::parse_duration(text).map(Duration::from_nanos)
+    crate::search::duration_ns(text.trim()).map(Duration::from_nanos).ok_or_else(|| {
+        format!("`{text}` is not a duration: expected a number and a unit (ns, us, ms, s, m, h), as in 250ms or 1.5s")
+    })
 }
 
 /// `--attr`: `key=value`, the key not empty.

@@ -23,7 +23,8 @@ use super::table::Layout;
 use super::time::{format_time, Clock};
 use crate::cli::{LogsArgs, RangeArgs};
 use crate::config::Config;
-use crate::store::query::logs::LogWithTemplate;
+use crate::search::{Query, Scope};
+use crate::store::query::logs::{logs, LogSearch, LogWithTemplate};
 use crate::store::query::{Window, MAX_LIMIT};
 use crate::store::Store;
 use crate::time::{HOUR_NS, SECOND_NS};
@@ -158,34 +159,28 @@ pub fn write_lines(lines: &[LogWithTemplate], format: LineFormat, out: &mut dyn 
     Ok(())
 }
 
-/// What `tayga logs` searches with: the query text and `--service`.
-#[derive(Debug, Clone, Default)]
-pub struct Search {
-    pub query: String,
-    pub service: Option<String>,
-}
-
-impl Search {
-    fn of(args: &LogsArgs) -> Search {
-        Search { query: args.query.join(" "), service: args.service.clone() }
+/// The query `tayga logs` and `tayga traces` search with: the words given, read by the
+/// search language for `scope`, with `--service` added.
+pub fn parse_query(words: &[String], service: Option<&str>, scope: Scope) -> anyhow::Result<Query> {
+    let text = words.join(" ");
+    let mut query =
+        crate::search::parse(&text, scope).map_err(|e| anyhow::anyhow!("the query `{text}` cannot be read: {e}"))?;
+    if let Some(service) = service {
+        query.services.push(service.to_string());
     }
+    Ok(query)
 }
 
 /// One page of matching lines in `window`, newest first, before the `before` cursor.
 async fn page(
     store: &Store,
-    search: &Search,
+    query: &Query,
     window: Window,
     before: Option<(u64, u64)>,
     limit: u64,
 ) -> anyhow::Result<Vec<LogWithTemplate>> {
-    let q = crate::store::query::logs::LogSearch {
-        service: search.service.clone(),
-        template_id: None,
-        contains: (!search.query.trim().is_empty()).then(|| search.query.trim().to_string()),
-        before,
-    };
-    Ok(crate::store::query::logs::logs(store, window, &q, limit).await?)
+    let search = LogSearch { query: query.clone(), before };
+    Ok(logs(store, window, &search, limit).await?)
 }
 
 /// Whether the reader of `fd` (a pipe) went away: poll reports an error on a pipe without a
@@ -208,9 +203,9 @@ pub async fn run(
 ) -> anyhow::Result<()> {
     let clock = Clock::from_env()?;
     let window = window(&args.range, clock.now_ns())?;
+    let search = parse_query(&args.query, args.service.as_deref(), Scope::Logs)?;
     reach::clickhouse(&config.clickhouse, timeout).await?;
     let store = Store::new(&config.clickhouse);
-    let search = Search::of(args);
     let database = &config.clickhouse.database;
     let mut lines = page(&store, &search, window, None, args.limit)
         .await

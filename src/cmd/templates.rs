@@ -227,7 +227,8 @@ async fn show(
     // Its lines from the day before it was last seen: the newest of them.
     let to = t.last_seen_ns.saturating_add(1);
     let window = Window { from_ns: to.saturating_sub(DAY_NS), to_ns: to };
-    let search = LogSearch { service: Some(t.service.clone()), template_id: Some(id), ..Default::default() };
+    let query = crate::search::Query { services: vec![t.service.clone()], templates: vec![id], ..Default::default() };
+    let search = LogSearch { query, before: None };
     let recent = if lines == 0 { Vec::new() } else { logs(store, window, &search, lines).await? };
     if json {
         #[derive(Serialize)]

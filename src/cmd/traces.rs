@@ -9,12 +9,13 @@ use std::time::Duration;
 use anyhow::Context;
 use serde::Serialize;
 
-use super::logs::window;
+use super::logs::{parse_query, window};
 use super::reach;
 use super::table::{count, Layout, Table};
 use super::time::{format_time, table_time, Clock};
 use crate::cli::{TraceStatus, TracesArgs};
 use crate::config::Config;
+use crate::search::{Range, Scope};
 use crate::store::query::traces::{search, TraceHit, TraceSearch};
 use crate::store::Store;
 use crate::time::duration;
@@ -24,8 +25,12 @@ struct Listed<'a> {
     trace_id: &'a str,
     start: String,
     start_ns: u64,
-    /// The longest matching span (the root's duration when the root matches).
+    /// From the first start to the last end of its spans in the window.
     duration_ns: u64,
+    /// '' when the root span started outside the window.
+    root_service: &'a str,
+    root_operation: &'a str,
+    span_count: u64,
     matching_spans: u64,
     error: bool,
     services: &'a [String],
@@ -41,34 +46,34 @@ pub async fn run(
 ) -> anyhow::Result<()> {
     let now = Clock::from_env()?.now_ns();
     let window = window(&args.range, now)?;
-    anyhow::ensure!(
-        args.attrs.is_empty(),
-        "--attr is not searchable by this version's store yet: narrow with --service, --operation and durations"
-    );
+    let mut query = parse_query(&args.query, args.service.as_deref(), Scope::Traces)?;
+    query.operations.extend(args.operation.iter().cloned());
+    query.attributes.extend(args.attrs.iter().cloned());
+    if args.min_duration.is_some() || args.max_duration.is_some() {
+        let (min, max) = (
+            args.min_duration.map_or(0, |d| d.as_nanos() as u64),
+            args.max_duration.map_or(u64::MAX, |d| d.as_nanos() as u64),
+        );
+        let asked = query.duration.unwrap_or(Range { min: 0, max: u64::MAX });
+        query.duration = Some(Range { min: asked.min.max(min), max: asked.max.min(max) });
+    }
     reach::clickhouse(&config.clickhouse, timeout).await?;
     let store = Store::new(&config.clickhouse);
-    let q = TraceSearch {
-        service: args.service.clone(),
-        operation: args.operation.clone(),
-        min_duration_ns: args.min_duration.map(|d| d.as_nanos() as u64),
-        error: args.status.map(|s| s == TraceStatus::Error),
-        after: None,
-    };
-    let max = args.max_duration.map(|d| d.as_nanos() as u64);
+    let q = TraceSearch { query, error: args.status.map(|s| s == TraceStatus::Error), after: None };
     let hits: Vec<TraceHit> = search(&store, window, &q, args.limit)
         .await
-        .with_context(|| format!("searching the traces of database `{}`", config.clickhouse.database))?
-        .into_iter()
-        .filter(|h| max.is_none_or(|m| h.max_duration_ns <= m))
-        .collect();
+        .with_context(|| format!("searching the traces of database `{}`", config.clickhouse.database))?;
     if json {
         let listed: Vec<Listed> = hits
             .iter()
             .map(|h| Listed {
                 trace_id: &h.trace_id,
-                start: format_time(h.first_start_ns),
-                start_ns: h.first_start_ns,
-                duration_ns: h.max_duration_ns,
+                start: format_time(h.start_ns),
+                start_ns: h.start_ns,
+                duration_ns: h.duration_ns,
+                root_service: &h.root_service,
+                root_operation: &h.root_operation,
+                span_count: h.span_count,
                 matching_spans: h.matching_spans,
                 error: h.error != 0,
                 services: &h.services,
@@ -83,28 +88,32 @@ pub async fn run(
         return Ok(());
     }
     let layout = Layout::current();
-    // A terminal that cuts to fit keeps the trace id whole and drops the services (the
-    // operations name them often enough); --wide and pipes have both.
+    // A terminal that cuts to fit keeps the trace id whole and leaves the services to
+    // --wide and pipes.
     let narrow = matches!(layout, Layout::Terminal(Some(_)));
-    let mut headers = vec!["trace_id", "start", "duration", "spans", "error"];
+    let mut headers = vec!["trace_id", "start", "duration", "spans", "error", "root"];
     if !narrow {
         headers.push("services");
     }
-    headers.push("operations");
     let mut table =
         Table::new(headers).numeric(&["duration", "spans"]).keep(&["trace_id", "start", "duration", "spans", "error"]);
     for h in &hits {
+        let root = if h.root_operation.is_empty() {
+            "(root before the range)".to_string()
+        } else {
+            format!("{} · {}", h.root_service, h.root_operation)
+        };
         let mut row = vec![
             h.trace_id.clone(),
-            table_time(h.first_start_ns, now, layout),
-            if layout.is_terminal() { duration(h.max_duration_ns as f64) } else { h.max_duration_ns.to_string() },
-            count(h.matching_spans, layout),
+            table_time(h.start_ns, now, layout),
+            if layout.is_terminal() { duration(h.duration_ns as f64) } else { h.duration_ns.to_string() },
+            count(h.span_count, layout),
             if h.error != 0 { "error" } else { "" }.to_string(),
+            root,
         ];
         if !narrow {
             row.push(h.services.join(","));
         }
-        row.push(h.operations.join(","));
         table.row(row);
     }
     write!(out, "{}", table.render(layout))?;

@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 
-use axum::extract::State;
+use axum::extract::{Path, State};
 use axum::http::{StatusCode, Uri};
 use maud::{html, Markup};
 use serde::Deserialize;
@@ -17,7 +17,7 @@ use super::format;
 use super::layout::{respond, severity, shell, time, Nav, PageResult};
 use super::range::{self, Range};
 use super::{given, query};
-use crate::daemon::api::handlers::logs::{self as log_handlers, LogsParams};
+use crate::daemon::api::handlers::logs::{self as log_handlers, ContextParams, CountsParams, LogsParams};
 use crate::daemon::api::handlers::templates::{self, TemplatesParams};
 use crate::daemon::api::handlers::{AppState, Log};
 use crate::daemon::api::params::{Query, MAX_LIMIT};
@@ -35,24 +35,16 @@ struct LogsQuery {
     cursor: Option<String>,
 }
 
-/// The severities the chart stacks, bottom up: (name, colour class, OTLP numbers).
-const SEVERITIES: [(&str, &str, std::ops::RangeInclusive<u8>); 7] = [
-    ("unset", "sev-unset", 0..=0),
-    ("trace", "sev-trace", 1..=4),
-    ("debug", "sev-debug", 5..=8),
-    ("info", "sev-info", 9..=12),
-    ("warn", "sev-warn", 13..=16),
-    ("error", "sev-error", 17..=20),
-    ("fatal", "sev-fatal", 21..=255),
+/// The severity bands the chart stacks, bottom up, as the counts handler gives them: (name, colour class).
+const SEVERITIES: [(&str, &str); 7] = [
+    ("unset", "sev-unset"),
+    ("trace", "sev-trace"),
+    ("debug", "sev-debug"),
+    ("info", "sev-info"),
+    ("warn", "sev-warn"),
+    ("error", "sev-error"),
+    ("fatal", "sev-fatal"),
 ];
-
-/// A bucket width that gives a chart of about 60 bars over `range_ns`, rounded to a step a
-/// person reads (1 s … 1 d).
-pub fn bucket_ns(range_ns: u64) -> u64 {
-    const STEPS: [u64; 12] = [1, 5, 10, 30, 60, 300, 600, 1800, 3600, 10_800, 21_600, 86_400];
-    let want = range_ns / 60;
-    STEPS.iter().map(|s| s * format::SECOND_NS).find(|s| *s >= want).unwrap_or(86_400 * format::SECOND_NS)
-}
 
 /// A line's body cut into (is a slot, text) parts by its template: the template's literal
 /// parts are found in order in the body and what lies between them is a slot. A body its
@@ -165,23 +157,34 @@ async fn search(
     Ok((page.items, page.next_cursor))
 }
 
-/// The matches per bucket and severity over the range.
+/// The matches per step and severity over the range, and the step.
 async fn counts(
     state: &AppState,
     text: Option<&str>,
     range: &Range,
-    bucket: u64,
-) -> Result<Vec<(u64, Vec<u64>)>, super::layout::PageError> {
-    let (lines, _) = search(state, text, range, None, MAX_LIMIT).await?;
-    let mut buckets: std::collections::BTreeMap<u64, Vec<u64>> = std::collections::BTreeMap::new();
-    for l in &lines {
-        let start = l.time_ns - l.time_ns % bucket;
-        let row = buckets.entry(start).or_insert_with(|| vec![0; SEVERITIES.len()]);
-        if let Some(i) = SEVERITIES.iter().position(|(_, _, r)| r.contains(&l.severity_number)) {
-            row[i] += 1;
-        }
-    }
-    Ok(buckets.into_iter().collect())
+) -> Result<(Vec<(u64, Vec<u64>)>, u64), super::layout::PageError> {
+    let counted = log_handlers::counts(
+        State(state.clone()),
+        Query(CountsParams {
+            service: None,
+            template_id: None,
+            q: text.map(str::to_string),
+            from: Some(range.from_ns),
+            to: Some(range.to_ns),
+            step_secs: None,
+        }),
+    )
+    .await?
+    .0;
+    let steps = counted
+        .steps
+        .iter()
+        .map(|s| {
+            let c = &s.counts;
+            (s.start_ns, vec![c.unspecified, c.trace, c.debug, c.info, c.warn, c.error, c.fatal])
+        })
+        .collect();
+    Ok((steps, counted.step_ns))
 }
 
 pub async fn page(State(state): State<AppState>, uri: Uri) -> PageResult {
@@ -190,8 +193,7 @@ pub async fn page(State(state): State<AppState>, uri: Uri) -> PageResult {
     let range = Range::parse(p.since.as_deref(), p.from.as_deref(), p.to.as_deref(), state.now())?;
     let cursor = given(p.cursor);
     let (lines, next_cursor) = search(&state, text.as_deref(), &range, cursor.clone(), PAGE).await?;
-    let bucket = bucket_ns(range.len_ns());
-    let buckets = counts(&state, text.as_deref(), &range, bucket).await?;
+    let (buckets, bucket) = counts(&state, text.as_deref(), &range).await?;
     let mut services: Vec<String> = lines.iter().map(|l| l.service.clone()).collect();
     services.sort();
     services.dedup();
@@ -207,7 +209,7 @@ pub async fn page(State(state): State<AppState>, uri: Uri) -> PageResult {
         range::link("/logs", &kept, &all)
     });
     let newest = range::link("/logs", &kept, &range_params);
-    let series: Vec<(&str, &str)> = SEVERITIES.iter().map(|(n, c, _)| (*n, *c)).collect();
+    let series: Vec<(&str, &str)> = SEVERITIES.to_vec();
     // Following makes sense only for a range that ends now, on the first page.
     let followable = range.preset.is_some() && cursor.is_none();
     let body = html! {
@@ -250,7 +252,7 @@ pub async fn page(State(state): State<AppState>, uri: Uri) -> PageResult {
 }
 
 /// Lines shown on each side of a line in its context.
-const CONTEXT: u64 = 10;
+const CONTEXT: u64 = 20;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -262,59 +264,40 @@ struct ContextQuery {
     t: u64,
 }
 
-/// `/logs/context`: the [`CONTEXT`] lines before and after one line of a service, in time
-/// order, the line itself marked.
+/// `/logs/context`: the [`CONTEXT`] lines before and after one line from the same service
+/// and instance, oldest first, the line itself marked.
 pub async fn context(State(state): State<AppState>, uri: Uri) -> PageResult {
     let p: ContextQuery = query(&uri)?;
-    let log_id = crate::wire::alert::format_id(crate::daemon::api::params::hex_id("log", &p.log)?);
-    let read = |from: u64, to: u64, limit: u64| {
-        log_handlers::list(
-            State(state.clone()),
-            Query(LogsParams {
-                service: Some(p.service.clone()),
-                template_id: None,
-                q: None,
-                from: Some(from),
-                to: Some(to),
-                limit: Some(limit),
-                cursor: None,
-            }),
-        )
-    };
-    // Up to the line (newest first, so the nearest come first), and after it.
-    let mut before = read(p.t.saturating_sub(format::HOUR_NS), p.t.saturating_add(1), 2 * CONTEXT + 1).await?.0.items;
-    let after = read(p.t.saturating_add(1), p.t.saturating_add(format::HOUR_NS), MAX_LIMIT).await?.0.items;
-    let Some(at) = before.iter().position(|l| l.log_id == log_id) else {
-        return Err(crate::daemon::api::error::ApiError::not_found(format!(
-            "line {log_id} of service {} at {}",
-            p.service, p.t
-        ))
-        .into());
-    };
-    // Lines of the same instant after it in the order come before it here: keep them after.
-    let same_instant: Vec<Log> = before.drain(..at).collect();
-    before.truncate(CONTEXT as usize + 1);
-    before.reverse();
-    let mut lines = before;
-    lines.extend(same_instant.into_iter().rev());
-    let later = after.len().saturating_sub(CONTEXT as usize);
-    lines.extend(
-        after
-            .into_iter()
-            .skip(later)
-            .rev()
-            .take(CONTEXT as usize)
-            .collect::<Vec<_>>()
-            .into_iter()
-            .rev()
-            .collect::<Vec<_>>(),
-    );
+    let c = log_handlers::context(
+        State(state.clone()),
+        Path(p.log.clone()),
+        Query(ContextParams { service: p.service.clone(), time_ns: p.t, lines: Some(CONTEXT) }),
+    )
+    .await?
+    .0;
+    let focus = c.line.log_id.clone();
+    let mut lines = c.before;
+    lines.push(c.line);
+    lines.extend(c.after);
     let templates = templates_of(&state, std::slice::from_ref(&p.service)).await;
+    let around = range::link(
+        "/logs",
+        &[("q", crate::search::Query { services: vec![p.service.clone()], ..Default::default() }.to_string())],
+        &[
+            ("from", range::field_value(p.t.saturating_sub(5 * format::MINUTE_NS))),
+            ("to", range::field_value(p.t + 5 * format::MINUTE_NS)),
+        ],
+    );
     let body = html! {
         p.crumbs { a href="/logs" { "Logs" } " › context of a line of " (p.service) }
         h1 { "Context" }
-        p.lead { "The lines of " (p.service) " just before and after it, oldest first; the line itself is marked." }
-        section #context { (lines_table(&lines, &templates, Some(&log_id))) }
+        p.lead {
+            "The lines of " strong { (p.service) }
+            @if let Some(i) = &c.instance { " from the same instance (" code { (i.key) "=" (i.value) } ")" }
+            " just before and after it (within 15 minutes), oldest first; the line itself is marked. "
+            a href=(around) { "All of " (p.service) " around it" }
+        }
+        section #context { (lines_table(&lines, &templates, Some(&focus))) }
     };
     Ok(respond(StatusCode::OK, shell(Nav::Logs, "Context", None, body)))
 }
@@ -335,12 +318,5 @@ mod tests {
         assert_eq!(line_parts("a <*> b", "x y z"), vec![(false, "x y z")], "a line its template does not fit");
         assert_eq!(line_parts("plain", "plain and more"), vec![(false, "plain and more")]);
         assert_eq!(line_parts("<*> starts", "it starts"), vec![(true, "it"), (false, " starts")]);
-    }
-
-    #[test]
-    fn buckets_give_about_sixty_bars() {
-        assert_eq!(bucket_ns(format::HOUR_NS), 60 * format::SECOND_NS);
-        assert_eq!(bucket_ns(15 * format::MINUTE_NS), 30 * format::SECOND_NS);
-        assert_eq!(bucket_ns(7 * 24 * format::HOUR_NS), 3 * format::HOUR_NS);
     }
 }
