@@ -70,13 +70,14 @@ fn prose(cli: &Cli) -> bool {
             | Command::Alerts(_)
             | Command::Scale(_)
             | Command::Traces(_)
-            | Command::Templates(_)
             | Command::Loadgen(_) => true,
-            // Log lines stay whole, as `kubectl logs` prints them; the waterfall fits by itself.
+            // Log lines stay whole, as `kubectl logs` prints them (a template's too); the waterfall
+            // and the tables fit by themselves.
             Command::Serve(_)
             | Command::Up(_)
             | Command::Logs(_)
             | Command::Trace(_)
+            | Command::Templates(_)
             | Command::Mine(_)
             | Command::Completions(_)
             | Command::Man(_)

@@ -243,7 +243,12 @@ async fn show(
         return Ok(());
     }
     let layout = Layout::current();
-    let when = |ns| if layout.is_terminal() { super::time::format_time_ago(ns, now) } else { format_time(ns) };
+    let when = |ns| table_time(ns, now, layout);
+    // The hour a minute a character where the terminal has the room.
+    let spark = match layout {
+        Layout::Terminal(Some(width)) => width.saturating_sub(32).clamp(SPARK_CHARS, 60),
+        _ => 60,
+    };
     writeln!(out, "template {} of {}", format_id(id), t.service)?;
     writeln!(out, "  {}", t.template)?;
     writeln!(out, "lines       {}", count(t.count, layout))?;
@@ -251,7 +256,7 @@ async fn show(
     writeln!(out, "last seen   {}", when(t.last_seen_ns))?;
     writeln!(out, "masking     {}", t.masking_version)?;
     let hour_total: u64 = minutes.iter().map(|m| m.1).sum();
-    writeln!(out, "last hour   {} lines  |{}|", count(hour_total, layout), sparkline(&minutes, now, 60))?;
+    writeln!(out, "last hour   {} lines  |{}|", count(hour_total, layout), sparkline(&minutes, now, spark))?;
     if lines > 0 {
         writeln!(out)?;
         if recent.is_empty() {

@@ -15,6 +15,8 @@ mod broker_tls;
 mod cli;
 mod cluster;
 mod demo;
+mod explore_cli;
+mod explore_web;
 mod fidelity;
 mod fuzz_replay;
 mod ingest;

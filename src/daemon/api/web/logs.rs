@@ -112,7 +112,7 @@ pub fn lines_table(logs: &[Log], templates: &HashMap<(String, String), String>, 
                     @let template = l.template_id.as_ref().and_then(|t| templates.get(&(l.service.clone(), t.clone())));
                     tr.log-line.focus[focus == Some(l.log_id.as_str())] data-log-id=(l.log_id) {
                         td.nowrap { (time(l.time_ns)) }
-                        td { (l.service) }
+                        td.nowrap { (l.service) }
                         td { (severity(l.severity_number, &l.severity_text)) }
                         td.body { code.body {
                             @match template {
