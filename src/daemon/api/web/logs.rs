@@ -216,15 +216,17 @@ pub async fn page(State(state): State<AppState>, uri: Uri) -> PageResult {
         h1 { "Logs" }
         form.filters.search #log-search method="get" action="/logs" {
             input.query type="search" name="q" value=[text.as_deref()] placeholder="\"payment declined\" service:checkout severity>=warn http.route=/pay" aria-label="query";
-            @if range.preset.is_none() { (range::fields(&range)) }
-            @if let Some(p) = range.preset { input type="hidden" name="since" value=(p); }
+            (range::hidden(&range))
             button type="submit" { "Search" }
         }
         p.query-help {
             "Words and " code { "\"phrases\"" } " match the line; " code { "key=value" } " an attribute or resource attribute; "
             code { "service:NAME" } ", " code { "severity>=warn" } ", " code { "template:ID" } ", " code { "trace:ID" } ". Every term narrows."
         }
-        (range::presets("/logs", &kept, &range))
+        div.range-row {
+            (range::presets("/logs", &kept, &range))
+            (range::custom_form("/logs", &kept, &range))
+        }
         section #count-chart {
             h2 { "Matches over time" }
             (charts::stacked_bars(&buckets, bucket, &series, range.from_ns, range.to_ns, "No line matches in this range."))

@@ -78,15 +78,34 @@ pub fn presets(base: &str, kept: &[(&str, String)], current: &Range) -> Markup {
     }
 }
 
-/// The custom range fields (UTC).
-pub fn fields(current: &Range) -> Markup {
+/// The hidden fields that keep `current` when the page's search form is sent.
+pub fn hidden(current: &Range) -> Markup {
     html! {
-        label title="UTC; a preset link replaces it" { "from "
-            input type="datetime-local" step="1" name="from" value=(field_value(current.from_ns));
+        @match current.preset {
+            Some(p) => { input type="hidden" name="since" value=(p); }
+            None => {
+                input type="hidden" name="from" value=(field_value(current.from_ns));
+                input type="hidden" name="to" value=(field_value(current.to_ns));
+            }
         }
-        label title="UTC" { "to "
-            input type="datetime-local" step="1" name="to" value=(field_value(current.to_ns));
-            " UTC"
+    }
+}
+
+/// A small form for a custom range (UTC), keeping the page's other parameters (`kept`).
+pub fn custom_form(base: &str, kept: &[(&str, String)], current: &Range) -> Markup {
+    html! {
+        form.filters.custom-range method="get" action=(base) {
+            @for (name, value) in kept.iter().filter(|(_, v)| !v.is_empty()) {
+                input type="hidden" name=(name) value=(value);
+            }
+            label title="UTC" { "from "
+                input type="datetime-local" step="1" name="from" value=(field_value(current.from_ns));
+            }
+            label title="UTC" { "to "
+                input type="datetime-local" step="1" name="to" value=(field_value(current.to_ns));
+                " UTC"
+            }
+            button.secondary type="submit" { "Apply range" }
         }
     }
 }

@@ -151,11 +151,13 @@ pub async fn page(State(state): State<AppState>, uri: Uri) -> PageResult {
                     option value="ok" selected[error == Some(false)] { "no error" }
                 }
             }
-            @if range.preset.is_none() { (range::fields(&range)) }
-            @if let Some(p) = range.preset { input type="hidden" name="since" value=(p); }
+            (range::hidden(&range))
             button type="submit" { "Search" }
         }
-        (range::presets("/traces", &kept, &range))
+        div.range-row {
+            (range::presets("/traces", &kept, &range))
+            (range::custom_form("/traces", &kept, &range))
+        }
         section #scatter {
             h2 { "Duration over time" @if scatter.sampled { " " span.count { "(an even sample of " (POINTS) ")" } } }
             (charts::scatter(&points, range.from_ns, range.to_ns, format::duration, "No trace matches in this range."))
