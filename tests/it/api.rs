@@ -23,7 +23,7 @@ use crate::common::{self, free_addr, free_port, get_json, run, wait_for, TestEnv
 const MIN_NS: u64 = 60_000_000_000;
 
 /// The API in-process on a free loopback port, over `store`.
-struct Api {
+pub(crate) struct Api {
     base: String,
     shutdown: Shutdown,
     http: reqwest::Client,
@@ -31,7 +31,7 @@ struct Api {
 }
 
 impl Api {
-    async fn start(store: Store, token: &str, query_timeout: Duration) -> Api {
+    pub(crate) async fn start(store: Store, token: &str, query_timeout: Duration) -> Api {
         let state = AppState { store, query_timeout, now_ns, alerts_topic: None };
         let health: tayga::daemon::HealthFn = Arc::new(|| json!({"api": {"status": "serving"}}));
         let mut registry = Registry::default();
@@ -58,14 +58,14 @@ impl Api {
         (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
     }
 
-    async fn ok(&self, path: &str) -> Value {
+    pub(crate) async fn ok(&self, path: &str) -> Value {
         let (status, body) = self.get(path).await;
         assert_eq!(status, 200, "GET {path}: {body}");
         body
     }
 
     /// Every item of a list, following `next_cursor` page by page.
-    async fn all_pages(&self, path: &str) -> Vec<Value> {
+    pub(crate) async fn all_pages(&self, path: &str) -> Vec<Value> {
         let sep = if path.contains('?') { '&' } else { '?' };
         let mut items = Vec::new();
         let mut cursor: Option<String> = None;
@@ -755,7 +755,7 @@ async fn otel_sdk_traffic_reaches_every_endpoint() {
 /// The finished statements since `since_secs` whose text holds `marker`, with their rows
 /// read, once at least `at_least` are logged: a loaded server can log a finished query
 /// after the flush that follows it, so wait for it with a deadline.
-async fn read_rows_of(store: &Store, since_secs: u64, marker: &str, at_least: usize) -> Vec<(String, u64)> {
+pub(crate) async fn read_rows_of(store: &Store, since_secs: u64, marker: &str, at_least: usize) -> Vec<(String, u64)> {
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     loop {
         store.query_for_tests("SYSTEM FLUSH LOGS").execute().await.unwrap();

@@ -16,6 +16,7 @@ mod cli;
 mod cluster;
 mod demo;
 mod explore_cli;
+mod explore_reads;
 mod explore_web;
 mod fidelity;
 mod fuzz_replay;

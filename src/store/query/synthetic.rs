@@ -1,5 +1,5 @@
 //! Synthetic rows generated on the server (`INSERT … SELECT … FROM numbers(n)`), for the
-//! read-cost test and the API benchmark (`examples/api_bench.rs`): millions of rows in
+//! read-cost tests and the API benchmark (`examples/api_bench.rs`): millions of rows in
 //! seconds, without shipping them over HTTP. Shaped like real traffic where the API's costs
 //! depend on it: 5 spans per trace over several services, logs that belong to traces and
 //! match a few templates per service, one story per trace, alerts of every kind.
@@ -142,8 +142,8 @@ pub async fn fill(store: &Store, s: &SyntheticData) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// The tables [`fill`] fills, merged afterwards.
-const MERGED_TABLES: [&str; 9] = [
+/// The tables [`fill`] fills, and those their views fill, merged afterwards.
+const MERGED_TABLES: [&str; 13] = [
     "spans",
     "logs",
     "trace_logs",
@@ -153,6 +153,10 @@ const MERGED_TABLES: [&str; 9] = [
     "log_alerts",
     "log_alert_publications",
     "notifier_deliveries",
+    "spans_by_time",
+    "logs_by_time",
+    "log_hits_by_time",
+    "service_minutes",
 ];
 
 /// Merges `table` into one part per partition, as a settled table is (on one server: the
