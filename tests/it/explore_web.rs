@@ -89,6 +89,20 @@ async fn pages(browser: &Browser, app: &str, ingest: &str) {
     assert!(browser.count("svg.bars rect.bar").await > 0, "the count chart has a bar");
     browser.assert_clean("the logs page, a phrase").await;
 
+    // A custom range (UTC, as the range form sends it) that holds the lines finds the phrase;
+    // one that ends before them finds nothing, and says so.
+    let field = |ns: u64| tayga::time::rfc3339(ns)[..19].to_string();
+    let now = tayga::store::now_ns();
+    let minute = 60_000_000_000;
+    let custom = |from: u64, to: u64| format!("{app}/logs?q={}&from={}&to={}", q(&phrase), field(from), field(to));
+    browser.open(&custom(now - 10 * minute, now + minute)).await;
+    assert_eq!(browser.count("#log-lines tr.log-line").await, 1);
+    assert_eq!(browser.text("nav.range a.current").await, "custom");
+    let text = browser.open(&custom(now - 20 * minute, now - 10 * minute)).await;
+    assert!(text.contains("No line matches in this range"), "{text}");
+    browser.assert_clean("a custom range").await;
+    browser.open(&format!("{app}/logs?q={}&since=15m", q(&phrase))).await;
+
     // The line's trace: its page shows the line.
     browser.click_through("#log-lines a.trace-link").await;
     let url = browser.client.current_url().await.unwrap();
