@@ -308,6 +308,46 @@ pub async fn context(State(state): State<AppState>, uri: Uri) -> PageResult {
 mod tests {
     use super::*;
 
+    fn line(id: &str, template: Option<&str>, trace: &str) -> Log {
+        Log {
+            log_id: id.into(),
+            service: "pay ments".into(),
+            time_ns: 1,
+            severity_number: 17,
+            severity_text: String::new(),
+            body: "declined order 42".into(),
+            trace_id: trace.into(),
+            span_id: String::new(),
+            attributes: Default::default(),
+            typed_attributes: Default::default(),
+            template_id: template.map(str::to_string),
+            event_name: String::new(),
+            flags: 0,
+            dropped_attributes_count: 0,
+            structured_body: None,
+        }
+    }
+
+    #[test]
+    fn each_line_links_its_trace_template_and_context_with_its_slots_marked() {
+        let templates = HashMap::from([(
+            ("pay ments".to_string(), "00000000000000aa".to_string()),
+            "declined order <NUM>".to_string(),
+        )]);
+        let html = lines_table(
+            &[line("0000000000000001", Some("00000000000000aa"), &"ab".repeat(16)), line("0000000000000002", None, "")],
+            &templates,
+            Some("0000000000000002"),
+        )
+        .into_string();
+        assert_eq!(html.matches("class=\"trace-link\"").count(), 1, "only the line with a trace: {html}");
+        assert!(html.contains(&format!("href=\"/traces/{}\"", "ab".repeat(16))));
+        assert!(html.contains("href=\"/templates/pay+ments/00000000000000aa\""), "{html}");
+        assert!(html.contains("href=\"/logs/context?service=pay+ments&amp;log=0000000000000002&amp;t=1\""), "{html}");
+        assert_eq!(html.matches("<span class=\"slot\">42</span>").count(), 1, "{html}");
+        assert_eq!(html.matches("focus").count(), 1, "the focused line is marked");
+    }
+
     #[test]
     fn slots_are_found_in_the_line() {
         let parts =
