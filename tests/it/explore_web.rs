@@ -174,6 +174,16 @@ async fn pages(browser: &Browser, app: &str, ingest: &str) {
     assert!(browser.client.current_url().await.unwrap().path().starts_with("/traces/"));
     browser.assert_clean("a slow trace from the list").await;
 
+    // The overview's links lead to a service's lines and traces.
+    browser.open(&format!("{app}/")).await;
+    browser.click_through(&format!("tr:has(a.logs-link[href*='{SERVICE}']) a.logs-link")).await;
+    assert!(rows(browser, "#log-lines tr.log-line").await.len() >= 12, "the service's lines");
+    browser.assert_clean("a service's logs from the overview").await;
+    browser.open(&format!("{app}/")).await;
+    browser.click_through(&format!("a.traces-link[href='/traces?service={SERVICE}']")).await;
+    assert_eq!(browser.count("tr.trace").await, 6, "the service's traces");
+    browser.assert_clean("a service's traces from the overview").await;
+
     // The navigation reaches both pages; a query that cannot be read is a 400 page saying where.
     browser.open(&format!("{app}/")).await;
     browser.click_through("header nav a[href='/logs']").await;
