@@ -98,15 +98,55 @@ pub fn logs_statement(window: Window, search: &LogSearch, limit: u64) -> (String
     (sql, binds)
 }
 
+/// The first slice [`logs`] reads, at the newest end of the window; each next one is four
+/// times longer.
+pub const FIRST_SLICE_NS: u64 = 15 * MINUTE_NS;
+
+/// The slices of `window` a page reads one after another, newest first: 15 minutes, then
+/// an hour before it, then four, … until the window's start.
+pub fn slices(window: Window) -> Vec<Window> {
+    let mut out = Vec::new();
+    let (mut to, mut length) = (window.to_ns, FIRST_SLICE_NS);
+    while to > window.from_ns {
+        let from = to.saturating_sub(length).max(window.from_ns);
+        out.push(Window { from_ns: from, to_ns: to });
+        to = from;
+        length = length.saturating_mul(4);
+    }
+    out
+}
+
 /// The lines of `window` that match `search`, newest first, at most `limit`.
+///
+/// 18.16 reads a whole window before it sorts and cuts it (no reading in key order), so a
+/// page of the newest lines of a week would read the week. The page is read in slices from
+/// the newest end instead ([`slices`]), stopping once it is full: a search with many
+/// matches reads its newest quarter hour or so; a rare one reads the window, in a few more
+/// statements than one.
 pub async fn logs(
     store: &Store,
     window: Window,
     search: &LogSearch,
     limit: u64,
 ) -> Result<Vec<LogWithTemplate>, StoreError> {
-    let (sql, binds) = logs_statement(window, search, limit);
-    bind_all(store.client().query(&sql), &binds).fetch_all().await.map_err(|e| store.query_error("searching logs", e))
+    let limit = limit.min(MAX_LIMIT);
+    let window = match search.before {
+        Some((time, _)) => Window { from_ns: window.from_ns, to_ns: window.to_ns.min(time.saturating_add(1)) },
+        None => window,
+    };
+    let mut rows: Vec<LogWithTemplate> = Vec::new();
+    for slice in slices(window) {
+        let (sql, binds) = logs_statement(slice, search, limit - rows.len() as u64);
+        let page: Vec<LogWithTemplate> = bind_all(store.client().query(&sql), &binds)
+            .fetch_all()
+            .await
+            .map_err(|e| store.query_error("searching logs", e))?;
+        rows.extend(page);
+        if rows.len() as u64 >= limit {
+            break;
+        }
+    }
+    Ok(rows)
 }
 
 /// How many lines of one severity number matched in one step of a count over time.
@@ -331,6 +371,18 @@ mod tests {
         assert!(counts_statement(window, &words, MINUTE_NS).0.contains("FROM logs_by_time"));
         // A step of seconds cannot be counted from minutes.
         assert!(counts_statement(window, &severity, 1_000_000_000).0.contains("FROM logs_by_time"));
+    }
+
+    #[test]
+    fn a_window_is_read_in_slices_from_its_newest_end_each_four_times_longer() {
+        let m = MINUTE_NS;
+        let window = Window { from_ns: 0, to_ns: 400 * m };
+        let lengths: Vec<u64> = slices(window).iter().map(|w| (w.to_ns - w.from_ns) / m).collect();
+        assert_eq!(lengths, [15, 60, 240, 85]);
+        let s = slices(window);
+        assert!(s.windows(2).all(|w| w[0].from_ns == w[1].to_ns));
+        assert_eq!((s[0].to_ns, s[3].from_ns), (400 * m, 0));
+        assert_eq!(slices(Window { from_ns: 0, to_ns: 10 * m }), [Window { from_ns: 0, to_ns: 10 * m }]);
     }
 
     #[test]

@@ -88,15 +88,12 @@ pub struct TraceHit {
     pub duration_ns: u64,
 }
 
-/// The spans of `window` with `m`: whether each meets every span condition of `search`.
-/// Binds: the conditions', then the window's.
-fn matched_spans(window: Window, search: &TraceSearch, binds: &mut Vec<Bind>) -> String {
+/// The conditions of `search` on one span (none: every span matches), and their binds.
+fn span_conditions(search: &TraceSearch) -> (Vec<String>, Vec<Bind>) {
     let q = &search.query;
-    let mut window_binds = Vec::new();
-    let window_conditions = window_conditions("start_ns", window, &mut window_binds);
-    let mut conditions = Vec::new();
-    any_of("service", q.services.iter().cloned().map(Bind::Str), &mut conditions, binds);
-    any_of("name", q.operations.iter().cloned().map(Bind::Str), &mut conditions, binds);
+    let (mut conditions, mut binds) = (Vec::new(), Vec::new());
+    any_of("service", q.services.iter().cloned().map(Bind::Str), &mut conditions, &mut binds);
+    any_of("name", q.operations.iter().cloned().map(Bind::Str), &mut conditions, &mut binds);
     if let Some(Range { min, max }) = q.duration {
         conditions.push("duration_ns >= ? AND duration_ns <= ?".into());
         binds.extend([Bind::U64(min), Bind::U64(max)]);
@@ -108,15 +105,26 @@ fn matched_spans(window: Window, search: &TraceSearch, binds: &mut Vec<Bind>) ->
             conditions.push("0".into());
         }
     }
-    any_of("status_code", statuses.into_iter().map(|s| Bind::U64(s.into())), &mut conditions, binds);
-    any_of("trace_id", q.traces.iter().cloned().map(Bind::Str), &mut conditions, binds);
-    attribute_conditions(&q.attributes, &mut conditions, binds);
+    any_of("status_code", statuses.into_iter().map(|s| Bind::U64(s.into())), &mut conditions, &mut binds);
+    any_of("trace_id", q.traces.iter().cloned().map(Bind::Str), &mut conditions, &mut binds);
+    attribute_conditions(&q.attributes, &mut conditions, &mut binds);
+    (conditions, binds)
+}
+
+/// The spans of `window` (of the traces `ids` only, when given) with `m`: whether each meets
+/// every span condition of `search`. Binds: the conditions', then the window's, then the ids.
+fn matched_spans(window: Window, search: &TraceSearch, ids: Option<&[String]>, binds: &mut Vec<Bind>) -> String {
+    let (conditions, condition_binds) = span_conditions(search);
+    binds.extend(condition_binds);
     let m = if conditions.is_empty() { "1".to_string() } else { conditions.join(" AND ") };
-    binds.extend(window_binds);
+    let mut where_ = window_conditions("start_ns", window, binds);
+    if let Some(ids) = ids {
+        any_of("trace_id", ids.iter().cloned().map(Bind::Str), &mut where_, binds);
+    }
     format!(
         "(SELECT trace_id, span_id, parent_span_id, service, name, start_ns, end_ns, duration_ns, status_code, \
          toUInt8({m}) AS m FROM spans_by_time WHERE {})",
-        window_conditions.join(" AND ")
+        where_.join(" AND ")
     )
 }
 
@@ -129,14 +137,51 @@ fn trace_having(search: &TraceSearch) -> Vec<&'static str> {
     having
 }
 
-/// A page of a trace search, and its binds in order.
-pub fn search_statement(window: Window, search: &TraceSearch, limit: u64) -> (String, Vec<Bind>) {
-    let window = match &search.after {
+/// A page after a cursor reads only the window before it.
+fn before_cursor(window: Window, search: &TraceSearch) -> Window {
+    match &search.after {
         Some((start, _)) => Window { from_ns: window.from_ns, to_ns: window.to_ns.min(start.saturating_add(1)) },
         None => window,
-    };
+    }
+}
+
+/// The trace ids of a page, from the matching spans alone (a service's rows of the window,
+/// when the search names one), and its binds. Not for `error: Some(false)`, which needs every
+/// span of a trace to know.
+pub fn page_ids_statement(window: Window, search: &TraceSearch, limit: u64) -> (String, Vec<Bind>) {
+    let window = before_cursor(window, search);
     let mut binds = Vec::new();
-    let spans = matched_spans(window, search, &mut binds);
+    let mut conditions = window_conditions("start_ns", window, &mut binds);
+    let (span, span_binds) = span_conditions(search);
+    conditions.extend(span);
+    binds.extend(span_binds);
+    let having = match &search.after {
+        Some((start, trace_id)) => {
+            binds.extend([Bind::U64(*start), Bind::U64(*start), Bind::Str(trace_id.clone())]);
+            " HAVING (max(start_ns) < ? OR (max(start_ns) = ? AND trace_id > ?))"
+        }
+        None => "",
+    };
+    binds.push(Bind::U64(limit.min(MAX_LIMIT)));
+    let sql = format!(
+        "SELECT trace_id FROM spans_by_time WHERE {} GROUP BY trace_id{having} ORDER BY max(start_ns) DESC, trace_id LIMIT ?",
+        conditions.join(" AND ")
+    );
+    (sql, binds)
+}
+
+/// A page of a trace search with each trace's summary, and its binds in order: of the
+/// traces `ids` when given (the page [`page_ids_statement`] found), else of every matching
+/// trace.
+pub fn search_statement(
+    window: Window,
+    search: &TraceSearch,
+    ids: Option<&[String]>,
+    limit: u64,
+) -> (String, Vec<Bind>) {
+    let window = before_cursor(window, search);
+    let mut binds = Vec::new();
+    let spans = matched_spans(window, search, ids, &mut binds);
     let mut having: Vec<String> = trace_having(search).into_iter().map(String::from).collect();
     if let Some((start, trace_id)) = &search.after {
         having.push("(maxIf(start_ns, m) < ? OR (maxIf(start_ns, m) = ? AND trace_id > ?))".into());
@@ -154,13 +199,32 @@ pub fn search_statement(window: Window, search: &TraceSearch, limit: u64) -> (St
 }
 
 /// Traces with a span matching `search` in `window`, the most recent first.
+///
+/// In two steps: the page's trace ids from the matching spans alone, then the summary of
+/// those traces from all their spans of the window. Summarising every trace of the window
+/// and then keeping a page cost twice as much on an hour of 800,000 spans (docs/api.md,
+/// "Benchmark"). `error: Some(false)` (no error span at all) is one step, since no span
+/// alone can say it.
 pub async fn search(
     store: &Store,
     window: Window,
     search: &TraceSearch,
     limit: u64,
 ) -> Result<Vec<TraceHit>, StoreError> {
-    let (sql, binds) = search_statement(window, search, limit);
+    let ids = if search.error == Some(false) {
+        None
+    } else {
+        let (sql, binds) = page_ids_statement(window, search, limit);
+        let ids: Vec<String> = bind_all(store.client().query(&sql), &binds)
+            .fetch_all()
+            .await
+            .map_err(|e| store.query_error("searching traces", e))?;
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        Some(ids)
+    };
+    let (sql, binds) = search_statement(window, search, ids.as_deref(), limit);
     bind_all(store.client().query(&sql), &binds).fetch_all().await.map_err(|e| store.query_error("searching traces", e))
 }
 
@@ -180,7 +244,7 @@ pub const MAX_POINTS: u64 = 5000;
 /// (by a hash of the trace id), and its binds.
 pub fn scatter_statement(window: Window, search: &TraceSearch, limit: u64) -> (String, Vec<Bind>) {
     let mut binds = Vec::new();
-    let spans = matched_spans(window, search, &mut binds);
+    let spans = matched_spans(window, search, None, &mut binds);
     binds.push(Bind::U64(limit.min(MAX_POINTS)));
     let sql = format!(
         "SELECT trace_id, min(start_ns), max(end_ns) - min(start_ns), max(status_code = 2) FROM {spans} \
@@ -221,15 +285,19 @@ pub fn statements() -> Vec<Statement> {
         error: Some(false),
         after: Some((1_764_547_800_000_000_000, "t".into())),
     };
-    let with_errors = TraceSearch { error: Some(true), after: None, ..widest.clone() };
+    let with_errors = TraceSearch { error: Some(true), ..widest.clone() };
+    let ids = ["0123456789abcdef0123456789abcdef".to_string(), "fedcba9876543210fedcba9876543210".to_string()];
     let mut all = vec![
         Statement { fields: LogRow::COLUMN_NAMES, ..Statement::new("query.trace_logs", TRACE_LOGS_SQL).binds(["'t'"]) },
         Statement::new("query.stored_traces", stored_traces_sql(2)).binds(["'t'", "'u'"]),
     ];
     for (name, (sql, binds)) in [
-        ("query.trace_search", search_statement(window, &widest, 10)),
-        ("query.trace_search_errors", search_statement(window, &with_errors, 10)),
-        ("query.trace_search_unfiltered", search_statement(window, &TraceSearch::default(), 10)),
+        ("query.trace_search", search_statement(window, &widest, None, 10)),
+        ("query.trace_search_errors", search_statement(window, &with_errors, None, 10)),
+        ("query.trace_search_unfiltered", search_statement(window, &TraceSearch::default(), None, 10)),
+        ("query.trace_page_ids", page_ids_statement(window, &with_errors, 10)),
+        ("query.trace_page_ids_unfiltered", page_ids_statement(window, &TraceSearch::default(), 10)),
+        ("query.trace_search_of_ids", search_statement(window, &with_errors, Some(&ids), 10)),
         ("query.trace_scatter", scatter_statement(window, &widest, 10)),
         ("query.trace_scatter_errors", scatter_statement(window, &with_errors, 10)),
     ] {
@@ -247,6 +315,6 @@ mod tests {
         let search =
             TraceSearch { query: Query { statuses: vec![1], ..Query::default() }, error: Some(true), after: None };
         let window = Window { from_ns: 0, to_ns: 1 };
-        assert!(search_statement(window, &search, 1).0.contains("toUInt8(0)"));
+        assert!(search_statement(window, &search, None, 1).0.contains("toUInt8(0)"));
     }
 }
