@@ -117,6 +117,35 @@ interruption; start the logminers only after a run that finished.",
 tayga alerts list --service checkout --kind spike --limit 0\n  tayga alerts republish --since 2h"
     )]
     Alerts(AlertsCommand),
+    /// Search the stored logs, newest first, or follow new lines as they arrive (`--follow`)
+    #[command(
+        long_about = "Search the stored logs, newest first, or follow new lines as they arrive.\n\n\
+The query is the app's (the Logs page): words and \"quoted phrases\" match the line, key=value an \
+attribute or a resource attribute, service:NAME, severity>=warn, template:ID, trace:ID; every term narrows. \
+One line per log: time, service, severity, template id, the line. To a pipe the columns are tab-separated; \
+--json prints one JSON object per line (JSON lines). With --follow, the lines of the window are printed \
+oldest first, then each new line as it is stored, until interrupted or the reader goes away.",
+        after_long_help = "Examples:\n  tayga logs 'payment declined' --since 15m\n  \
+tayga logs --service checkout 'severity>=error' --follow\n  \
+tayga logs 'http.route=/pay trace:4bf92f3577b34da6a3ce929d0e0e4736'\n  \
+tayga --json logs --follow | jq -r .body"
+    )]
+    Logs(LogsArgs),
+    /// Search the stored traces by service, operation, duration, status and attributes
+    #[command(after_long_help = "Examples:\n  tayga traces --service checkout --min-duration 500ms\n  \
+tayga traces --status error --since 24h\n  tayga traces --attr http.route=/pay --limit 20")]
+    Traces(TracesArgs),
+    /// One trace: its spans as a waterfall that fits the terminal, and its logs
+    #[command(after_long_help = "Examples:\n  tayga trace 4bf92f3577b34da6a3ce929d0e0e4736\n  \
+tayga --json trace 4bf92f3577b34da6a3ce929d0e0e4736 | jq '.spans | length'")]
+    Trace(TraceArgs),
+    /// Log templates: list them with counts and the last hour's sparkline, or show one and its lines
+    #[command(
+        subcommand,
+        after_long_help = "Examples:\n  tayga templates list --service checkout\n  \
+tayga templates show 9f3c2a1b4d5e6f70 --lines 20"
+    )]
+    Templates(TemplatesCommand),
     /// Change how many replicas of a scalable daemon run (the logminer)
     #[command(subcommand, after_long_help = "Examples:\n  tayga scale logminer 3 --dry-run\n  tayga scale logminer 3")]
     Scale(ScaleCommand),
@@ -394,6 +423,115 @@ pub struct AlertsRepublishArgs {
     pub since: Option<Duration>,
 }
 
+/// The time range a search covers: the last `--since`, or `--from` to `--to`.
+#[derive(Debug, Clone, Args)]
+pub struct RangeArgs {
+    /// Search this far back from now, e.g. 15m, 1h, 7d (default 1h)
+    #[arg(long, value_name = "DURATION", value_parser = parse_window, conflicts_with = "from")]
+    pub since: Option<Duration>,
+    /// Search from this time: RFC 3339 UTC (2026-12-04T03:00:00Z), `YYYY-MM-DD HH:MM[:SS]` in UTC, or Unix ns
+    #[arg(long, value_name = "TIME", value_parser = parse_instant, value_hint = ValueHint::Other)]
+    pub from: Option<u64>,
+    /// Search up to this time (default: now); same forms as --from
+    #[arg(long, value_name = "TIME", value_parser = parse_instant, value_hint = ValueHint::Other)]
+    pub to: Option<u64>,
+}
+
+#[derive(Debug, Args)]
+pub struct LogsArgs {
+    /// The query, as on the Logs page: words, "phrases", key=value, service:, severity>=, template:, trace:
+    #[arg(value_name = "QUERY", num_args = 0.., value_hint = ValueHint::Other)]
+    pub query: Vec<String>,
+    /// Only lines of this service (the same as service:NAME in the query)
+    #[arg(long, value_hint = ValueHint::Other)]
+    pub service: Option<String>,
+    #[command(flatten)]
+    pub range: RangeArgs,
+    /// Keep printing new lines as they are stored, like `tail -f`
+    #[arg(long, short = 'f')]
+    pub follow: bool,
+    /// At most this many lines (newest first; with --follow, the newest of the window before following)
+    #[arg(long, value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub limit: u64,
+}
+
+/// A span status a trace search asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TraceStatus {
+    /// Traces with an error span
+    Error,
+    /// Traces without an error span
+    Ok,
+}
+
+#[derive(Debug, Args)]
+pub struct TracesArgs {
+    /// A query, as on the Traces page: service:, operation:, duration>=250ms, status:error, key=value, trace:
+    #[arg(value_name = "QUERY", num_args = 0.., value_hint = ValueHint::Other)]
+    pub query: Vec<String>,
+    /// Traces with a span of this service
+    #[arg(long, value_hint = ValueHint::Other)]
+    pub service: Option<String>,
+    /// Traces with a span of this name (the operation)
+    #[arg(long, value_hint = ValueHint::Other)]
+    pub operation: Option<String>,
+    /// Traces with a matching span at least this long, e.g. 250ms, 1.5s, 2m
+    #[arg(long, value_name = "DURATION", value_parser = parse_span_duration)]
+    pub min_duration: Option<Duration>,
+    /// Traces whose matching spans are at most this long
+    #[arg(long, value_name = "DURATION", value_parser = parse_span_duration)]
+    pub max_duration: Option<Duration>,
+    /// Only traces with an error span, or only those without
+    #[arg(long, value_enum)]
+    pub status: Option<TraceStatus>,
+    /// A span (or resource) attribute the matching span has, key=value; repeatable
+    #[arg(long = "attr", value_name = "KEY=VALUE", value_parser = parse_key_value, value_hint = ValueHint::Other)]
+    pub attrs: Vec<(String, String)>,
+    #[command(flatten)]
+    pub range: RangeArgs,
+    /// At most this many traces, the most recent first
+    #[arg(long, value_name = "N", default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub limit: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct TraceArgs {
+    /// The trace id: 32 hex digits, as in the app's addresses and `tayga traces`
+    #[arg(value_name = "TRACE_ID", value_parser = parse_trace_id, value_hint = ValueHint::Other)]
+    pub trace_id: String,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TemplatesCommand {
+    /// Templates, the most frequent first: count, first and last seen, the last hour's lines per minute
+    #[command(
+        after_long_help = "Examples:\n  tayga templates list\n  tayga templates list --service checkout --limit 0\n  \
+tayga templates list | sort -t$'\\t' -k3 -n   # to a pipe: tab-separated, counts as plain digits"
+    )]
+    List {
+        /// Only templates of this service
+        #[arg(long, value_hint = ValueHint::Other)]
+        service: Option<String>,
+        /// At most this many templates (0: every one)
+        #[arg(long, value_name = "N", default_value_t = 50)]
+        limit: u64,
+    },
+    /// One template: its text, counts, the last hour per minute, and its most recent lines
+    #[command(after_long_help = "Examples:\n  tayga templates show 9f3c2a1b4d5e6f70\n  \
+tayga templates show 9f3c2a1b4d5e6f70 --service checkout --lines 50")]
+    Show {
+        /// The template's id, as `tayga templates list` and `tayga logs` print it
+        #[arg(value_name = "ID", value_parser = crate::wire::alert::parse_id, value_hint = ValueHint::Other)]
+        id: u64,
+        /// The template's service (needed only when two services have a template of this id)
+        #[arg(long, value_hint = ValueHint::Other)]
+        service: Option<String>,
+        /// How many of its most recent lines to print
+        #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u64).range(0..=1000))]
+        lines: u64,
+    },
+}
+
 #[derive(Debug, Subcommand)]
 pub enum ScaleCommand {
     /// Set the number of logminer replicas (1 to the partitions of the logs topic, at most 12)
@@ -520,6 +658,37 @@ pub fn parse_window(text: &str) -> Result<Duration, String> {
         _ => None,
     };
     secs.map(Duration::from_secs).ok_or_else(bad)
+}
+
+/// `--from`/`--to`: an instant, read by [`crate::time::parse_instant`].
+pub fn parse_instant(text: &str) -> Result<u64, String> {
+    crate::time::parse_instant(text)
+}
+
+/// A span duration: a number (decimals allowed) and a unit, `ns`, `us`, `ms`, `s`, `m` or `h`
+/// (`250ms`, `1.5s`, `2m`).
+pub fn parse_span_duration(text: &str) -> Result<Duration, String> {
+    crate::search::duration_ns(text.trim()).map(Duration::from_nanos).ok_or_else(|| {
+        format!("`{text}` is not a duration: expected a number and a unit (ns, us, ms, s, m, h), as in 250ms or 1.5s")
+    })
+}
+
+/// `--attr`: `key=value`, the key not empty.
+pub fn parse_key_value(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
+        _ => Err(format!("`{text}` is not key=value")),
+    }
+}
+
+/// A trace id: 32 hex digits (either case), kept lowercase as the tables hold it.
+pub fn parse_trace_id(text: &str) -> Result<String, String> {
+    let t = text.trim();
+    if t.len() == 32 && t.bytes().all(|b| b.is_ascii_hexdigit()) {
+        Ok(t.to_ascii_lowercase())
+    } else {
+        Err(format!("`{text}` is not a trace id: expected 32 hex digits"))
+    }
 }
 
 /// `--timeout`: a [`parse_window`] form or milliseconds (`500ms`), above 0 and at most a day.

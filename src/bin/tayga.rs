@@ -38,7 +38,11 @@ fn main() -> ExitCode {
     // whole run would block them forever.
     let mut stdout = std::io::stdout();
     let mut stderr = std::io::stderr();
-    let terminals = cmd::Terminals { stdout: stdout.is_terminal(), stderr: stderr.is_terminal() };
+    let terminals = cmd::Terminals {
+        stdout: stdout.is_terminal(),
+        stderr: stderr.is_terminal(),
+        stdout_fd: Some(std::os::fd::AsRawFd::as_raw_fd(&stdout)),
+    };
     let outcome = runtime.block_on(cmd::run(cli, &mut stdout, &mut stderr, terminals));
     // Daemon threads (librdkafka's among them) may still hold work; do not wait for them.
     runtime.shutdown_background();

@@ -8,6 +8,7 @@ pub mod deliveries;
 pub mod fail;
 pub mod generate;
 pub mod loadgen;
+pub mod logs;
 pub mod migrate;
 pub mod mine;
 pub mod reach;
@@ -16,8 +17,11 @@ pub mod scale;
 pub mod serve;
 pub mod silences;
 pub mod table;
+pub mod templates;
 pub mod time;
 pub mod topics;
+pub mod trace;
+pub mod traces;
 pub mod up;
 
 use std::io::Write;
@@ -37,6 +41,9 @@ pub struct Reported(pub String);
 pub struct Terminals {
     pub stdout: bool,
     pub stderr: bool,
+    /// Standard output's descriptor, so `logs --follow` notices while idle that the reader
+    /// of its pipe went away (a write would only tell at the next line).
+    pub stdout_fd: Option<i32>,
 }
 
 /// Whether a command prints data (and so takes `--json`). The others refuse `--json` as a
@@ -62,9 +69,15 @@ fn prose(cli: &Cli) -> bool {
             | Command::Remine(_)
             | Command::Alerts(_)
             | Command::Scale(_)
+            | Command::Traces(_)
             | Command::Loadgen(_) => true,
+            // Log lines stay whole, as `kubectl logs` prints them (a template's too); the waterfall
+            // and the tables fit by themselves.
             Command::Serve(_)
             | Command::Up(_)
+            | Command::Logs(_)
+            | Command::Trace(_)
+            | Command::Templates(_)
             | Command::Mine(_)
             | Command::Completions(_)
             | Command::Man(_)
@@ -100,6 +113,12 @@ pub async fn run(cli: Cli, out: &mut dyn Write, err: &mut dyn Write, terminals: 
         }
         Command::Alerts(sub) => alerts::run(&load(file, err)?.config, sub, timeout, cli.json, out, err).await,
         Command::Scale(sub) => scale::run(&load(file, err)?.config, sub, timeout, cli.json, out, err).await,
+        Command::Logs(args) => {
+            logs::run(&load(file, err)?.config, args, timeout, cli.json, terminals.stdout_fd, out).await
+        }
+        Command::Traces(args) => traces::run(&load(file, err)?.config, args, timeout, cli.json, out).await,
+        Command::Trace(args) => trace::run(&load(file, err)?.config, args, timeout, cli.json, out).await,
+        Command::Templates(sub) => templates::run(&load(file, err)?.config, sub, timeout, cli.json, out).await,
         Command::Loadgen(args) => loadgen::run(args, cli.json, out).await,
         Command::Mine(args) => mine::run(args, &load(file, err)?.config.logminer, cli.json, out, err),
         Command::Completions(args) => generate::completions(args.shell, out),

@@ -10,11 +10,26 @@ pub mod protobuf;
 pub mod rowbinary;
 pub mod split;
 pub mod synth;
+pub mod tree;
 
 pub use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
 pub use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, KeyValue};
 use opentelemetry_proto::tonic::resource::v1::Resource;
+
+/// The name of an OTLP severity number's range (`ERROR` for 17 to 20, as the data model
+/// names them); `UNSET` for 0.
+pub fn severity_name(number: u8) -> &'static str {
+    match number {
+        0 => "UNSET",
+        1..=4 => "TRACE",
+        5..=8 => "DEBUG",
+        9..=12 => "INFO",
+        13..=16 => "WARN",
+        17..=20 => "ERROR",
+        _ => "FATAL",
+    }
+}
 
 /// The service of data with no `service.name` resource attribute (the OpenTelemetry default).
 pub const UNKNOWN_SERVICE: &str = "unknown_service";

@@ -527,6 +527,10 @@ fn sample_args(path: &[String], log: &Path) -> Vec<String> {
         "loadgen" => &["--duration", "1s", "--rate", "5", "--endpoint", "http://127.0.0.1:1"],
         "mine" => &["--templates"],
         "completions" => &["bash"],
+        "logs" => &["--since", "5m", "severity>=warn"],
+        "traces" | "templates list" => &[],
+        "trace" => &[SAMPLE_TRACE],
+        "templates show" => &["9f3c2a1b4d5e6f70"],
         "man" | "generate" => &[],
         other => panic!("`tayga {other}` has no sample arguments in tests/it/cli.rs: add one"),
     };
@@ -582,6 +586,29 @@ async fn every_data_command_prints_json() {
         ..Default::default()
     };
     store.insert(&[silence]).await.unwrap();
+    // The trace and the template the samples of `trace` and `templates show` name.
+    let span = tayga::store::SpanRow {
+        trace_id: SAMPLE_TRACE.into(),
+        span_id: "a000000000000001".into(),
+        service: "web".into(),
+        name: "GET /".into(),
+        start_ns: now,
+        end_ns: now + 1_000_000,
+        duration_ns: 1_000_000,
+        ..Default::default()
+    };
+    store.insert(&[span]).await.unwrap();
+    let template = tayga::store::TemplateRow {
+        service: "web".into(),
+        template_id: 0x9f3c_2a1b_4d5e_6f70,
+        template: "user <NUM> logged in".into(),
+        count: 1,
+        first_seen_ns: now,
+        last_seen_ns: now,
+        masking_version: "tayga-mask-1".into(),
+        updated_ns: now,
+    };
+    store.insert(&[template]).await.unwrap();
     let project = tempfile::tempdir().unwrap();
     let lines = project.path().join("app.log");
     std::fs::write(&lines, "user 1 logged in\nuser 2 logged in\n").unwrap();
@@ -598,8 +625,12 @@ async fn every_data_command_prints_json() {
         // loadgen against a dead endpoint fails (exit 1) and still reports, in JSON.
         let ok = out.status.success() || (args[0] == "loadgen" && out.status.code() == Some(1));
         assert!(ok, "{args:?}: {stderr}");
-        // `mine` writes JSON lines; the others one document.
-        for doc in if args[0] == "mine" { stdout.lines().map(str::to_string).collect() } else { vec![stdout.clone()] } {
+        // `mine` and `logs` write JSON lines; the others one document.
+        for doc in if args[0] == "mine" || args[0] == "logs" {
+            stdout.lines().map(str::to_string).collect()
+        } else {
+            vec![stdout.clone()]
+        } {
             assert!(serde_json::from_str::<serde_json::Value>(&doc).is_ok(), "{args:?} printed no JSON:\n{stdout}");
         }
         checked += 1;
@@ -996,6 +1027,9 @@ fn both_ways(env: &TestEnv, dir: &Path, args: &[&str], wide: &mut Vec<String>) -
         .replace(&dir.display().to_string(), "DIR")
         .replace(&format!("@{}", host.trim()), "@HOST")
 }
+
+/// The trace id the samples of `tayga trace` name.
+const SAMPLE_TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 
 /// Every command that prints something, against real data in the shared ClickHouse and
 /// broker, at 80 columns and to a pipe: the snapshots are what an operator reads.

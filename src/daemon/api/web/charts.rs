@@ -3,7 +3,7 @@
 //! waterfall. Pure: data in, markup out. Colours come from the stylesheet (classes `c0`…`c5`),
 //! so dark mode needs nothing here.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 use maud::{html, Markup};
 
@@ -124,6 +124,110 @@ pub fn time_chart(chart: &TimeChart) -> Markup {
     }
 }
 
+/// A point of a scatter: where, whether it failed, where a click goes and what hover says.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScatterPoint {
+    pub time_ns: u64,
+    pub value: f64,
+    pub error: bool,
+    pub href: String,
+    pub tip: String,
+}
+
+/// Durations over time: a point per trace, red when it failed, each a link (its trace).
+/// `value_text` writes the y axis's values (durations).
+pub fn scatter(
+    points: &[ScatterPoint],
+    from_ns: u64,
+    to_ns: u64,
+    value_text: fn(f64) -> String,
+    empty: &str,
+) -> Markup {
+    if points.is_empty() {
+        return html! { p.empty-chart { (empty) } };
+    }
+    let (w, h) = Size::Wide.dimensions();
+    let left = LEFT + 14.0;
+    let span = to_ns.saturating_sub(from_ns).max(1) as f64;
+    let top = top_of(points.iter().map(|p| p.value).fold(0.0f64, f64::max));
+    let x = |t: u64| left + (t.saturating_sub(from_ns) as f64 / span).min(1.0) * (w - left - RIGHT);
+    let y = |v: f64| TOP + (1.0 - (v / top).clamp(0.0, 1.0)) * (h - TOP - BOTTOM);
+    let mid = from_ns + (to_ns - from_ns) / 2;
+    html! {
+        figure.chart {
+            svg.scatter viewBox={ "0 0 " (w) " " (h) } role="img" {
+                @for f in [0.0, 0.5, 1.0] {
+                    line.grid x1=(left) x2=(w - RIGHT) y1=(y(top * f)) y2=(y(top * f)) {}
+                    text.axis x=(left - 4.0) y=(y(top * f) + 4.0) text-anchor="end" { (value_text(top * f)) }
+                }
+                @for (t, anchor) in [(from_ns, "start"), (mid, "middle"), (to_ns, "end")] {
+                    text.axis x=(x(t)) y=(h - 6.0) text-anchor=(anchor) { (format::utc_clock(t)) }
+                }
+                @for p in points {
+                    a href=(p.href) {
+                        circle class=(if p.error { "pt dot error" } else { "pt dot" }) cx=(x(p.time_ns)) cy=(y(p.value)) r="4" data-tip=(p.tip) { title { (p.tip) } }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Counts per time bucket, stacked by series (a severity each): `buckets` holds each bucket's
+/// start and its count per series, in the order of `series` (name, colour class).
+pub fn stacked_bars(
+    buckets: &[(u64, Vec<u64>)],
+    bucket_ns: u64,
+    series: &[(&str, &str)],
+    from_ns: u64,
+    to_ns: u64,
+    empty: &str,
+) -> Markup {
+    let total: u64 = buckets.iter().flat_map(|b| b.1.iter()).sum();
+    if total == 0 {
+        return html! { p.empty-chart { (empty) } };
+    }
+    let (w, h) = Size::Wide.dimensions();
+    let span = to_ns.saturating_sub(from_ns).max(1) as f64;
+    let top = top_of(buckets.iter().map(|b| b.1.iter().sum::<u64>() as f64).fold(0.0, f64::max));
+    let x = |t: u64| LEFT + (t.saturating_sub(from_ns) as f64 / span).min(1.0) * (w - LEFT - RIGHT);
+    let y = |v: f64| TOP + (1.0 - (v / top).clamp(0.0, 1.0)) * (h - TOP - BOTTOM);
+    let bar_w = ((bucket_ns as f64 / span) * (w - LEFT - RIGHT) - 1.0).max(1.0);
+    let mid = from_ns + (to_ns - from_ns) / 2;
+    // Each bucket's segments bottom up, in the order of `series`.
+    let mut rects = Vec::new();
+    for (start, counts) in buckets {
+        let mut below = 0u64;
+        for ((name, class), n) in series.iter().zip(counts).filter(|(_, n)| **n > 0) {
+            let tip = format!("{n} {name} at {}", format::utc(*start));
+            let (upper, lower) = (y((below + n) as f64), y(below as f64));
+            rects.push((x(*start), upper, (lower - upper).max(0.5), *class, tip));
+            below += n;
+        }
+    }
+    html! {
+        figure.chart {
+            svg.bars viewBox={ "0 0 " (w) " " (h) } role="img" {
+                @for f in [0.0, 0.5, 1.0] {
+                    line.grid x1=(LEFT) x2=(w - RIGHT) y1=(y(top * f)) y2=(y(top * f)) {}
+                    text.axis x=(LEFT - 4.0) y=(y(top * f) + 4.0) text-anchor="end" { (format::number(top * f)) }
+                }
+                @for (t, anchor) in [(from_ns, "start"), (mid, "middle"), (to_ns, "end")] {
+                    text.axis x=(x(t)) y=(h - 6.0) text-anchor=(anchor) { (format::utc_clock(t)) }
+                }
+                @for (x0, y0, height, class, tip) in &rects {
+                    rect class={ "bar " (class) } x=(x0) y=(y0) width=(bar_w) height=(height) data-tip=(tip) { title { (tip) } }
+                }
+            }
+            figcaption.legend {
+                @for (name, class) in series {
+                    span.key { span class={ "swatch " (class) } {} (name) }
+                }
+            }
+        }
+    }
+}
+
 fn polyline(points: &[(u64, f64)], x: &impl Fn(u64) -> f64, y: &impl Fn(f64) -> f64) -> String {
     points.iter().map(|(t, v)| format!("{:.1},{:.1}", x(*t), y(*v))).collect::<Vec<_>>().join(" ")
 }
@@ -187,35 +291,12 @@ pub struct EventMark {
 /// The spans in tree order (each parent before its children, siblings by start), with
 /// their depth. A span whose parent is not in the trace is drawn as a root.
 pub fn tree_order(bars: &[Bar]) -> Vec<(usize, &Bar)> {
-    let ids: HashMap<&str, usize> = bars.iter().enumerate().map(|(i, b)| (b.span_id.as_str(), i)).collect();
-    let mut children: BTreeMap<Option<usize>, Vec<usize>> = BTreeMap::new();
-    for (i, b) in bars.iter().enumerate() {
-        let parent = ids.get(b.parent_span_id.as_str()).copied().filter(|p| *p != i);
-        children.entry(parent).or_default().push(i);
-    }
-    for list in children.values_mut() {
-        list.sort_by_key(|i| (bars[*i].start_ns, bars[*i].span_id.clone()));
-    }
-    let mut out = Vec::with_capacity(bars.len());
-    let mut seen = vec![false; bars.len()];
-    let mut stack: Vec<(usize, usize)> =
-        children.get(&None).map(|r| r.iter().rev().map(|i| (0, *i)).collect()).unwrap_or_default();
-    while let Some((depth, i)) = stack.pop() {
-        if std::mem::replace(&mut seen[i], true) {
-            continue;
-        }
-        out.push((depth, &bars[i]));
-        if let Some(kids) = children.get(&Some(i)) {
-            stack.extend(kids.iter().rev().map(|k| (depth + 1, *k)));
-        }
-    }
-    // A cycle of parents has no root: draw what is left at the top level.
-    for (i, b) in bars.iter().enumerate() {
-        if !seen[i] {
-            out.push((0, b));
-        }
-    }
-    out
+    crate::otlp::tree::tree_order(bars.len(), |i| {
+        (bars[i].span_id.as_str(), bars[i].parent_span_id.as_str(), bars[i].start_ns)
+    })
+    .into_iter()
+    .map(|(depth, i)| (depth, &bars[i]))
+    .collect()
 }
 
 /// The waterfall: a row per span (service and operation, indented by depth) and a bar on

@@ -5,7 +5,7 @@
 use crate::daemon::api::error::ApiError;
 
 use crate::time::civil;
-pub use crate::time::{rfc3339, HOUR_NS, MINUTE_NS, SECOND_NS};
+pub use crate::time::{duration, rfc3339, HOUR_NS, MINUTE_NS, SECOND_NS};
 
 /// The same instant as a person reads it: `2026-12-01 11:37:38 UTC`.
 pub fn utc(ns: u64) -> String {
@@ -17,26 +17,6 @@ pub fn utc(ns: u64) -> String {
 pub fn utc_clock(ns: u64) -> String {
     let (_, h, m, _) = civil(ns);
     format!("{h:02}:{m:02}")
-}
-
-/// A duration in the unit that keeps it short: `850 µs`, `12.3 ms`, `1.20 s`, `3.5 min`.
-pub fn duration(ns: f64) -> String {
-    if !ns.is_finite() || ns < 0.0 {
-        return "–".into();
-    }
-    if ns == 0.0 {
-        "0".into()
-    } else if ns < 1_000.0 {
-        format!("{ns:.0} ns")
-    } else if ns < 1_000_000.0 {
-        format!("{:.0} µs", ns / 1_000.0)
-    } else if ns < 1_000_000_000.0 {
-        format!("{:.1} ms", ns / 1_000_000.0)
-    } else if ns < 60.0 * 1_000_000_000.0 {
-        format!("{:.2} s", ns / 1_000_000_000.0)
-    } else {
-        format!("{:.1} min", ns / 60_000_000_000.0)
-    }
 }
 
 /// How long ago `then` was at `now`: `4 s`, `12 min`, `3 h`, `2 d`.

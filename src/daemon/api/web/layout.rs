@@ -19,6 +19,8 @@ pub const SCRIPT: &str = include_str!("assets/app.js");
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Nav {
     Overview,
+    Logs,
+    Traces,
     Alerts,
     Templates,
     Stories,
@@ -27,8 +29,10 @@ pub enum Nav {
     Silences,
 }
 
-const SECTIONS: [(Nav, &str, &str); 7] = [
+const SECTIONS: [(Nav, &str, &str); 9] = [
     (Nav::Overview, "/", "Overview"),
+    (Nav::Logs, "/logs", "Logs"),
+    (Nav::Traces, "/traces", "Traces"),
     (Nav::Alerts, "/alerts", "Alerts"),
     (Nav::Templates, "/templates", "Templates"),
     (Nav::Stories, "/stories", "Stories"),
@@ -242,18 +246,10 @@ pub fn log_table(logs: &[Log], empty: &str) -> Markup {
 
 /// A log's severity: its text, or the OTLP number's name, as a chip (ERROR and above red).
 pub fn severity(number: u8, text: &str) -> Markup {
-    let name = if text.is_empty() {
-        match number {
-            0 => "unset",
-            1..=4 => "TRACE",
-            5..=8 => "DEBUG",
-            9..=12 => "INFO",
-            13..=16 => "WARN",
-            17..=20 => "ERROR",
-            _ => "FATAL",
-        }
-    } else {
-        text
+    let name = match (text, number) {
+        ("", 0) => "unset",
+        ("", n) => crate::otlp::severity_name(n),
+        (text, _) => text,
     };
     let class = match number {
         17.. => "bad",

@@ -11,15 +11,18 @@
 pub mod charts;
 pub mod format;
 pub mod layout;
+pub mod range;
 
 mod alerts;
 mod deliveries;
 pub mod login;
+mod logs;
 mod overview;
 mod pipeline;
 mod silences;
 mod stories;
 mod templates;
+mod traces;
 
 use axum::http::{header, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
@@ -41,6 +44,9 @@ pub fn routes(state: AppState) -> Router {
         .route("/templates/{service}/{template_id}", get(templates::detail))
         .route("/stories", get(stories::shapes))
         .route("/stories/{fingerprint}", get(stories::shape))
+        .route("/logs", get(logs::page))
+        .route("/logs/context", get(logs::context))
+        .route("/traces", get(traces::page))
         .route("/traces/{trace_id}", get(stories::trace))
         .route("/pipeline", get(pipeline::page))
         .route("/deliveries", get(deliveries::page))

@@ -64,6 +64,8 @@ pub async fn page(State(state): State<AppState>) -> PageResult {
                         td.num { (s.error_logs) }
                         td { (time(s.last_seen_ns)) " " span.muted { "(" (format::age(now, s.last_seen_ns)) " ago)" } }
                         td.links {
+                            a.logs-link href={ "/logs?q=" (format::encode(&crate::search::Query { services: vec![s.service.clone()], ..Default::default() }.to_string())) } { "logs" } " · "
+                            a.traces-link href={ "/traces?service=" (q) } { "traces" } " · "
                             a href={ "/templates?service=" (q) } { "templates" } " · "
                             a href={ "/alerts?service=" (q) } { "alerts" } " · "
                             a href={ "/stories?service=" (q) } { "stories" }

@@ -1,6 +1,6 @@
 // Tayga's app script. Every page works without it; it only (1) shows times in the browser's
 // zone (UTC stays on hover), (2) refreshes a live page's data, (3) shows a chart point's
-// value at once on hover.
+// value at once on hover, (4) follows new lines on the Logs page.
 (function () {
   "use strict";
   var zoned = new Intl.DateTimeFormat(undefined, {
@@ -69,7 +69,55 @@
     });
   }
 
+  // The Logs page's follow box: while ticked, fetch the page's own address (its range ends
+  // now) and put the lines not shown yet on top, marked new; the chart is replaced whole.
+  function follow() {
+    var results = document.getElementById("log-results");
+    var box = document.getElementById("follow");
+    if (!results || !box) return;
+    var seconds = parseInt(results.getAttribute("data-follow"), 10) || 2;
+    var status = document.getElementById("live-status");
+    setInterval(function () {
+      if (!box.checked || document.hidden) return;
+      fetch(location.href, { headers: { "Accept": "text/html" } })
+        .then(function (r) { return r.ok ? r.text() : null; })
+        .then(function (html) {
+          if (!html) return;
+          var doc = new DOMParser().parseFromString(html, "text/html");
+          var chart = document.getElementById("count-chart");
+          var freshChart = doc.getElementById("count-chart");
+          if (chart && freshChart) chart.innerHTML = freshChart.innerHTML;
+          var tbody = document.querySelector("#log-lines tbody");
+          if (!tbody) {
+            var table = doc.getElementById("log-lines");
+            var empty = results.querySelector(".empty-chart");
+            if (!table || !empty) return;
+            empty.parentNode.replaceChild(document.importNode(table, true), empty);
+            localTimes(results);
+            if (status) status.textContent = "following";
+            return;
+          }
+          var shown = {};
+          tbody.querySelectorAll("tr[data-log-id]").forEach(function (tr) { shown[tr.getAttribute("data-log-id")] = true; });
+          var fresh = doc.querySelectorAll("#log-lines tbody tr[data-log-id]");
+          var added = [];
+          for (var i = 0; i < fresh.length; i++) {
+            if (!shown[fresh[i].getAttribute("data-log-id")]) added.push(fresh[i]);
+          }
+          for (var j = added.length - 1; j >= 0; j--) {
+            var row = document.importNode(added[j], true);
+            row.classList.add("new");
+            tbody.insertBefore(row, tbody.firstChild);
+            localTimes(row);
+          }
+          if (status) status.textContent = "following: " + added.length + " new at " + local(new Date());
+        })
+        .catch(function () { /* the next tick tries again */ });
+    }, seconds * 1000);
+  }
+
   localTimes(document);
   live();
   tips();
+  follow();
 })();
