@@ -1066,6 +1066,32 @@ mod tests {
     }
 
     #[test]
+    fn a_table_with_its_own_settings_gets_the_dedup_window_in_the_same_clause_on_the_cluster() {
+        let ddl = MIGRATIONS
+            .iter()
+            .flat_map(|m| m.statements.iter())
+            .find(|s| s.starts_with("CREATE TABLE IF NOT EXISTS spans_by_time "))
+            .unwrap();
+        let local = &ddl_statements(ddl, Some(&cluster()))[0];
+        assert!(
+            local.ends_with(
+                "ORDER BY (bucket, service, start_ns, trace_id, span_id)\nSETTINGS index_granularity = 2048, replicated_deduplication_window = 1000"
+            ),
+            "{local}"
+        );
+        let view = MIGRATIONS
+            .iter()
+            .flat_map(|m| m.statements.iter())
+            .find(|s| s.starts_with("CREATE MATERIALIZED VIEW IF NOT EXISTS service_minutes_spans_mv "))
+            .unwrap();
+        let view = &ddl_statements(view, Some(&cluster()))[0];
+        assert!(
+            view.contains(" TO db.service_minutes AS SELECT ") && view.contains(" FROM db.spans GROUP BY "),
+            "{view}"
+        );
+    }
+
+    #[test]
     fn no_feature_missing_from_clickhouse_18_16_is_used() {
         // INFRA.md lists what 18.16 lacks; any of these in DDL breaks our test server.
         let forbidden = ["DateTime64", "Map(", " TTL ", "CODEC", "INDEX ", "IF NOT EXISTS ADD", "LowCardinality"];

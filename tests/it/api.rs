@@ -451,7 +451,27 @@ async fn hostile_parameters_are_refused_or_harmless() {
     ];
     let lists = [
         ("/api/v1/services", &["from", "to", "limit", "cursor"][..]),
-        ("/api/v1/traces", &["service", "operation", "min_duration_ns", "error", "from", "to", "limit", "cursor"]),
+        (
+            "/api/v1/traces",
+            &[
+                "service",
+                "operation",
+                "min_duration_ns",
+                "max_duration_ns",
+                "error",
+                "q",
+                "from",
+                "to",
+                "limit",
+                "cursor",
+            ],
+        ),
+        (
+            "/api/v1/traces/scatter",
+            &["service", "operation", "min_duration_ns", "max_duration_ns", "error", "q", "from", "to", "limit"],
+        ),
+        ("/api/v1/logs/counts", &["service", "template_id", "q", "from", "to", "step_secs"]),
+        ("/api/v1/logs/0000000000000001/context", &["service", "time_ns", "lines"]),
         ("/api/v1/shapes", &["service", "from", "to", "limit", "cursor"]),
         ("/api/v1/shapes/00f1000000000001/stories", &["from", "to", "limit", "cursor"]),
         ("/api/v1/logs", &["service", "template_id", "q", "from", "to", "limit", "cursor"]),
