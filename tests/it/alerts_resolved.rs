@@ -135,7 +135,47 @@ async fn a_resolved_alert_reaches_each_target_that_asked_and_was_told_once() {
             ("pager", "resolved", "delivered"),
         ]
     );
+
+    // The API and the app list the notices by state.
+    let base = serve_api(&store).await;
+    let api: serde_json::Value =
+        reqwest::get(format!("{base}/api/v1/deliveries?state=resolved")).await.unwrap().json().await.unwrap();
+    let notices: Vec<(&str, &str)> = api["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| (d["target"].as_str().unwrap(), d["state"].as_str().unwrap()))
+        .collect();
+    assert_eq!(notices, [("ops", "resolved"), ("pager", "resolved")], "{api}");
+    let page = reqwest::get(format!("{base}/deliveries?state=resolved")).await.unwrap().text().await.unwrap();
+    assert_eq!(page.matches("<tr class=\"delivery\"").count(), 2, "{page}");
+    // The alert page (of the alert as the logminer stores it) says when it was resolved and
+    // shows each target's notice beside its delivery.
+    let stored = done.to_row(done.first_at, done.resolved_at);
+    tayga::store::logminer::store_alerts(&store, std::slice::from_ref(&stored)).await.unwrap();
+    let alert_page =
+        reqwest::get(format!("{base}/alerts/{}", format_id(firing.alert_id))).await.unwrap().text().await.unwrap();
+    assert!(alert_page.contains("<dt>resolved</dt>"), "{alert_page}");
+    assert_eq!(alert_page.matches("<span class=\"muted\">resolved</span>").count(), 2, "{alert_page}");
     notifier.stop().await;
+}
+
+/// The API and app on `store`, without tokens, on a free loopback port; its base URL.
+async fn serve_api(store: &Store) -> String {
+    let state = tayga::daemon::api::handlers::AppState {
+        store: store.clone(),
+        query_timeout: std::time::Duration::from_secs(10),
+        now_ns: now_ns,
+        alerts_topic: None,
+    };
+    let mut registry = prometheus_client::registry::Registry::default();
+    let metrics = tayga::daemon::api::metrics::RequestMetrics::register(&mut registry);
+    let health: tayga::daemon::HealthFn = std::sync::Arc::new(|| serde_json::json!({}));
+    let app = tayga::daemon::api::router::router(state, std::sync::Arc::new(registry), metrics, health, "");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    base
 }
 
 /// A target whose breaker is open gets one attempt of a resolved notice, like any alert.

@@ -28,6 +28,8 @@ use crate::daemon::api::params::MAX_LIMIT;
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct DeliveriesQuery {
+    /// `resolved`: the resolved notices' rows instead of the alerts'.
+    state: Option<String>,
     alert_id: Option<String>,
     target: Option<String>,
     status: Option<String>,
@@ -71,10 +73,11 @@ pub async fn page(State(state): State<AppState>, uri: Uri) -> PageResult {
     let p: DeliveriesQuery = query(&uri)?;
     let (alert_id, target, status) = (given(p.alert_id), given(p.target), given(p.status));
     let retried = given(p.retried);
+    let resolved = given(p.state).is_some_and(|s| s == "resolved");
     let rows = deliveries::list(
         State(state.clone()),
         Query(DeliveriesParams {
-            state: None,
+            state: resolved.then(|| "resolved".to_string()),
             alert_id: alert_id.clone(),
             target: target.clone(),
             status: status.clone(),
@@ -172,6 +175,12 @@ pub async fn page(State(state): State<AppState>, uri: Uri) -> PageResult {
         section #pairs {
             h2 { "Alerts and targets" }
             form.filters method="get" action="/deliveries" {
+                label { "deliveries of "
+                    select name="state" {
+                        option value="" { "alerts" }
+                        option value="resolved" selected[resolved] { "resolved notices" }
+                    }
+                }
                 label { "alert " input type="text" name="alert_id" value=[alert_id.as_deref()] placeholder="any" size="16"; }
                 label { "target " input type="text" name="target" value=[target.as_deref()] placeholder="any"; }
                 label { "status "
@@ -215,13 +224,14 @@ pub async fn page(State(state): State<AppState>, uri: Uri) -> PageResult {
                                     @if d.manual_retries > 0 {
                                         span.sub { (format::count(d.manual_retries, "time")) " by " (d.retried_by) ", last " (time(d.retried_ns)) }
                                     }
-                                    @if d.status == "failed" && may_write() {
+                                    // A manual retry is of an alert's delivery; a resolved notice is not retried by hand.
+                                    @if !resolved && d.status == "failed" && may_write() {
                                         form.retry method="post" action={ "/deliveries/" (d.alert_id) "/retry" } {
                                             (csrf_field())
                                             input type="hidden" name="target" value=(d.target);
                                             button type="submit" title="Reset this row to pending and republish the alert: the notifier delivers it to this target once more" { "Retry" }
                                         }
-                                    } @else if d.status == "failed" {
+                                    } @else if !resolved && d.status == "failed" {
                                         button.retry type="button" disabled title="Only an operator may retry a delivery: sign in with an operator token" { "Retry" }
                                     }
                                 }
