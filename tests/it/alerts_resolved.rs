@@ -165,7 +165,7 @@ async fn serve_api(store: &Store) -> String {
     let state = tayga::daemon::api::handlers::AppState {
         store: store.clone(),
         query_timeout: std::time::Duration::from_secs(10),
-        now_ns: now_ns,
+        now_ns,
         alerts_topic: None,
     };
     let mut registry = prometheus_client::registry::Registry::default();
