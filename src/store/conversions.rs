@@ -5,7 +5,7 @@
 
 use super::{AlertRow, LogRow, StoryRow};
 use crate::identity::LogContent;
-use crate::wire::alert::{Alert, AlertError, ALERT_FORMAT_VERSION};
+use crate::wire::alert::{Alert, AlertError, AlertKind, ShapeChange};
 use crate::wire::story::{Story, STORY_FORMAT_VERSION};
 
 impl LogRow {
@@ -31,10 +31,11 @@ impl LogRow {
 impl Alert {
     /// The alert stored in `log_alerts`.
     pub fn from_row(row: &AlertRow) -> Result<Alert, AlertError> {
+        let kind: AlertKind = row.kind.parse()?;
         Ok(Alert {
-            version: ALERT_FORMAT_VERSION,
+            version: kind.format_version(),
             alert_id: row.alert_id,
-            kind: row.kind.parse()?,
+            kind,
             service: row.service.clone(),
             template_id: row.template_id,
             template: row.template.clone(),
@@ -43,6 +44,7 @@ impl Alert {
             count: row.count,
             baseline: row.baseline,
             threshold: row.threshold,
+            shape: if kind.is_shape() { ShapeChange::from_column(&row.shape) } else { None },
         })
     }
 
@@ -61,6 +63,7 @@ impl Alert {
             threshold: self.threshold,
             stored_ns,
             updated_ns,
+            shape: self.shape.as_ref().map(ShapeChange::to_column).unwrap_or_default(),
         }
     }
 }

@@ -196,6 +196,8 @@ pub struct AlertRow {
     pub threshold: f64,
     pub stored_ns: u64,
     pub updated_ns: u64,
+    /// Shape alerts: what the shape changed, as JSON (`wire::alert::ShapeChange`); '' else.
+    pub shape: String,
 }
 table_row!(AlertRow, "log_alerts", partitioned by first_at);
 

@@ -416,6 +416,18 @@ ORDER BY silence_id",
         "ALTER TABLE notifier_deliveries
     ADD COLUMN silence_id UInt64 DEFAULT 0",
     ],
+},
+Migration {
+    version: 8,
+    name: "log_alerts: what a shape alert says about its shape",
+    statements: &[
+        // A `new_shape` or `shape_slowdown` alert (docs/alerts.md, "Shape alerts") keeps the
+        // edges its shape adds and removes against its endpoint's usual shape, a trace of it
+        // and its values, as the JSON of `wire::alert::ShapeChange`: read only with its alert,
+        // never filtered on. Rows stored before, and log template alerts, read ''.
+        "ALTER TABLE log_alerts
+    ADD COLUMN shape String DEFAULT ''",
+    ],
 }];
 
 /// Creates our database (a plain identifier, checked by `Config::validate`), on every server

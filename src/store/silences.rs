@@ -193,6 +193,7 @@ mod tests {
             count: 0,
             baseline: 0.0,
             threshold: 0.0,
+            shape: None,
         }
     }
 

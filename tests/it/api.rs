@@ -183,6 +183,7 @@ fn alert(id: u64, kind: &str, last_at: u64) -> AlertRow {
         threshold: 0.0,
         stored_ns: last_at,
         updated_ns: last_at,
+        shape: String::new(),
     }
 }
 

@@ -959,6 +959,7 @@ fn snapshot_alert(id: u64, kind: tayga::wire::alert::AlertKind, service: &str, l
         threshold: 7.5,
         stored_ns: last_at,
         updated_ns: last_at,
+        shape: String::new(),
     }
 }
 

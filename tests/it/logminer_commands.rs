@@ -288,6 +288,7 @@ fn alert(id: u64, kind: AlertKind, service: &str, last_at: u64, updated_ns: u64)
         threshold: 7.5,
         stored_ns: updated_ns,
         updated_ns,
+        shape: String::new(),
     }
 }
 

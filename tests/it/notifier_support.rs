@@ -256,6 +256,7 @@ pub fn alert(test: &str, seed: u64, kind: AlertKind) -> Alert {
         count: 412,
         baseline: 12.5,
         threshold: 62.5,
+        shape: None,
     }
 }
 

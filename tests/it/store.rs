@@ -158,6 +158,7 @@ async fn every_row_struct_round_trips_through_its_table() {
             threshold: 62.5,
             stored_ns: now + 61,
             updated_ns: now + 62,
+            shape: String::new(),
         },
     )
     .await;

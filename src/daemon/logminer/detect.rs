@@ -100,6 +100,7 @@ impl Raised {
             threshold: self.threshold,
             stored_ns: now_ns,
             updated_ns: now_ns,
+            shape: String::new(),
         }
     }
 }

@@ -65,12 +65,13 @@ impl Logminer {
             self.new_template_pass(member).await?;
             self.restore_taken_over().await?;
             self.spikes_and_silences().await?;
+            self.shape_pass().await?;
             let lc = &self.config.logminer;
             self.outbox
                 .republish(
                     &self.store,
                     &self.metrics,
-                    &self.ownership.services(),
+                    &super::shape_pass::republished_services(self.ownership.services(), &self.shape_roots),
                     now_ns(),
                     lc.republish_window_hours,
                     lc.republish_max_per_pass,
@@ -184,6 +185,7 @@ fn new_template_alerts(candidates: &[TemplateRow], known: &HashSet<u64>, pass_ns
             threshold: 0.0,
             stored_ns: pass_ns,
             updated_ns: pass_ns,
+            shape: String::new(),
         })
         .collect()
 }
