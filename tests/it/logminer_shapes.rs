@@ -61,9 +61,12 @@ impl Judge {
     }
 }
 
+/// A call edge: the parent (none for the root) and the callee, each (service, operation).
+type Edge<'a> = (Option<(&'a str, &'a str)>, (&'a str, &'a str));
+
 /// A root's shape: the root span and the calls it makes (repeated calls are one edge).
 fn story(trace_id: String, root: &str, calls: &[(&str, &str)], start_ns: u64, duration_ms: u64) -> StoryRow {
-    let mut edges: Vec<(Option<(&str, &str)>, (&str, &str))> = vec![(None, (root, OP))];
+    let mut edges: Vec<Edge<'_>> = vec![(None, (root, OP))];
     edges.extend(calls.iter().map(|c| (Some((root, OP)), *c)));
     let text: BTreeSet<String> = edges
         .iter()
@@ -109,7 +112,7 @@ fn steady_minute(root: &str, minute_start: u64, tag: &str) -> Vec<StoryRow> {
         story(id(4), root, MISS, minute_start + 5_000, 100),
         story(id(5), root, &fan_out(1 + (minute_start / MIN % 7) as usize), minute_start + 6_000, 100),
     ];
-    if minute_start / MIN % 10 == 0 {
+    if (minute_start / MIN).is_multiple_of(10) {
         rows.push(story(id(6), root, RARE_OLD, minute_start + 7_000, 100));
     }
     rows
