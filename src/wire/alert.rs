@@ -134,6 +134,10 @@ pub struct ShapeChange {
     /// shape_slowdown: the window's p95 duration, milliseconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub p95_ms: Option<f64>,
+    /// new_shape: the edges the endpoint had never taken before, what the alert is about
+    /// (sorted); `edges_added` may also hold branches it took before, in other shapes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub new_edges: Vec<String>,
 }
 
 impl ShapeChange {
@@ -456,6 +460,7 @@ mod tests {
                             share: 0.25,
                             trace_id: "ab".into(),
                             p95_ms: Some(baseline),
+                            new_edges: vec![service.clone()],
                         }),
                     }
                 },

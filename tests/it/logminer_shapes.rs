@@ -1,7 +1,8 @@
 //! The shape rules as `tayga serve logminer` replicas apply them to stored stories
 //! (docs/alerts.md, "Shape alerts"): two replicas split the endpoints by the logs partition
 //! their root service hashes to; one is killed with SIGKILL right after new paths appeared
-//! in its endpoints, and the survivor announces every new path exactly once, while steady
+//! in its endpoints, and the survivor announces every new path exactly once (on a cache hit
+//! and on a miss it is two fingerprints, one change, one alert), while steady
 //! branches, fan-outs of any width and a rare new branch raise nothing; the same stories
 //! stored again (as an assembler re-reading `signals` stores them) and a fresh replica
 //! raise nothing twice. A slower shape raises one `shape_slowdown` that keeps its id across
@@ -13,7 +14,7 @@ use std::time::Duration;
 use crate::common::{self, wait_for, ChildGuard, TestEnv};
 use crate::logminer::{alerts, count, prepare, MIN, WAIT};
 use tayga::bus::packed::plan::partition_for;
-use tayga::identity::story_fingerprint;
+use tayga::identity::{new_path_subject, story_fingerprint};
 use tayga::store::logminer::{heartbeat_key, State};
 use tayga::store::{now_ns, AlertRow, Store, StoryRow};
 use tayga::wire::alert::{AlertKind, ShapeChange};
@@ -97,6 +98,8 @@ fn fan_out(width: usize) -> Vec<(&'static str, &'static str)> {
     std::iter::once(("cache", "get")).chain(std::iter::repeat_n(("item", "get"), width)).collect()
 }
 const LOCK: &[(&str, &str)] = &[("cache", "get"), ("db", "lock row")];
+/// The new path on a cache miss: another fingerprint, the same change.
+const LOCK_MISS: &[(&str, &str)] = &[("cache", "get"), ("db", "query"), ("db", "lock row")];
 const RARE_OLD: &[(&str, &str)] = &[("cache", "get"), ("audit", "write")];
 const RARE_NEW: &[(&str, &str)] = &[("cache", "get"), ("audit", "export")];
 
@@ -182,8 +185,11 @@ async fn two_judges_lose_one_to_kill9_and_every_new_path_is_announced_once() {
     for root in &roots {
         current.extend(steady_minute(root, now, "n"));
         current.push(story(format!("{root}-rare-new"), root, RARE_NEW, now + 8_000, 100));
-        let lock: Vec<StoryRow> =
-            (0..3).map(|i| story(format!("{root}-lock-{i}"), root, LOCK, now + 9_000 + i, 900)).collect();
+        let lock: Vec<StoryRow> = (0..3)
+            .map(|i| {
+                story(format!("{root}-lock-{i}"), root, if i == 1 { LOCK_MISS } else { LOCK }, now + 9_000 + i, 900)
+            })
+            .collect();
         new_paths.insert(root.clone(), lock[0].fingerprint);
         current.extend(lock);
     }
@@ -230,7 +236,9 @@ async fn two_judges_lose_one_to_kill9_and_every_new_path_is_announced_once() {
         assert_eq!(change.edges_added, vec![format!("{}/{OP} -> db/lock row", alert.service)]);
         assert!(change.edges_removed.is_empty(), "{change:?}");
         assert!(change.trace_id.starts_with(&format!("{}-lock-", alert.service)));
-        assert_eq!(alert.alert_id, tayga::identity::alert_id(AlertKind::NewShape, alert.template_id, 0));
+        assert_eq!(change.new_edges, change.edges_added);
+        let subject = new_path_subject(&alert.service, OP, &change.new_edges);
+        assert_eq!(alert.alert_id, tayga::identity::alert_id(AlertKind::NewShape, subject, 0));
     }
     assert_eq!(count(&store, "SELECT count() FROM log_alerts").await, roots.len() as u64, "each stored once");
     // Every alert reached the topic, as version 2 with its edges.

@@ -73,13 +73,8 @@ impl Logminer {
         now: u64,
     ) -> anyhow::Result<Vec<AlertRow>> {
         let rules = &self.shape_rules;
-        let since = watermark.saturating_sub(rules.evidence_window_ns());
-        let ids: Vec<u64> = endpoints
-            .values()
-            .flat_map(|e| e.shapes.iter())
-            .filter(|s| s.first_seen_ns > since)
-            .map(|s| shapes::new_shape_id(s.fingerprint))
-            .collect();
+        let ids: Vec<u64> =
+            endpoints.iter().flat_map(|(e, shapes_of)| shapes::candidate_ids(rules, e, shapes_of, watermark)).collect();
         if ids.is_empty() {
             self.metrics.shapes_held_back(0);
             return Ok(Vec::new());
@@ -103,7 +98,8 @@ impl Logminer {
         let mut held_back = 0;
         for (endpoint, shapes_of) in endpoints {
             let recent = raised_last_hour.get(&(endpoint.service.as_str(), endpoint.operation.as_str()));
-            let judged = shapes::new_shapes(rules, shapes_of, watermark, &announced, recent.copied().unwrap_or(0));
+            let judged =
+                shapes::new_shapes(rules, endpoint, shapes_of, watermark, &announced, recent.copied().unwrap_or(0));
             if judged.held_back > 0 {
                 tracing::info!(service = %endpoint.service, operation = %endpoint.operation, held_back = judged.held_back,
                     "new shapes held back by the rate limit (logminer.shapes.max_new_per_hour)");

@@ -35,7 +35,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
-use crate::identity::alert_id;
+use crate::identity::{alert_id, new_path_subject};
 use crate::store::AlertRow;
 use crate::wire::alert::{AlertKind, ShapeChange};
 
@@ -130,13 +130,15 @@ pub struct EndpointShapes {
     pub minutes: Vec<ShapeMinute>,
 }
 
-/// A new shape the rules announce.
+/// A new path the rules announce.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewShape {
     pub alert_id: u64,
+    /// The path's most frequent shape: what the alert shows and diffs.
     pub fingerprint: u64,
     pub first_seen_ns: u64,
-    /// Its traces within the evidence window, and the endpoint's.
+    /// The path's traces within the evidence window (every shape with its new edges), and
+    /// the endpoint's.
     pub traces: u64,
     pub endpoint_traces: u64,
     pub change: ShapeChange,
@@ -146,54 +148,113 @@ pub struct NewShape {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct NewShapes {
     pub raised: Vec<NewShape>,
-    /// Shapes with evidence held back by the rate limit.
+    /// Paths with evidence held back by the rate limit.
     pub held_back: usize,
-    /// Shapes first seen while the endpoint was warming up (learnt, not announced).
+    /// Paths first seen while the endpoint was warming up (learnt, not announced).
     pub warming: usize,
+    /// Candidate shapes made only of edges the endpoint took before: a new combination of
+    /// its branches, or a call left out (not announced).
+    pub recombined: usize,
 }
 
-/// A shape is new once, whoever judges it and whenever.
-pub fn new_shape_id(fingerprint: u64) -> u64 {
-    alert_id(AlertKind::NewShape, fingerprint, 0)
+/// Candidate shapes grouped by the edges they take that the endpoint had not taken before
+/// the candidates' horizon: one group is one change of path, however it combines with the
+/// endpoint's other branches.
+#[derive(Debug, Clone, PartialEq)]
+struct Novelty<'a> {
+    alert_id: u64,
+    new_edges: Vec<String>,
+    shapes: Vec<&'a ShapeSeen>,
+    first_seen_ns: u64,
+}
+
+/// The candidates' novelties, oldest first, and how many candidates brought no new edge.
+fn novelties<'a>(
+    rules: &ShapeRules,
+    endpoint: &Endpoint,
+    shapes: &'a [ShapeSeen],
+    watermark_ns: u64,
+) -> (Vec<Novelty<'a>>, usize) {
+    let since = watermark_ns.saturating_sub(rules.evidence_window_ns());
+    let known: BTreeSet<&str> =
+        shapes.iter().filter(|s| s.first_seen_ns <= since).flat_map(|s| s.edges.iter().map(String::as_str)).collect();
+    let mut groups: BTreeMap<Vec<String>, Vec<&ShapeSeen>> = BTreeMap::new();
+    let mut recombined = 0;
+    for shape in shapes.iter().filter(|s| s.first_seen_ns > since) {
+        let new_edges: Vec<String> = shape
+            .edges
+            .iter()
+            .filter(|e| !known.contains(e.as_str()))
+            .cloned()
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        if new_edges.is_empty() {
+            recombined += 1;
+        } else {
+            groups.entry(new_edges).or_default().push(shape);
+        }
+    }
+    let mut out: Vec<Novelty<'a>> = groups
+        .into_iter()
+        .map(|(new_edges, shapes)| Novelty {
+            alert_id: new_shape_id(endpoint, &new_edges),
+            first_seen_ns: shapes.iter().map(|s| s.first_seen_ns).min().unwrap_or(0),
+            new_edges,
+            shapes,
+        })
+        .collect();
+    out.sort_by_key(|n| (n.first_seen_ns, n.alert_id));
+    (out, recombined)
+}
+
+/// A path is new once, whoever judges it and whenever: its id names the endpoint and the
+/// edges it took for the first time.
+pub fn new_shape_id(endpoint: &Endpoint, new_edges: &[String]) -> u64 {
+    alert_id(AlertKind::NewShape, new_path_subject(&endpoint.service, &endpoint.operation, new_edges), 0)
+}
+
+/// The ids the new-shape rule may raise for one endpoint at `watermark_ns`: what a pass
+/// looks up as announced before.
+pub fn candidate_ids(rules: &ShapeRules, endpoint: &Endpoint, shapes: &EndpointShapes, watermark_ns: u64) -> Vec<u64> {
+    novelties(rules, endpoint, &shapes.shapes, watermark_ns).0.iter().map(|n| n.alert_id).collect()
 }
 
 /// The new-shape rule for one endpoint. `announced` holds the ids already stored (any
-/// replica, any time); `raised_last_hour` how many new shapes of this endpoint were
-/// announced within the hour before `clock_ns`.
+/// replica, any time); `raised_last_hour` how many new paths of this endpoint were
+/// announced within the last hour.
 pub fn new_shapes(
     rules: &ShapeRules,
-    endpoint: &EndpointShapes,
+    endpoint: &Endpoint,
+    shapes: &EndpointShapes,
     watermark_ns: u64,
     announced: &HashSet<u64>,
     raised_last_hour: u64,
 ) -> NewShapes {
-    let mut out = NewShapes::default();
-    let Some(endpoint_first) = endpoint.shapes.iter().map(|s| s.first_seen_ns).min() else { return out };
-    let since = watermark_ns.saturating_sub(rules.evidence_window_ns());
-    let by_minute = per_minute(&endpoint.minutes);
-    let total: u64 = endpoint.shapes.iter().map(|s| s.traces).sum();
-    let usual = usual_shape(&endpoint.shapes);
+    let (novel, recombined) = novelties(rules, endpoint, &shapes.shapes, watermark_ns);
+    let mut out = NewShapes { recombined, ..Default::default() };
+    let Some(endpoint_first) = shapes.shapes.iter().map(|s| s.first_seen_ns).min() else { return out };
+    let by_minute = per_minute(&shapes.minutes);
+    let total: u64 = shapes.shapes.iter().map(|s| s.traces).sum();
     let mut budget = rules.max_new_per_hour.saturating_sub(raised_last_hour);
-    let mut candidates: Vec<&ShapeSeen> = endpoint
-        .shapes
-        .iter()
-        .filter(|s| s.first_seen_ns > since && !announced.contains(&new_shape_id(s.fingerprint)))
-        .collect();
-    candidates.sort_by_key(|s| (s.first_seen_ns, s.fingerprint));
-    for shape in candidates {
-        let first_minute = shape.first_seen_ns / MINUTE_NS;
+    for path in novel.iter().filter(|n| !announced.contains(&n.alert_id)) {
+        let first_minute = path.first_seen_ns / MINUTE_NS;
         let since_first: u64 = by_minute.range(first_minute..).map(|(_, m)| m.values().sum::<u64>()).sum();
         let before = total.saturating_sub(since_first);
-        let warm = shape.first_seen_ns >= endpoint_first.saturating_add(rules.warmup_min.saturating_mul(MINUTE_NS))
-            && before >= rules.warmup_traces
-            && usual.is_some_and(|u| u.fingerprint != shape.fingerprint);
-        if !warm {
+        let members: HashSet<u64> = path.shapes.iter().map(|s| s.fingerprint).collect();
+        let others: Vec<ShapeSeen> =
+            shapes.shapes.iter().filter(|s| !members.contains(&s.fingerprint)).cloned().collect();
+        let usual = usual_shape(&others);
+        let warm = path.first_seen_ns >= endpoint_first.saturating_add(rules.warmup_min.saturating_mul(MINUTE_NS))
+            && before >= rules.warmup_traces;
+        let Some(usual) = usual.filter(|_| warm) else {
             out.warming += 1;
             continue;
-        }
+        };
         let window = first_minute..first_minute + rules.evidence_window_min;
         let (traces, endpoint_traces) = by_minute.range(window).fold((0, 0), |(f, e), (_, m)| {
-            (f + m.get(&shape.fingerprint).copied().unwrap_or(0), e + m.values().sum::<u64>())
+            let of_path: u64 = m.iter().filter(|(fp, _)| members.contains(fp)).map(|(_, c)| c).sum();
+            (f + of_path, e + m.values().sum::<u64>())
         });
         let share = if endpoint_traces == 0 { 0.0 } else { traces as f64 / endpoint_traces as f64 };
         if traces < rules.min_count || share < rules.min_share {
@@ -204,14 +265,18 @@ pub fn new_shapes(
             continue;
         }
         budget -= 1;
-        let usual = usual.expect("a warm endpoint has a usual shape");
+        let shown = usual_shape(&path.shapes.iter().map(|s| (*s).clone()).collect::<Vec<_>>())
+            .cloned()
+            .expect("a path has a shape");
+        let mut change = change(&shown, usual, share, None);
+        change.new_edges = path.new_edges.clone();
         out.raised.push(NewShape {
-            alert_id: new_shape_id(shape.fingerprint),
-            fingerprint: shape.fingerprint,
-            first_seen_ns: shape.first_seen_ns,
+            alert_id: path.alert_id,
+            fingerprint: shown.fingerprint,
+            first_seen_ns: path.first_seen_ns,
             traces,
             endpoint_traces,
-            change: change(shape, usual, share, None),
+            change,
         });
     }
     out
@@ -241,6 +306,7 @@ fn change(shape: &ShapeSeen, usual: &ShapeSeen, share: f64, p95_ms: Option<f64>)
         share,
         trace_id: shape.trace_id.clone(),
         p95_ms,
+        new_edges: Vec::new(),
     }
 }
 
@@ -346,6 +412,7 @@ impl Slowdown {
             share: 0.0,
             trace_id: shape.map(|s| s.trace_id.clone()).unwrap_or_default(),
             p95_ms: Some(self.p95_ms),
+            new_edges: Vec::new(),
         };
         AlertRow {
             alert_id: self.alert_id,
@@ -418,13 +485,22 @@ mod tests {
 
     const LOCK: &[&str] = &["web/GET / -> db/lock row"];
 
+    fn ep() -> Endpoint {
+        Endpoint { service: "web".into(), operation: "GET /".into() }
+    }
+
+    fn lock_id() -> u64 {
+        new_shape_id(&ep(), &["web/GET / -> db/lock row".to_string()])
+    }
+
     #[test]
     fn a_new_frequent_path_of_a_warm_endpoint_is_announced_with_its_edges() {
         let e = endpoint(&[(2, 30, 5, LOCK)], 40);
-        let got = new_shapes(&rules(), &e, 29 * MINUTE_NS, &HashSet::new(), 0);
+        let got = new_shapes(&rules(), &ep(), &e, 29 * MINUTE_NS, &HashSet::new(), 0);
         assert_eq!(got.raised.len(), 1, "{got:?}");
         let n = &got.raised[0];
-        assert_eq!((n.fingerprint, n.alert_id), (2, new_shape_id(2)));
+        assert_eq!((n.fingerprint, n.alert_id), (2, lock_id()));
+        assert_eq!(n.change.new_edges, vec!["web/GET / -> db/lock row"]);
         assert_eq!(n.first_seen_ns, 30 * MINUTE_NS + 1);
         assert_eq!((n.traces, n.endpoint_traces), (25, 75));
         assert_eq!(n.change.edges_added, vec!["web/GET / -> db/lock row"]);
@@ -435,33 +511,77 @@ mod tests {
     #[test]
     fn a_shape_announced_before_is_not_announced_again() {
         let e = endpoint(&[(2, 30, 5, LOCK)], 40);
-        let got = new_shapes(&rules(), &e, 29 * MINUTE_NS, &HashSet::from([new_shape_id(2)]), 0);
+        let got = new_shapes(&rules(), &ep(), &e, 29 * MINUTE_NS, &HashSet::from([lock_id()]), 0);
         assert!(got.raised.is_empty());
     }
 
     #[test]
-    fn a_removed_call_is_told_as_removed() {
-        let mut e = endpoint(&[], 40);
+    fn a_call_left_out_or_a_new_mix_of_known_branches_is_not_a_new_path() {
+        let cache = &["web/GET / -> cache/get"];
+        // The cache branch is old; from minute 30 a shape without the db call, and one with
+        // both the cache and the fraud branches (each known, never together before).
+        let mut e = endpoint(&[(2, 0, 5, cache), (3, 0, 2, &["web/GET / -> fraud/score"])], 40);
         e.shapes.push(ShapeSeen {
-            fingerprint: 3,
+            fingerprint: 4,
             first_seen_ns: 30 * MINUTE_NS,
             traces: 50,
             edges: vec!["ROOT -> web/GET /".into()],
             trace_id: "t".into(),
         });
+        e.minutes.extend((30..40).map(|minute| ShapeMinute { fingerprint: 4, minute, traces: 5 }));
+        let mix = edges(&["web/GET / -> cache/get", "web/GET / -> fraud/score"]);
+        e.shapes.push(ShapeSeen {
+            fingerprint: 5,
+            first_seen_ns: 31 * MINUTE_NS,
+            traces: 45,
+            edges: mix,
+            trace_id: "m".into(),
+        });
+        e.minutes.extend((31..40).map(|minute| ShapeMinute { fingerprint: 5, minute, traces: 5 }));
+        let got = new_shapes(&rules(), &ep(), &e, 30 * MINUTE_NS, &HashSet::new(), 0);
+        assert!(got.raised.is_empty(), "{got:?}");
+        assert_eq!(got.recombined, 2);
+    }
+
+    #[test]
+    fn a_new_path_combined_with_known_branches_is_one_alert_with_every_combination_counted() {
+        let cache = &["web/GET / -> cache/get"];
+        let with_cache = &["web/GET / -> cache/get", "web/GET / -> db/lock row"];
+        let e = endpoint(&[(2, 0, 10, cache), (3, 30, 4, LOCK), (4, 30, 3, with_cache)], 40);
+        let got = new_shapes(&rules(), &ep(), &e, 29 * MINUTE_NS, &HashSet::new(), 0);
+        assert_eq!(got.raised.len(), 1, "{got:?}");
+        let n = &got.raised[0];
+        assert_eq!(n.alert_id, lock_id());
+        assert_eq!((n.fingerprint, n.traces), (3, 35), "the most frequent combination shown; both counted");
+        assert_eq!(n.change.edges_added, vec!["web/GET / -> db/lock row"]);
+        assert_eq!(n.change.new_edges, vec!["web/GET / -> db/lock row"]);
+    }
+
+    #[test]
+    fn a_path_that_adds_a_call_and_drops_another_says_both() {
+        let mut e = endpoint(&[], 40);
+        let swapped = vec!["ROOT -> web/GET /".to_string(), "web/GET / -> db/replica query".to_string()];
+        e.shapes.push(ShapeSeen {
+            fingerprint: 3,
+            first_seen_ns: 30 * MINUTE_NS,
+            traces: 50,
+            edges: swapped,
+            trace_id: "t".into(),
+        });
         e.minutes.extend((30..40).map(|minute| ShapeMinute { fingerprint: 3, minute, traces: 5 }));
-        let got = new_shapes(&rules(), &e, 30 * MINUTE_NS, &HashSet::new(), 0);
-        assert_eq!(got.raised[0].change.edges_removed, vec!["web/GET / -> db/query"]);
-        assert!(got.raised[0].change.edges_added.is_empty());
+        let got = new_shapes(&rules(), &ep(), &e, 30 * MINUTE_NS, &HashSet::new(), 0);
+        let change = &got.raised[0].change;
+        assert_eq!(change.edges_added, vec!["web/GET / -> db/replica query"]);
+        assert_eq!(change.edges_removed, vec!["web/GET / -> db/query"]);
     }
 
     #[test]
     fn shapes_of_a_fresh_or_new_endpoint_are_learnt_not_announced() {
         // A branch from minute 3: the endpoint is 3 minutes old, under the 10 of warm-up.
         let e = endpoint(&[(2, 3, 5, &["web/GET / -> cache/get"])], 40);
-        let got = new_shapes(&rules(), &e, 0, &HashSet::new(), 0);
+        let got = new_shapes(&rules(), &ep(), &e, 0, &HashSet::new(), 0);
         assert!(got.raised.is_empty(), "{got:?}");
-        assert_eq!(got.warming, 2, "the usual shape and the branch");
+        assert_eq!(got.warming, 2, "on a fresh install every shape is new, and learnt");
         // Old enough but too few traces before: 1 a minute for 20 minutes is 20 < 50.
         let mut quiet = endpoint(&[], 0);
         quiet.shapes.push(ShapeSeen {
@@ -480,7 +600,7 @@ mod tests {
             trace_id: "b".into(),
         });
         quiet.minutes.push(ShapeMinute { fingerprint: 2, minute: 20, traces: 10 });
-        assert!(new_shapes(&rules(), &quiet, 0, &HashSet::new(), 0).raised.is_empty());
+        assert!(new_shapes(&rules(), &ep(), &quiet, 0, &HashSet::new(), 0).raised.is_empty());
     }
 
     #[test]
@@ -495,17 +615,17 @@ mod tests {
             trace_id: "r".into(),
         });
         e.minutes.extend([31, 32, 33, 34].map(|minute| ShapeMinute { fingerprint: 9, minute, traces: 1 }));
-        assert!(new_shapes(&rules(), &e, 30 * MINUTE_NS, &HashSet::new(), 0).raised.is_empty());
+        assert!(new_shapes(&rules(), &ep(), &e, 30 * MINUTE_NS, &HashSet::new(), 0).raised.is_empty());
         // Enough traces but a tiny share of a busy endpoint.
         let busy = endpoint(&[(9, 31, 1, &["web/GET / -> audit/write"]), (4, 0, 500, &[])], 40);
-        let got = new_shapes(&rules(), &busy, 30 * MINUTE_NS, &HashSet::new(), 0);
+        let got = new_shapes(&rules(), &ep(), &busy, 30 * MINUTE_NS, &HashSet::new(), 0);
         assert!(got.raised.is_empty(), "5 of 2,555 is 0.2%: {got:?}");
     }
 
     #[test]
     fn a_shape_is_judged_until_one_evidence_window_after_the_watermark_passed_it() {
         let e = endpoint(&[(2, 30, 5, LOCK)], 40);
-        let at = |watermark_min: u64| new_shapes(&rules(), &e, watermark_min * MINUTE_NS, &HashSet::new(), 0);
+        let at = |watermark_min: u64| new_shapes(&rules(), &ep(), &e, watermark_min * MINUTE_NS, &HashSet::new(), 0);
         assert_eq!(at(35).raised.len(), 1, "seen at 30, the window reaches back to 30");
         assert!(at(36).raised.is_empty(), "out of reach: judged by earlier passes");
     }
@@ -513,10 +633,10 @@ mod tests {
     #[test]
     fn the_rate_limit_holds_back_shapes_past_the_hourly_budget() {
         let e = endpoint(&[(2, 30, 5, LOCK), (3, 31, 5, &["web/GET / -> a/b"]), (4, 32, 5, &["web/GET / -> c/d"])], 40);
-        let got = new_shapes(&rules(), &e, 29 * MINUTE_NS, &HashSet::new(), 0);
+        let got = new_shapes(&rules(), &ep(), &e, 29 * MINUTE_NS, &HashSet::new(), 0);
         assert_eq!(got.raised.iter().map(|n| n.fingerprint).collect::<Vec<_>>(), vec![2, 3], "oldest first");
         assert_eq!(got.held_back, 1);
-        let got = new_shapes(&rules(), &e, 29 * MINUTE_NS, &HashSet::new(), 2);
+        let got = new_shapes(&rules(), &ep(), &e, 29 * MINUTE_NS, &HashSet::new(), 2);
         assert!(got.raised.is_empty());
         assert_eq!(got.held_back, 3);
     }
@@ -576,9 +696,8 @@ mod tests {
     #[test]
     fn rows_carry_the_endpoint_and_the_change() {
         let e = endpoint(&[(2, 30, 5, LOCK)], 40);
-        let n = &new_shapes(&rules(), &e, 29 * MINUTE_NS, &HashSet::new(), 0).raised[0];
-        let ep = Endpoint { service: "web".into(), operation: "GET /".into() };
-        let row = n.to_row(&ep, 999);
+        let n = &new_shapes(&rules(), &ep(), &e, 29 * MINUTE_NS, &HashSet::new(), 0).raised[0];
+        let row = n.to_row(&ep(), 999);
         assert_eq!((row.kind.as_str(), row.service.as_str(), row.template.as_str()), ("new_shape", "web", "GET /"));
         assert_eq!((row.template_id, row.count, row.stored_ns), (2, 25, 999));
         assert_eq!(ShapeChange::from_column(&row.shape).unwrap(), n.change);

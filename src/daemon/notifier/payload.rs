@@ -304,6 +304,7 @@ mod tests {
                 share: 0.5,
                 trace_id: "ab".into(),
                 p95_ms: None,
+                new_edges: vec!["checkout/POST /checkout -> postgres/lock row".into()],
             }),
             ..alert(AlertKind::Spike)
         }
