@@ -7,7 +7,7 @@
 //! The rules must therefore tell a genuinely new path from the branches an endpoint always
 //! had and from rare paths:
 //!
-//! - **new_shape**: a fingerprint first seen after `watermark − evidence_window` (so a shape
+//! - **new_shape**: a path first seen after `watermark − evidence_window` (so a shape
 //!   still gathering evidence when the watermark moved is judged again, and one seen just
 //!   before a stop is judged by the next owner), when
 //!   - its endpoint was *warm* at that first sighting: seen for `warmup_min` minutes and
@@ -157,9 +157,9 @@ pub struct NewShapes {
     pub recombined: usize,
 }
 
-/// Candidate shapes grouped by the edges they take that the endpoint had not taken before
-/// the candidates' horizon: one group is one change of path, however it combines with the
-/// endpoint's other branches.
+/// A change of path: the edges a candidate shape took that no shape of the endpoint took
+/// before it, and every shape that takes them all (however it combines them with the
+/// endpoint's other branches).
 #[derive(Debug, Clone, PartialEq)]
 struct Novelty<'a> {
     alert_id: u64,
@@ -169,6 +169,8 @@ struct Novelty<'a> {
 }
 
 /// The candidates' novelties, oldest first, and how many candidates brought no new edge.
+/// A shape's new edges are judged against the shapes first seen before it, never against
+/// the watermark, so every pass and every replica names the same change alike.
 fn novelties<'a>(
     rules: &ShapeRules,
     endpoint: &Endpoint,
@@ -176,32 +178,35 @@ fn novelties<'a>(
     watermark_ns: u64,
 ) -> (Vec<Novelty<'a>>, usize) {
     let since = watermark_ns.saturating_sub(rules.evidence_window_ns());
-    let known: BTreeSet<&str> =
-        shapes.iter().filter(|s| s.first_seen_ns <= since).flat_map(|s| s.edges.iter().map(String::as_str)).collect();
-    let mut groups: BTreeMap<Vec<String>, Vec<&ShapeSeen>> = BTreeMap::new();
+    let mut by_time: Vec<&ShapeSeen> = shapes.iter().collect();
+    by_time.sort_by_key(|s| (s.first_seen_ns, s.fingerprint));
+    let mut known: BTreeSet<&str> = BTreeSet::new();
+    let mut found: BTreeMap<Vec<String>, u64> = BTreeMap::new();
     let mut recombined = 0;
-    for shape in shapes.iter().filter(|s| s.first_seen_ns > since) {
-        let new_edges: Vec<String> = shape
-            .edges
-            .iter()
-            .filter(|e| !known.contains(e.as_str()))
-            .cloned()
-            .collect::<BTreeSet<_>>()
-            .into_iter()
-            .collect();
-        if new_edges.is_empty() {
-            recombined += 1;
-        } else {
-            groups.entry(new_edges).or_default().push(shape);
+    let mut i = 0;
+    while i < by_time.len() {
+        // Shapes first seen at the same instant do not know each other.
+        let same: Vec<&ShapeSeen> =
+            by_time[i..].iter().take_while(|s| s.first_seen_ns == by_time[i].first_seen_ns).copied().collect();
+        for shape in same.iter().filter(|s| s.first_seen_ns > since) {
+            let new_edges: BTreeSet<String> =
+                shape.edges.iter().filter(|e| !known.contains(e.as_str())).cloned().collect();
+            if new_edges.is_empty() {
+                recombined += 1;
+            } else {
+                found.entry(new_edges.into_iter().collect()).or_insert(shape.first_seen_ns);
+            }
         }
+        known.extend(same.iter().flat_map(|s| s.edges.iter().map(String::as_str)));
+        i += same.len();
     }
-    let mut out: Vec<Novelty<'a>> = groups
+    let mut out: Vec<Novelty<'a>> = found
         .into_iter()
-        .map(|(new_edges, shapes)| Novelty {
+        .map(|(new_edges, first_seen_ns)| Novelty {
             alert_id: new_shape_id(endpoint, &new_edges),
-            first_seen_ns: shapes.iter().map(|s| s.first_seen_ns).min().unwrap_or(0),
+            shapes: shapes.iter().filter(|s| new_edges.iter().all(|e| s.edges.contains(e))).collect(),
+            first_seen_ns,
             new_edges,
-            shapes,
         })
         .collect();
     out.sort_by_key(|n| (n.first_seen_ns, n.alert_id));
@@ -555,6 +560,11 @@ mod tests {
         assert_eq!((n.fingerprint, n.traces), (3, 35), "the most frequent combination shown; both counted");
         assert_eq!(n.change.edges_added, vec!["web/GET / -> db/lock row"]);
         assert_eq!(n.change.new_edges, vec!["web/GET / -> db/lock row"]);
+        // The combination first seen a minute later is no new change, and still evidence.
+        let later = endpoint(&[(2, 0, 10, cache), (3, 30, 1, LOCK), (4, 31, 4, with_cache)], 40);
+        let got = new_shapes(&rules(), &ep(), &later, 29 * MINUTE_NS, &HashSet::new(), 0);
+        assert_eq!((got.raised.len(), got.recombined), (1, 1), "{got:?}");
+        assert_eq!((got.raised[0].alert_id, got.raised[0].traces), (lock_id(), 21));
     }
 
     #[test]
