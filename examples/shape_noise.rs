@@ -48,6 +48,8 @@ impl Rng {
 }
 
 type Call = (&'static str, &'static str, &'static str, &'static str);
+/// A story's edge: the parent (none for the root) and the callee, each (service, operation).
+type Edge<'a> = (Option<(&'a str, &'a str)>, (&'a str, &'a str));
 
 /// One endpoint's traffic: its rate and the calls one request makes, drawn at random.
 struct Model {
@@ -135,7 +137,7 @@ struct Seen {
 
 impl Seen {
     fn add(&mut self, root: (&str, &str), calls: &[Call], at: u64, trace: u64) {
-        let mut edges: Vec<(Option<(&str, &str)>, (&str, &str))> = vec![(None, root)];
+        let mut edges: Vec<Edge<'_>> = vec![(None, root)];
         edges.extend(calls.iter().map(|(ps, po, s, o)| (Some((*ps, *po)), (*s, *o))));
         let fingerprint = story_fingerprint(edges.iter().copied());
         let shape = self.shapes.entry(fingerprint).or_insert_with(|| {
