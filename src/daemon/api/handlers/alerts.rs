@@ -16,7 +16,7 @@ use crate::store::deliveries::latest_for_alert;
 use crate::store::logminer::{active_cutoff_ns, alerts, published_versions, AlertQuery};
 use crate::store::query::alerts::{publications, sample_lines, SAMPLE_LOOKBACK_NS};
 use crate::store::AlertRow;
-use crate::wire::alert::{format_id, AlertKind};
+use crate::wire::alert::{format_id, AlertKind, ShapeChange};
 
 /// Sample lines shown with one alert.
 pub const SAMPLE_LINES: u64 = 20;
@@ -33,7 +33,7 @@ pub enum AlertState {
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct AlertsParams {
-    /// `new_template`, `spike` or `silence`.
+    /// `new_template`, `spike`, `silence`, `new_shape` or `shape_slowdown`.
     pub kind: Option<String>,
     pub service: Option<String>,
     /// `active` or `inactive`.
@@ -65,6 +65,11 @@ pub struct Alert {
     pub active: bool,
     /// This version reached the alerts topic (it has a publication mark).
     pub published: bool,
+    /// Shape alerts (`new_shape`, `shape_slowdown`): what the shape changed, as in the
+    /// alert record's `shape` object (docs/alerts.md, "Shape alerts").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub shape: Option<ShapeChange>,
 }
 
 impl Alert {
@@ -84,6 +89,7 @@ impl Alert {
             updated_ns: r.updated_ns,
             active: r.last_at >= cutoff_ns,
             published,
+            shape: ShapeChange::from_column(&r.shape),
         }
     }
 }
