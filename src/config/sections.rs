@@ -769,7 +769,7 @@ impl Default for ApiConfig {
 pub const TOPIC_COMPRESSIONS: &[&str] = &["producer", "none", "gzip", "snappy", "lz4", "zstd"];
 
 /// Alert kinds (docs/logminer.md, "The alert rules"); `notifier.targets[].kinds` may name only these.
-pub const ALERT_KINDS: &[&str] = &["new_template", "spike", "silence"];
+pub const ALERT_KINDS: &[&str] = &["new_template", "spike", "silence", "new_shape", "shape_slowdown"];
 
 /// One semantic problem of a configuration: the key it is about and what is wrong, in a
 /// sentence that names the key.

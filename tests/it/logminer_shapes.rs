@@ -309,3 +309,102 @@ async fn a_slower_shape_raises_one_slowdown_that_keeps_its_id_across_a_kill() {
     assert!(of_kind(&alerts(&store).await, AlertKind::NewShape).is_empty(), "no path changed");
     drop(b);
 }
+
+/// What `tests/sdk/otel_shapes.py` sent.
+#[derive(serde::Deserialize, Debug)]
+struct SdkSent {
+    traces: u64,
+    slow: u64,
+    lock: u64,
+    exports: u64,
+    failed: Vec<String>,
+}
+
+const SDK_SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk/otel_shapes.py");
+const LOCK_EDGE: &str = "shop/GET /item -> db/SELECT item FOR UPDATE";
+
+/// The user's acceptance, end to end: the stock OpenTelemetry Python SDK sends an
+/// endpoint's steady traffic with noisy branches (a cache hit or miss, an optional quote, a
+/// fan-out of varying width), one shape that turns slow, then a genuinely new path (on a
+/// hit and on a miss) and a rare new branch, to `tayga serve all`: exactly one new_shape,
+/// naming the new edge, and one shape_slowdown, each delivered once to the webhook.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_python_sdk_endpoint_raises_one_new_path_and_one_slowdown_each_delivered_once() {
+    use crate::notifier_support::Hook;
+    let env = TestEnv::new("shapes_sdk");
+    let hook = Hook::always(200).await;
+    let targets = format!(r#"[{{name="hook", url="{}", kinds=["new_shape", "shape_slowdown"]}}]"#, hook.url);
+    let serve = common::ServeAll::start(
+        &env,
+        &[
+            ("TAYGA_NOTIFIER_TARGETS", targets.as_str()),
+            ("TAYGA_LOGMINER_SHAPES_WARMUP_MIN", "5"),
+            ("TAYGA_LOGMINER_SHAPES_WARMUP_TRACES", "50"),
+            ("TAYGA_LOGMINER_SHAPES_EVIDENCE_WINDOW_MIN", "5"),
+            ("TAYGA_LOGMINER_SHAPES_MIN_COUNT", "5"),
+            ("TAYGA_LOGMINER_SHAPES_SLOWDOWN_WINDOW_MIN", "3"),
+            ("TAYGA_LOGMINER_SHAPES_SLOWDOWN_BASELINE_MIN", "15"),
+            ("TAYGA_LOGMINER_SHAPES_SLOWDOWN_MIN_COUNT", "10"),
+        ],
+    )
+    .await;
+    let output = tokio::process::Command::new("python3")
+        .args([SDK_SCRIPT, "http", &format!("http://{}", serve.http_addr)])
+        .output()
+        .await
+        .expect("python3 runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let sent: SdkSent = serde_json::from_str(stdout.trim())
+        .unwrap_or_else(|e| panic!("no report ({e}):\n{stdout}\n{}", String::from_utf8_lossy(&output.stderr)));
+    assert!(output.status.success() && sent.failed.is_empty() && sent.exports > 0, "{sent:?}");
+    assert_eq!((sent.traces, sent.lock), (253, 6), "{sent:?}");
+    assert!(sent.slow >= 10, "{sent:?}");
+
+    let store = env.store();
+    let raised = wait_for("one new_shape and one shape_slowdown", WAIT, || {
+        let store = store.clone();
+        async move {
+            let all = alerts(&store).await;
+            let (new, slow) = (of_kind(&all, AlertKind::NewShape), of_kind(&all, AlertKind::ShapeSlowdown));
+            (!new.is_empty() && !slow.is_empty()).then_some(all)
+        }
+    })
+    .await;
+    wait_for("both delivered to the webhook", WAIT, || {
+        let hook = &hook;
+        async move { (hook.successes() >= 2).then_some(()) }
+    })
+    .await;
+    // More passes, and more time for the notifier, change nothing.
+    let later = now_ns() + 3_000_000_000;
+    wait_for("three more seconds of passes", WAIT, || {
+        let store = store.clone();
+        async move {
+            let state = State::load(&store).await.ok()?;
+            state.heartbeats().iter().any(|h| h.at_ns > later).then_some(())
+        }
+    })
+    .await;
+    let all = alerts(&store).await;
+    let kinds: Vec<&str> = all.iter().map(|a| a.kind.as_str()).collect();
+    assert_eq!(kinds.len(), 2, "one new_shape and one shape_slowdown, nothing else: {all:#?}");
+    assert_eq!(all.iter().map(|a| a.alert_id).collect::<BTreeSet<_>>(), raised.iter().map(|a| a.alert_id).collect());
+    let new = &of_kind(&all, AlertKind::NewShape)[0];
+    assert_eq!((new.service.as_str(), new.template.as_str()), ("shop", "GET /item"));
+    let change = ShapeChange::from_column(&new.shape).unwrap();
+    assert_eq!(change.new_edges, vec![LOCK_EDGE]);
+    assert!(change.edges_added.contains(&LOCK_EDGE.to_string()), "{change:?}");
+    let slow = &of_kind(&all, AlertKind::ShapeSlowdown)[0];
+    assert!(slow.threshold >= 2.0 * slow.baseline && slow.baseline < 100.0, "{slow:?}");
+
+    let received = hook.received();
+    let by_kind = |kind: &str| received.iter().filter(|r| r.body["kind"] == kind).collect::<Vec<_>>();
+    let (new_sent, slow_sent) = (by_kind("new_shape"), by_kind("shape_slowdown"));
+    assert_eq!((new_sent.len(), slow_sent.len(), received.len()), (1, 1, 2), "each delivered once");
+    let body = &new_sent[0].body;
+    assert_eq!(body["version"], 2);
+    assert_eq!(body["shape"]["new_edges"], serde_json::json!([LOCK_EDGE]));
+    assert!(body["shape"]["edges_added"].as_array().unwrap().iter().any(|e| e == LOCK_EDGE), "{body}");
+    assert!(slow_sent[0].body["shape"]["p95_ms"].as_f64().unwrap() >= 400.0, "{}", slow_sent[0].body);
+    drop(serve);
+}
