@@ -993,6 +993,13 @@ fn is_identifier(s: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_target_may_name_every_alert_kind() {
+        let kinds: Vec<&str> = crate::wire::alert::AlertKind::ALL.iter().map(|k| k.as_str()).collect();
+        assert_eq!(ALERT_KINDS, kinds.as_slice());
+    }
+
     use super::*;
 
     #[test]
