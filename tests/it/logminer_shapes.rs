@@ -406,5 +406,27 @@ async fn the_python_sdk_endpoint_raises_one_new_path_and_one_slowdown_each_deliv
     assert_eq!(body["shape"]["new_edges"], serde_json::json!([LOCK_EDGE]));
     assert!(body["shape"]["edges_added"].as_array().unwrap().iter().any(|e| e == LOCK_EDGE), "{body}");
     assert!(slow_sent[0].body["shape"]["p95_ms"].as_f64().unwrap() >= 400.0, "{}", slow_sent[0].body);
+
+    // What changed, from the alert to the diff: the usual shape against the new one.
+    let http = reqwest::Client::new();
+    let url = format!(
+        "http://{}/api/v1/shapes/{}/diff/{}",
+        serve.api_addr,
+        tayga::wire::alert::format_id(change.usual_fingerprint),
+        tayga::wire::alert::format_id(new.template_id)
+    );
+    let diff = wait_for("the diff of the usual and the new shape, spans stored", WAIT, || {
+        let (http, url) = (&http, &url);
+        async move {
+            let diff = common::get_json(http, url.clone()).await?;
+            let lock = diff["edges"].as_array()?.iter().find(|e| e["edge"] == LOCK_EDGE)?.clone();
+            (lock["calls_b"] == 1).then_some((diff, lock))
+        }
+    })
+    .await;
+    assert!(diff.0["added"].as_array().unwrap().iter().any(|e| e == LOCK_EDGE), "{}", diff.0);
+    assert_eq!(diff.1["calls_a"], 0);
+    assert!(diff.1["self_ns_b"].as_u64().unwrap() >= 30_000_000, "the lock's 30 ms are its own: {}", diff.1);
+    assert_ne!(diff.0["a"]["trace_id"], diff.0["b"]["trace_id"]);
     drop(serve);
 }

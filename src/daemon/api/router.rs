@@ -35,6 +35,7 @@ pub fn api_routes(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(handlers::stories::by_trace))
         .routes(routes!(handlers::stories::shapes))
         .routes(routes!(handlers::stories::shape_stories))
+        .routes(routes!(handlers::shapes::diff))
         .routes(routes!(handlers::logs::list))
         .routes(routes!(handlers::templates::list))
         .routes(routes!(handlers::alerts::list))
