@@ -109,7 +109,7 @@ mod tests {
     fn the_document_describes_every_route_with_its_parameters_and_errors() {
         let doc = serde_json::to_value(openapi()).unwrap();
         let paths = doc["paths"].as_object().unwrap();
-        assert_eq!(paths.len(), 15, "{:?}", paths.keys().collect::<Vec<_>>());
+        assert_eq!(paths.len(), 16, "{:?}", paths.keys().collect::<Vec<_>>());
         let logs = &doc["paths"]["/api/v1/logs"]["get"];
         let names: Vec<&str> =
             logs["parameters"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();
