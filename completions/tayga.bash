@@ -419,7 +419,7 @@ _tayga() {
                     return 0
                     ;;
                 --kind)
-                    COMPREPLY=($(compgen -W "new_template spike silence" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "new_template spike silence new_shape shape_slowdown" -- "${cur}"))
                     return 0
                     ;;
                 --limit)
@@ -1603,7 +1603,7 @@ _tayga() {
                     return 0
                     ;;
                 --kind)
-                    COMPREPLY=($(compgen -W "new_template spike silence" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "new_template spike silence new_shape shape_slowdown" -- "${cur}"))
                     return 0
                     ;;
                 --template)

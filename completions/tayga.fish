@@ -146,7 +146,9 @@ complete -c tayga -n "__fish_tayga_using_subcommand silences; and not __fish_see
 complete -c tayga -n "__fish_tayga_using_subcommand silences; and __fish_seen_subcommand_from add" -l service -d 'The service whose alerts are held back' -r -f
 complete -c tayga -n "__fish_tayga_using_subcommand silences; and __fish_seen_subcommand_from add" -l kind -d 'Only alerts of this kind (default: every kind)' -r -f -a "new_template\t''
 spike\t''
-silence\t''"
+silence\t''
+new_shape\t''
+shape_slowdown\t''"
 complete -c tayga -n "__fish_tayga_using_subcommand silences; and __fish_seen_subcommand_from add" -l template -d 'Only alerts of this template, its id as `tayga alerts list` prints it (default: every template)' -r -f
 complete -c tayga -n "__fish_tayga_using_subcommand silences; and __fish_seen_subcommand_from add" -l for -d 'How long the silence runs from now, e.g. 30m, 2h, 7d' -r
 complete -c tayga -n "__fish_tayga_using_subcommand silences; and __fish_seen_subcommand_from add" -l comment -d 'Why: shown with the silence and on every row it holds back' -r -f
@@ -187,7 +189,9 @@ complete -c tayga -n "__fish_tayga_using_subcommand alerts; and not __fish_seen_
 complete -c tayga -n "__fish_tayga_using_subcommand alerts; and __fish_seen_subcommand_from list" -l service -d 'Only alerts of this service' -r -f
 complete -c tayga -n "__fish_tayga_using_subcommand alerts; and __fish_seen_subcommand_from list" -l kind -d 'Only alerts of this kind' -r -f -a "new_template\t''
 spike\t''
-silence\t''"
+silence\t''
+new_shape\t''
+shape_slowdown\t''"
 complete -c tayga -n "__fish_tayga_using_subcommand alerts; and __fish_seen_subcommand_from list" -l limit -d 'At most this many alerts (0: no limit)' -r
 complete -c tayga -n "__fish_tayga_using_subcommand alerts; and __fish_seen_subcommand_from list" -l config -d 'Configuration file (default: ./tayga.toml when it exists)' -r -F
 complete -c tayga -n "__fish_tayga_using_subcommand alerts; and __fish_seen_subcommand_from list" -l timeout -d 'How long to wait for the broker or ClickHouse to answer before giving up, e.g. 500ms, 10s, 1m' -r

@@ -41,6 +41,16 @@ pub fn silence_id(service: &str, kind: &str, template_id: u64, created_ns: u64, 
     ])
 }
 
+/// What a `new_shape` alert is about: an endpoint (root service and operation) and the call
+/// edges it took for the first time (sorted, as the story's `edges` text), so one change is
+/// one alert whichever combination with the endpoint's other branches shows it, on any
+/// replica and after any re-read.
+pub fn new_path_subject(service: &str, operation: &str, new_edges: &[String]) -> u64 {
+    let mut fields: Vec<&[u8]> = vec![b"new_path", service.as_bytes(), operation.as_bytes()];
+    fields.extend(new_edges.iter().map(|e| e.as_bytes()));
+    hash_fields(&fields)
+}
+
 /// An alert's id: a hash of its kind, its subject (the template) and its start
 /// (docs/design.md#identity), so the same alert gets the same id on any replica and after a re-read.
 /// A template is new only once, so a `new_template` alert's start is not part of it; a

@@ -528,6 +528,57 @@ pub struct LogminerConfig {
     /// `tayga mine --mining-config` reads. Changing masking rules starts a new masking epoch.
     pub drain: crate::mine::DrainConfig,
     pub masking: crate::mine::MaskingConfig,
+    /// The shape rules (`[logminer.shapes]`, docs/alerts.md "Shape alerts").
+    pub shapes: ShapesConfig,
+}
+
+/// `[logminer.shapes]`: the `new_shape` and `shape_slowdown` rules, which the logminer
+/// applies to the stored stories of the endpoints whose root service it owns.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ShapesConfig {
+    /// Judge shapes at all.
+    pub enabled: bool,
+    /// How far back a shape counts as seen: one not seen for longer is new again.
+    pub history_hours: u64,
+    /// An endpoint is warm (its new shapes are announced) once seen for this long …
+    pub warmup_min: u64,
+    /// … and for this many traces.
+    pub warmup_traces: u64,
+    /// A new shape must take at least `min_count` traces and `min_share` of its endpoint's
+    /// traces within this window of its first sighting.
+    pub evidence_window_min: u64,
+    pub min_count: u64,
+    pub min_share: f64,
+    /// At most this many new shapes per endpoint within an hour; the rest wait.
+    pub max_new_per_hour: u64,
+    /// A slowdown: the window's p95 reaches `slowdown_factor` × the baseline p95 and is at
+    /// least `slowdown_min_delta_ms` above it, with `slowdown_min_count` traces in each.
+    pub slowdown_factor: f64,
+    pub slowdown_min_delta_ms: u64,
+    pub slowdown_window_min: u64,
+    pub slowdown_baseline_min: u64,
+    pub slowdown_min_count: u64,
+}
+
+impl Default for ShapesConfig {
+    fn default() -> Self {
+        ShapesConfig {
+            enabled: true,
+            history_hours: 24,
+            warmup_min: 30,
+            warmup_traces: 200,
+            evidence_window_min: 10,
+            min_count: 10,
+            min_share: 0.05,
+            max_new_per_hour: 3,
+            slowdown_factor: 2.0,
+            slowdown_min_delta_ms: 100,
+            slowdown_window_min: 5,
+            slowdown_baseline_min: 60,
+            slowdown_min_count: 20,
+        }
+    }
 }
 
 impl LogminerConfig {
@@ -561,6 +612,7 @@ impl Default for LogminerConfig {
             silence_after_min: 5,
             drain: Default::default(),
             masking: Default::default(),
+            shapes: Default::default(),
         }
     }
 }
@@ -727,7 +779,7 @@ impl Default for ApiConfig {
 pub const TOPIC_COMPRESSIONS: &[&str] = &["producer", "none", "gzip", "snappy", "lz4", "zstd"];
 
 /// Alert kinds (docs/logminer.md, "The alert rules"); `notifier.targets[].kinds` may name only these.
-pub const ALERT_KINDS: &[&str] = &["new_template", "spike", "silence"];
+pub const ALERT_KINDS: &[&str] = &["new_template", "spike", "silence", "new_shape", "shape_slowdown"];
 
 /// One semantic problem of a configuration: the key it is about and what is wrong, in a
 /// sentence that names the key.
@@ -841,6 +893,15 @@ impl Config {
         );
         check(self.logminer.ownership_window_min >= 1, "logminer.ownership_window_min must be at least 1".into());
         check(self.logminer.spike_factor > 1.0, "logminer.spike_factor must be above 1".into());
+        let shapes = &self.logminer.shapes;
+        check(
+            shapes.slowdown_factor > 1.0,
+            format!("logminer.shapes.slowdown_factor must be above 1, is {}", shapes.slowdown_factor),
+        );
+        check(
+            (0.0..=1.0).contains(&shapes.min_share),
+            format!("logminer.shapes.min_share must be between 0 and 1, is {}", shapes.min_share),
+        );
         check(
             self.logminer.silence_min_active_minutes <= self.logminer.silence_baseline_min,
             "logminer.silence_min_active_minutes cannot exceed logminer.silence_baseline_min".into(),
@@ -942,6 +1003,13 @@ fn is_identifier(s: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_target_may_name_every_alert_kind() {
+        let kinds: Vec<&str> = crate::wire::alert::AlertKind::ALL.iter().map(|k| k.as_str()).collect();
+        assert_eq!(ALERT_KINDS, kinds.as_slice());
+    }
+
     use super::*;
 
     #[test]

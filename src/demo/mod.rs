@@ -18,7 +18,8 @@ pub struct Shortcut {
 }
 
 /// The demo's values: minute-long windows shortened so that every alert kind shows within
-/// two minutes of the start (scenario.rs's timeline is tuned to them), and faster ticks so
+/// two minutes of the start (the shapes' warm-up within the backdated history, so the row
+/// lock's new path is announced) (scenario.rs's timeline is tuned to them), and faster ticks so
 /// the pages fill while one watches.
 const SHORTCUTS: &[(&str, u64)] = &[
     ("logminer.tick_secs", 2),
@@ -26,6 +27,7 @@ const SHORTCUTS: &[(&str, u64)] = &[
     ("logminer.silence_baseline_min", 3),
     ("logminer.silence_min_active_minutes", 2),
     ("logminer.silence_after_min", 1),
+    ("logminer.shapes.warmup_min", 3),
     ("assembler.idle_close_secs", 5),
     ("api.scrape_interval_secs", 5),
 ];
@@ -37,6 +39,7 @@ fn slot<'a>(config: &'a mut Config, key: &str) -> &'a mut u64 {
         "logminer.silence_baseline_min" => &mut config.logminer.silence_baseline_min,
         "logminer.silence_min_active_minutes" => &mut config.logminer.silence_min_active_minutes,
         "logminer.silence_after_min" => &mut config.logminer.silence_after_min,
+        "logminer.shapes.warmup_min" => &mut config.logminer.shapes.warmup_min,
         "assembler.idle_close_secs" => &mut config.assembler.idle_close_secs,
         "api.scrape_interval_secs" => &mut config.api.scrape_interval_secs,
         other => unreachable!("{other} is not a demo shortcut"),

@@ -5,7 +5,7 @@
 
 use super::{AlertRow, LogRow, StoryRow};
 use crate::identity::LogContent;
-use crate::wire::alert::{Alert, AlertError, AlertState, ALERT_FORMAT_VERSION};
+use crate::wire::alert::{Alert, AlertError, AlertKind, AlertState, ShapeChange};
 use crate::wire::story::{Story, STORY_FORMAT_VERSION};
 
 impl LogRow {
@@ -31,10 +31,11 @@ impl LogRow {
 impl Alert {
     /// The alert stored in `log_alerts`.
     pub fn from_row(row: &AlertRow) -> Result<Alert, AlertError> {
+        let kind: AlertKind = row.kind.parse()?;
         Ok(Alert {
-            version: ALERT_FORMAT_VERSION,
+            version: kind.format_version(),
             alert_id: row.alert_id,
-            kind: row.kind.parse()?,
+            kind,
             service: row.service.clone(),
             template_id: row.template_id,
             template: row.template.clone(),
@@ -45,6 +46,7 @@ impl Alert {
             threshold: row.threshold,
             state: if row.resolved_at > 0 { AlertState::Resolved } else { AlertState::Firing },
             resolved_at: row.resolved_at,
+            shape: if kind.is_shape() { ShapeChange::from_column(&row.shape) } else { None },
         })
     }
 
@@ -64,6 +66,7 @@ impl Alert {
             stored_ns,
             updated_ns,
             resolved_at: self.resolved_at,
+            shape: self.shape.as_ref().map(ShapeChange::to_column).unwrap_or_default(),
         }
     }
 }

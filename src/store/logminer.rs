@@ -76,6 +76,14 @@ pub fn watermark_key(partition: i32) -> String {
     format!("{WATERMARK_PREFIX}{partition}")
 }
 
+/// `new_shape_watermark_ns:p<N>`: the new-shape watermark of partition N (the root
+/// services whose logs go to N).
+pub fn shape_watermark_key(partition: i32) -> String {
+    format!("{SHAPE_WATERMARK_PREFIX}{partition}")
+}
+
+const SHAPE_WATERMARK_PREFIX: &str = "new_shape_watermark_ns:p";
+
 /// `logminer_heartbeat_ns:<replica id>`: written after every detection pass.
 pub fn heartbeat_key(replica: &str) -> String {
     format!("{HEARTBEAT_PREFIX}{replica}")
@@ -134,6 +142,13 @@ impl State {
     pub fn watermark(&self, partitions: &[i32]) -> u64 {
         let global = self.get_ns(GLOBAL_WATERMARK).unwrap_or(0);
         partitions.iter().map(|p| self.get_ns(&watermark_key(*p)).unwrap_or(global)).min().unwrap_or(global)
+    }
+
+    /// The new-shape watermark an assignment of `partitions` starts from: the minimum over
+    /// the partitions that have one; none when no partition has one (the first pass then
+    /// starts from its own time, so an upgrade announces no shape of the past).
+    pub fn shape_watermark(&self, partitions: &[i32]) -> Option<u64> {
+        partitions.iter().filter_map(|p| self.get_ns(&shape_watermark_key(*p))).min()
     }
 
     /// Partitions in `0..partitions` that have no watermark key of their own.

@@ -23,6 +23,7 @@ pub mod remine;
 pub mod retention;
 pub mod rows;
 pub mod schema;
+pub mod shapes;
 pub mod silences;
 pub mod statements;
 pub mod stories;

@@ -198,6 +198,8 @@ pub struct AlertRow {
     pub updated_ns: u64,
     /// When the logminer judged the alert inactive (0: active, or not judged yet).
     pub resolved_at: u64,
+    /// Shape alerts: what the shape changed, as JSON (`wire::alert::ShapeChange`); '' else.
+    pub shape: String,
 }
 table_row!(AlertRow, "log_alerts", partitioned by first_at);
 

@@ -620,6 +620,18 @@ ORDER BY (minute_ns, service, severity_number)"
         concat!("INSERT INTO service_minutes(minute_ns, service, severity_number, spans, error_spans, logs, last_seen_ns) SELECT ", span_minutes_select!(), " FROM spans FINAL GROUP BY minute_ns, service, severity_number"),
         concat!("INSERT INTO service_minutes(minute_ns, service, severity_number, spans, error_spans, logs, last_seen_ns) SELECT ", log_minutes_select!(), " FROM logs FINAL GROUP BY minute_ns, service, severity_number"),
     ],
+},
+Migration {
+    version: 10,
+    name: "log_alerts: what a shape alert says about its shape",
+    statements: &[
+        // A `new_shape` or `shape_slowdown` alert (docs/alerts.md, "Shape alerts") keeps the
+        // edges its shape adds and removes against its endpoint's usual shape, a trace of it
+        // and its values, as the JSON of `wire::alert::ShapeChange`: read only with its alert,
+        // never filtered on. Rows stored before, and log template alerts, read ''.
+        "ALTER TABLE log_alerts
+    ADD COLUMN shape String DEFAULT ''",
+    ],
 }];
 
 /// Creates our database (a plain identifier, checked by `Config::validate`), on every server

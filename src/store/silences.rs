@@ -215,6 +215,7 @@ mod tests {
             threshold: 0.0,
             state: Default::default(),
             resolved_at: 0,
+            shape: None,
         }
     }
 

@@ -11,7 +11,7 @@
 use serde::Serialize;
 
 use super::{
-    backlog, deliveries, insert, logminer, migrate, query, read, remine, retention, schema, silences, stories,
+    backlog, deliveries, insert, logminer, migrate, query, read, remine, retention, schema, shapes, silences, stories,
     AlertPublicationRow, AlertRow, BacklogRow, DeliveryRow, HitRow, LogRow, MetricSampleRow, MigrationRow, SilenceRow,
     SpanRow, StateRow, StoryRow, TableRow, TemplateMergeRow, TemplateRow, SERVER_VERSION_SQL,
 };
@@ -215,6 +215,7 @@ fn single_server(database: &str) -> Vec<Statement> {
     all.extend(deliveries::statements());
     all.extend(silences::statements());
     all.extend(stories::statements());
+    all.extend(shapes::statements());
     all.extend(backlog::statements());
     all.extend(query::statements());
     all.extend(retention::statements(database));

@@ -19,8 +19,13 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-/// The version this build writes, and the only one it reads.
+/// The version this build writes for log template alerts.
 pub const ALERT_FORMAT_VERSION: u32 = 1;
+
+/// The version of a shape alert (`new_shape`, `shape_slowdown`): version 1 and the `shape`
+/// object. Log template alerts stay version 1, so a reader of version 1 keeps reading them
+/// and refuses only the kinds it cannot know (docs/alerts.md, "Format versions").
+pub const SHAPE_ALERT_FORMAT_VERSION: u32 = 2;
 
 /// What an alert says happened (docs/logminer.md, "The alert rules"). Adding a kind is a new format version:
 /// consumers switch on it.
@@ -33,10 +38,15 @@ pub enum AlertKind {
     Spike,
     /// A template that logged steadily stopped while its service still logs.
     Silence,
+    /// An endpoint took a path (a set of call edges) it had not taken before (version 2).
+    NewShape,
+    /// A shape's p95 duration far above its own recent baseline (version 2).
+    ShapeSlowdown,
 }
 
 impl AlertKind {
-    pub const ALL: [AlertKind; 3] = [AlertKind::NewTemplate, AlertKind::Spike, AlertKind::Silence];
+    pub const ALL: [AlertKind; 5] =
+        [AlertKind::NewTemplate, AlertKind::Spike, AlertKind::Silence, AlertKind::NewShape, AlertKind::ShapeSlowdown];
 
     /// The name used in JSON, in `log_alerts.kind` and in `notifier.targets[].kinds`.
     pub fn as_str(self) -> &'static str {
@@ -44,6 +54,22 @@ impl AlertKind {
             AlertKind::NewTemplate => "new_template",
             AlertKind::Spike => "spike",
             AlertKind::Silence => "silence",
+            AlertKind::NewShape => "new_shape",
+            AlertKind::ShapeSlowdown => "shape_slowdown",
+        }
+    }
+
+    /// A kind about trace shapes rather than log templates.
+    pub fn is_shape(self) -> bool {
+        matches!(self, AlertKind::NewShape | AlertKind::ShapeSlowdown)
+    }
+
+    /// The format version an alert of this kind is written in.
+    pub fn format_version(self) -> u32 {
+        if self.is_shape() {
+            SHAPE_ALERT_FORMAT_VERSION
+        } else {
+            ALERT_FORMAT_VERSION
         }
     }
 }
@@ -93,6 +119,9 @@ pub struct Alert {
     /// resolved document.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub resolved_at: u64,
+    /// Version 2, shape alerts only: what the shape changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shape: Option<ShapeChange>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -132,6 +161,45 @@ impl Alert {
     }
 }
 
+/// What a shape alert says about its shape (version 2). For a shape alert, `service` is the
+/// endpoint's root service, `template` its root operation and `template_id` the fingerprint.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ShapeChange {
+    /// The endpoint's usual (most frequent) shape; for a slowdown, the shape itself.
+    #[serde(with = "hex_id")]
+    pub usual_fingerprint: u64,
+    /// Call edges the shape has and the usual one does not, and the reverse (sorted; the
+    /// `edges` text of docs/stories.md). Empty for a slowdown.
+    pub edges_added: Vec<String>,
+    pub edges_removed: Vec<String>,
+    /// The shape's share of its endpoint's traces in the evidence window (new_shape).
+    #[serde(default)]
+    pub share: f64,
+    /// A trace of the shape, to open.
+    pub trace_id: String,
+    /// shape_slowdown: the window's p95 duration, milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p95_ms: Option<f64>,
+    /// new_shape: the edges the endpoint had never taken before, what the alert is about
+    /// (sorted); `edges_added` may also hold branches it took before, in other shapes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub new_edges: Vec<String>,
+}
+
+impl ShapeChange {
+    /// The `log_alerts.shape` column: this as JSON ('' for a log template alert).
+    pub fn to_column(&self) -> String {
+        serde_json::to_string(self).expect("a shape change always serialises")
+    }
+
+    pub fn from_column(text: &str) -> Option<ShapeChange> {
+        if text.is_empty() {
+            return None;
+        }
+        serde_json::from_str(text).ok()
+    }
+}
+
 /// Why a record is not a valid alert.
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum AlertError {
@@ -139,9 +207,9 @@ pub enum AlertError {
     Invalid(String),
     #[error("alert document has no `version` field")]
     MissingVersion,
-    #[error("alert format version {found} is not supported by this build (it reads version {ALERT_FORMAT_VERSION}); upgrade tayga")]
+    #[error("alert format version {found} is not supported by this build (it reads versions {ALERT_FORMAT_VERSION} and {SHAPE_ALERT_FORMAT_VERSION}); upgrade tayga")]
     UnsupportedVersion { found: u64 },
-    #[error("unknown alert kind `{0}` (expected new_template, spike or silence)")]
+    #[error("unknown alert kind `{0}` (expected new_template, spike, silence, new_shape or shape_slowdown)")]
     UnknownKind(String),
     #[error("`{value}` is not an id: expected 1 to 16 hexadecimal digits, as in 00c0ffee00c0ffee")]
     BadId { value: String },
@@ -162,7 +230,7 @@ impl Alert {
         match probe.version {
             None | Some(serde_json::Value::Null) => return Err(AlertError::MissingVersion),
             Some(serde_json::Value::Number(n)) => match n.as_u64() {
-                Some(v) if v == u64::from(ALERT_FORMAT_VERSION) => {}
+                Some(v) if v == u64::from(ALERT_FORMAT_VERSION) || v == u64::from(SHAPE_ALERT_FORMAT_VERSION) => {}
                 Some(found) => return Err(AlertError::UnsupportedVersion { found }),
                 None => return Err(AlertError::Invalid(format!("`version` must be a positive integer, found {n}"))),
             },
@@ -284,6 +352,7 @@ mod tests {
             threshold: 62.5,
             state: AlertState::Firing,
             resolved_at: 0,
+            shape: None,
         }
     }
 
@@ -313,6 +382,30 @@ mod tests {
     }
 
     #[test]
+    fn the_documented_shape_example_reads_as_version_2() {
+        // Keep in step with docs/alerts.md ("Shape alerts").
+        let doc = r#"{"version":2,"alert_id":"5d1b7c2e9a0f4411","kind":"new_shape","service":"checkout",
+            "template_id":"8e3f0a5b1c2d3e4f","template":"POST /checkout",
+            "first_at":1764410400000000000,"last_at":1764410400000000000,
+            "count":31,"baseline":0.0,"threshold":0.0,
+            "shape":{"usual_fingerprint":"1a2b3c4d5e6f7081",
+              "edges_added":["checkout/POST /checkout -> postgres/SELECT ... FOR UPDATE"],
+              "edges_removed":[],"share":0.5,"trace_id":"0af7651916cd43dd8448eb211c80319c"}}"#;
+        let a = Alert::from_json(doc.as_bytes()).unwrap();
+        assert_eq!((a.version, a.kind), (2, AlertKind::NewShape));
+        let shape = a.shape.clone().unwrap();
+        assert_eq!(shape.edges_added, vec!["checkout/POST /checkout -> postgres/SELECT ... FOR UPDATE"]);
+        assert_eq!((shape.usual_fingerprint, shape.p95_ms), (0x1a2b_3c4d_5e6f_7081, None));
+        assert_eq!(ShapeChange::from_column(&shape.to_column()), Some(shape));
+        assert_eq!(ShapeChange::from_column(""), None);
+        // A template alert has no `shape` in its JSON.
+        let json: serde_json::Value = serde_json::from_slice(&sample().to_json().unwrap()).unwrap();
+        assert!(json.get("shape").is_none());
+        assert_eq!(AlertKind::NewShape.format_version(), 2);
+        assert_eq!(AlertKind::Silence.format_version(), 1);
+    }
+
+    #[test]
     fn ids_are_16_lowercase_hex_digits_in_json() {
         let json: serde_json::Value = serde_json::from_slice(&sample().to_json().unwrap()).unwrap();
         assert_eq!(json["alert_id"], "00c0ffee00000001");
@@ -332,12 +425,12 @@ mod tests {
     #[test]
     fn an_unknown_version_is_rejected_clearly() {
         let mut json: serde_json::Value = serde_json::from_slice(&sample().to_json().unwrap()).unwrap();
-        json["version"] = 2.into();
-        // A v2 document may have changed anything else too: the version is checked first.
+        json["version"] = 3.into();
+        // A v3 document may have changed anything else too: the version is checked first.
         json["kind"] = "something_new".into();
         let err = Alert::from_json(json.to_string().as_bytes()).unwrap_err();
-        assert_eq!(err, AlertError::UnsupportedVersion { found: 2 });
-        assert!(err.to_string().contains("version 2 is not supported"), "{err}");
+        assert_eq!(err, AlertError::UnsupportedVersion { found: 3 });
+        assert!(err.to_string().contains("version 3 is not supported"), "{err}");
 
         json.as_object_mut().unwrap().remove("version");
         assert_eq!(Alert::from_json(json.to_string().as_bytes()).unwrap_err(), AlertError::MissingVersion);
@@ -426,10 +519,10 @@ mod tests {
                 )| {
                     let state = if resolved_at > 0 { AlertState::Resolved } else { AlertState::Firing };
                     Alert {
-                        version: ALERT_FORMAT_VERSION,
+                        version: kind.format_version(),
                         alert_id,
                         kind,
-                        service,
+                        service: service.clone(),
                         template_id,
                         template,
                         first_at,
@@ -439,6 +532,15 @@ mod tests {
                         threshold,
                         state,
                         resolved_at,
+                        shape: kind.is_shape().then(|| ShapeChange {
+                            usual_fingerprint: template_id ^ count,
+                            edges_added: vec![service.clone()],
+                            edges_removed: Vec::new(),
+                            share: 0.25,
+                            trace_id: "ab".into(),
+                            p95_ms: Some(baseline),
+                            new_edges: vec![service.clone()],
+                        }),
                     }
                 },
             )

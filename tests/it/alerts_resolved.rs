@@ -239,6 +239,7 @@ async fn the_logminer_resolves_an_inactive_alert_once() {
         stored_ns: last_at,
         updated_ns: last_at,
         resolved_at: 0,
+        shape: String::new(),
     };
     store.insert(std::slice::from_ref(&spike)).await.unwrap();
     let resolved =

@@ -184,6 +184,7 @@ fn alert(id: u64, kind: &str, last_at: u64) -> AlertRow {
         stored_ns: last_at,
         updated_ns: last_at,
         resolved_at: 0,
+        shape: String::new(),
     }
 }
 

@@ -991,6 +991,7 @@ fn snapshot_alert(id: u64, kind: tayga::wire::alert::AlertKind, service: &str, l
         stored_ns: last_at,
         updated_ns: last_at,
         resolved_at: 0,
+        shape: String::new(),
     }
 }
 

@@ -90,6 +90,7 @@ async fn the_demo_shows_every_alert_kind_delivered_a_waterfall_and_charts() {
         ("new_template", "payment", "charge declined by acme-pay"),
         ("spike", "frontend", "cache miss for key product:"),
         ("silence", "checkout", "inventory reserved for order"),
+        ("new_shape", "frontend", "POST /checkout"),
     ] {
         let alert = wait_for(&format!("a {kind} alert in {service}"), limit, || async {
             let page = get_json(&http, format!("{app}/api/v1/alerts?kind={kind}&service={service}&limit=100")).await?;
@@ -147,7 +148,7 @@ async fn the_demo_shows_every_alert_kind_delivered_a_waterfall_and_charts() {
     let status = process.wait_within(Duration::from_secs(40));
     let text = output(dir.path(), "up");
     assert!(status.success(), "tayga up exited with {status}:\n{text}");
-    for kind in ["new_template", "spike", "silence"] {
+    for kind in ["new_template", "spike", "silence", "new_shape"] {
         assert!(text.contains(&format!("webhook: received {kind} in")), "the sink told a {kind} delivery:\n{text}");
     }
     assert!(text.contains("demo: sent "), "{text}");
@@ -175,6 +176,14 @@ async fn pages(browser: &Browser, app: &str, alerts: &BTreeMap<&str, String>, sl
         let text = browser.open(&format!("{app}/deliveries?alert_id={id}")).await;
         assert_eq!(browser.count("tr.delivery[data-status='delivered']").await, 1, "{id}: {text}");
     }
+
+    // The new path's alert page shows the edge the row lock added, and a trace of it.
+    browser.open(&format!("{app}/alerts/{}", alerts["new_shape"])).await;
+    let added = "li.added[data-edge='payment/charge card -> database/lock payment row']";
+    assert_eq!(browser.count(added).await, 1, "the new_shape alert names the lock edge");
+    assert_eq!(browser.count("#shape-trace").await, 1, "a trace of the new shape");
+    browser.assert_clean("the new_shape alert").await;
+    browser.screenshot("demo-new-shape").await;
 
     browser.open(&format!("{app}/stories?service=frontend")).await;
     assert!(browser.count("tr.shape").await >= 3, "checkout, product view and the slow checkout's new shape");

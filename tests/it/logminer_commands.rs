@@ -289,6 +289,7 @@ fn alert(id: u64, kind: AlertKind, service: &str, last_at: u64, updated_ns: u64)
         stored_ns: updated_ns,
         updated_ns,
         resolved_at: 0,
+        shape: String::new(),
     }
 }
 

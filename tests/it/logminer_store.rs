@@ -44,6 +44,7 @@ fn alert(id: u64, service: &str, kind: AlertKind, updated: u64) -> AlertRow {
         stored_ns: updated,
         updated_ns: updated,
         resolved_at: 0,
+        shape: String::new(),
     }
 }
 
@@ -160,7 +161,7 @@ fn the_logminer_queries_run_on_current_clickhouse() {
     items
         .push(Value::String("INSERT INTO log_hits VALUES ('a', 1, 7, 600000000000), ('a', 1, 7, 600000000000)".into()));
     items.push(Value::String(
-        "INSERT INTO log_alerts VALUES (5, 'spike', 'a', 7, 't', 1, 2, 3, 0, 0, 9, 9, 0), (6, 'spike', 'a', 7, 't', 1, 2, 3, 0, 0, 9, 9, 0)"
+        "INSERT INTO log_alerts VALUES (5, 'spike', 'a', 7, 't', 1, 2, 3, 0, 0, 9, 9, 0, ''), (6, 'spike', 'a', 7, 't', 1, 2, 3, 0, 0, 9, 9, 0, '')"
             .into(),
     ));
     items.push(Value::String("INSERT INTO log_alert_publications VALUES (5, 9, 10)".into()));

@@ -30,6 +30,7 @@ mod logminer;
 mod logminer_commands;
 mod logminer_freeze;
 mod logminer_merges;
+mod logminer_shapes;
 mod logminer_store;
 mod mine_cli;
 mod mine_loghub;

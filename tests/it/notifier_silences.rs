@@ -303,6 +303,7 @@ async fn the_api_and_the_app_add_list_and_expire_silences_behind_the_token() {
         stored_ns: now,
         updated_ns: now,
         resolved_at: 0,
+        shape: String::new(),
     };
     tayga::store::logminer::store_alerts(&store, std::slice::from_ref(&alert)).await.unwrap();
     let silence_id = tayga::wire::alert::parse_id(&id).unwrap();

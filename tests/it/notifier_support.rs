@@ -258,6 +258,7 @@ pub fn alert(test: &str, seed: u64, kind: AlertKind) -> Alert {
         threshold: 62.5,
         state: Default::default(),
         resolved_at: 0,
+        shape: None,
     }
 }
 

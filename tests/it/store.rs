@@ -159,6 +159,7 @@ async fn every_row_struct_round_trips_through_its_table() {
             stored_ns: now + 61,
             updated_ns: now + 62,
             resolved_at: 0,
+            shape: String::new(),
         },
     )
     .await;

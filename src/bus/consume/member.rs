@@ -44,6 +44,14 @@ impl Member<LoggedConsumer> {
         Member::join_with(kafka, names, group, metrics, |_| context)
     }
 
+    /// How many partitions the topic has, from the broker's metadata (none when it does
+    /// not answer within `timeout`). Blocks the caller for at most `timeout`.
+    pub fn partition_count(&self, timeout: Duration) -> Option<i32> {
+        let metadata = self.consumer.fetch_metadata(Some(&self.topic), timeout).ok()?;
+        let count = metadata.topics().iter().find(|t| t.name() == self.topic)?.partitions().len();
+        (count > 0).then_some(count as i32)
+    }
+
     /// The rebalances reported since the last call, oldest first.
     pub(super) fn take_rebalances(&self) -> Vec<Rebalanced> {
         self.consumer.context().take()

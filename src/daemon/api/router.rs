@@ -36,6 +36,7 @@ pub fn api_routes(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(handlers::stories::by_trace))
         .routes(routes!(handlers::stories::shapes))
         .routes(routes!(handlers::stories::shape_stories))
+        .routes(routes!(handlers::shapes::diff))
         .routes(routes!(handlers::logs::list))
         .routes(routes!(handlers::logs::counts))
         .routes(routes!(handlers::logs::context))
@@ -111,7 +112,7 @@ mod tests {
     fn the_document_describes_every_route_with_its_parameters_and_errors() {
         let doc = serde_json::to_value(openapi()).unwrap();
         let paths = doc["paths"].as_object().unwrap();
-        assert_eq!(paths.len(), 18, "{:?}", paths.keys().collect::<Vec<_>>());
+        assert_eq!(paths.len(), 19, "{:?}", paths.keys().collect::<Vec<_>>());
         let logs = &doc["paths"]["/api/v1/logs"]["get"];
         let names: Vec<&str> =
             logs["parameters"].as_array().unwrap().iter().map(|p| p["name"].as_str().unwrap()).collect();

@@ -19,6 +19,7 @@ use super::metrics::LogminerMetrics;
 use super::ownership::Ownership;
 use super::prompt::{PromptPasses, SpikeWatch};
 use super::publish::Outbox;
+use super::shapes::ShapeRules;
 use super::{Cadence, Status};
 use crate::bus::consume::{apply_rebalances, Handler, Member};
 use crate::bus::producer::Publisher;
@@ -59,6 +60,13 @@ pub(super) struct Logminer {
     /// Where the next new-template pass starts.
     pub(super) watermark: u64,
     pub(super) newest_ingest_ns: u64,
+    /// The shape rules, the new-shape watermark (none until the first pass when no held
+    /// partition has one), the logs topic's partition count (which partition a root service
+    /// hashes to: 0 while unknown, and no shape is judged) and the root services judged.
+    pub(super) shape_rules: ShapeRules,
+    pub(super) shape_watermark: Option<u64>,
+    pub(super) logs_partitions: i32,
+    pub(super) shape_roots: Vec<String>,
 }
 
 /// What `serve` prepares for a replica before the store and the member exist.
@@ -105,6 +113,10 @@ impl Logminer {
             spikes: HashMap::new(),
             watermark: 0,
             newest_ingest_ns: 0,
+            shape_rules: ShapeRules::from_config(&config.logminer.shapes),
+            shape_watermark: None,
+            logs_partitions: 0,
+            shape_roots: Vec::new(),
         })
     }
 }
@@ -220,8 +232,11 @@ impl Handler for Logminer {
         self.gauges();
     }
 
-    async fn assigned(&mut self, _member: &mut Member, partitions: &[i32]) {
+    async fn assigned(&mut self, member: &mut Member, partitions: &[i32]) {
         let assigned = self.ownership.assign(partitions);
+        // The count decides which partition each root service hashes to; the broker knows
+        // it (the topic may predate `kafka.partitions`), the configuration is the fallback.
+        self.logs_partitions = member.partition_count(Duration::from_secs(5)).unwrap_or(self.config.kafka.partitions);
         self.spikes.clear();
         self.spike_watch.clear();
         // A fresh miner with every stored template: another replica may have mined our new
@@ -338,6 +353,7 @@ impl Logminer {
         // this replica, they are read again by the partitions' next owner.
         self.book = book;
         self.watermark = state.watermark(&self.ownership.partitions());
+        self.shape_watermark = state.shape_watermark(&self.ownership.partitions());
         Ok(())
     }
 

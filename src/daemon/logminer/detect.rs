@@ -101,6 +101,7 @@ impl Raised {
             stored_ns: now_ns,
             updated_ns: now_ns,
             resolved_at: 0,
+            shape: String::new(),
         }
     }
 }

@@ -45,6 +45,7 @@ pub struct LogminerMetrics {
     pub publish_failures: Counter,
     pub store_failures: Counter,
     pub pass_duration: Family<PassLabel, Histogram, fn() -> Histogram>,
+    pub held_back_shapes: Gauge,
 }
 
 impl LogminerMetrics {
@@ -63,6 +64,7 @@ impl LogminerMetrics {
             publish_failures: Counter::default(),
             store_failures: Counter::default(),
             pass_duration: Family::new_with_constructor(pass_histogram),
+            held_back_shapes: Gauge::default(),
         };
         m.up.set(1);
         let r = registry.sub_registry_with_prefix("tayga_logminer");
@@ -98,7 +100,17 @@ impl LogminerMetrics {
             m.store_failures.clone(),
         );
         r.register("pass_duration_seconds", "Duration of new-template and detection passes", m.pass_duration.clone());
+        r.register(
+            "held_back_shapes",
+            "New shapes with evidence the last shape pass held back by the hourly limit per endpoint",
+            m.held_back_shapes.clone(),
+        );
         m
+    }
+
+    /// The shape pass held back this many new shapes (rate limit), over every endpoint.
+    pub fn shapes_held_back(&self, held_back: usize) {
+        self.held_back_shapes.set(held_back as i64);
     }
 
     pub fn mined(&self) {

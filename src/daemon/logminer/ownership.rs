@@ -47,6 +47,13 @@ impl Ownership {
         self.assigned.iter().copied().collect()
     }
 
+    /// Whether the partition a record keyed `key` goes to (of `partitions`) is assigned
+    /// here. A root service's endpoints are judged by the replica holding the partition its
+    /// logs go to, whether or not it logs: exactly one replica outside a hand-over.
+    pub fn holds_key(&self, key: &str, partitions: i32) -> bool {
+        partitions > 0 && self.assigned.contains(&crate::bus::packed::plan::partition_for(key.as_bytes(), partitions))
+    }
+
     /// A log of `service` with log time `time_ns` was mined from `partition` at `at`
     /// (wall clock `now_ns`): the service is owned, and the partition's clock moves on,
     /// never past the wall clock.
@@ -181,6 +188,17 @@ mod tests {
         assert_eq!(o.assign(&[1]), vec![0, 1]);
         assert!(o.services().is_empty());
         assert_eq!(o.owned_count(), 0);
+    }
+
+    #[test]
+    fn a_key_is_held_by_the_replica_assigned_its_partition_only() {
+        let partition = crate::bus::packed::plan::partition_for(b"checkout", 12);
+        let (mut mine, mut other) = (Ownership::default(), Ownership::default());
+        mine.assign(&[partition]);
+        other.assign(&(0..12).filter(|p| *p != partition).collect::<Vec<_>>());
+        assert!(mine.holds_key("checkout", 12));
+        assert!(!other.holds_key("checkout", 12));
+        assert!(!mine.holds_key("checkout", 0), "no partition count known: nothing is held");
     }
 
     #[test]

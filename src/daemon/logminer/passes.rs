@@ -66,12 +66,13 @@ impl Logminer {
             self.restore_taken_over().await?;
             self.spikes_and_silences().await?;
             self.resolutions().await?;
+            self.shape_pass().await?;
             let lc = &self.config.logminer;
             self.outbox
                 .republish(
                     &self.store,
                     &self.metrics,
-                    &self.ownership.services(),
+                    &super::shape_pass::republished_services(self.ownership.services(), &self.shape_roots),
                     now_ns(),
                     lc.republish_window_hours,
                     lc.republish_max_per_pass,
@@ -214,6 +215,7 @@ fn new_template_alerts(candidates: &[TemplateRow], known: &HashSet<u64>, pass_ns
             stored_ns: pass_ns,
             updated_ns: pass_ns,
             resolved_at: 0,
+            shape: String::new(),
         })
         .collect()
 }

@@ -60,9 +60,19 @@ pub fn summary(alert: &Alert) -> String {
         AlertKind::NewTemplate => "new log template",
         AlertKind::Spike => "log template spiking",
         AlertKind::Silence => "steady log template went silent",
+        AlertKind::NewShape => "new path of",
+        AlertKind::ShapeSlowdown => "slower path of",
     };
     let resolved = if alert.state == AlertState::Resolved { "RESOLVED " } else { "" };
-    format!("{resolved}[{}] {what}: {}", alert.service, one_line(&alert.template, 200))
+    let subject = one_line(&alert.template, 200);
+    let line = match &alert.shape {
+        Some(s) if alert.kind == AlertKind::NewShape && !s.edges_added.is_empty() => {
+            format!("[{}] {what} {subject} (+ {})", alert.service, one_line(&s.edges_added.join(", "), 200))
+        }
+        _ if alert.kind.is_shape() => format!("[{}] {what} {subject}", alert.service),
+        _ => format!("[{}] {what}: {subject}", alert.service),
+    };
+    format!("{resolved}{line}")
 }
 
 /// What the alert's numbers say, by kind.
@@ -74,6 +84,22 @@ fn values(alert: &Alert) -> String {
             alert.count, alert.baseline, alert.threshold
         ),
         AlertKind::Silence => format!("no line since it stopped; usual {:.1}/min", alert.baseline),
+        AlertKind::NewShape => {
+            let (added, removed, share) =
+                alert.shape.as_ref().map_or((0, 0, 0.0), |s| (s.edges_added.len(), s.edges_removed.len(), s.share));
+            format!(
+                "{} trace(s), {:.0}% of the endpoint's; {added} edge(s) added, {removed} removed",
+                alert.count,
+                share * 100.0
+            )
+        }
+        AlertKind::ShapeSlowdown => format!(
+            "p95 {:.0} ms over {} traces; usual {:.0} ms, threshold {:.0} ms",
+            alert.shape.as_ref().and_then(|s| s.p95_ms).unwrap_or(0.0),
+            alert.count,
+            alert.baseline,
+            alert.threshold
+        ),
     }
 }
 
@@ -116,6 +142,8 @@ fn slack(alert: &Alert, link: Option<&str>) -> Value {
         AlertKind::NewTemplate => "New log template",
         AlertKind::Spike => "Log template spike",
         AlertKind::Silence => "Log template silence",
+        AlertKind::NewShape => "New trace shape",
+        AlertKind::ShapeSlowdown => "Trace shape slowdown",
     };
     let (resolved, period) = match alert.state {
         AlertState::Firing => ("", format!("*Since*\n{}", crate::time::rfc3339(alert.first_at))),
@@ -155,8 +183,8 @@ fn slack(alert: &Alert, link: Option<&str>) -> Value {
 /// template is something to look at.
 fn severity(kind: AlertKind) -> &'static str {
     match kind {
-        AlertKind::Spike | AlertKind::Silence => "error",
-        AlertKind::NewTemplate => "warning",
+        AlertKind::Spike | AlertKind::Silence | AlertKind::ShapeSlowdown => "error",
+        AlertKind::NewTemplate | AlertKind::NewShape => "warning",
     }
 }
 
@@ -280,6 +308,7 @@ mod tests {
             threshold: 17.5,
             state: AlertState::Firing,
             resolved_at: 0,
+            shape: None,
         }
     }
 
@@ -303,6 +332,58 @@ mod tests {
         let trigger: Value =
             serde_json::from_slice(&render(Format::PagerDuty, &alert(AlertKind::Spike), "", "R0UTINGKEY")).unwrap();
         assert_eq!(trigger["dedup_key"], event["dedup_key"], "a resolve names the incident its trigger opened");
+    }
+
+    fn new_shape() -> Alert {
+        Alert {
+            version: kind_version(AlertKind::NewShape),
+            kind: AlertKind::NewShape,
+            template: "POST /checkout".into(),
+            count: 31,
+            baseline: 0.0,
+            threshold: 0.0,
+            shape: Some(crate::wire::alert::ShapeChange {
+                usual_fingerprint: 7,
+                edges_added: vec!["checkout/POST /checkout -> postgres/lock row".into()],
+                edges_removed: vec![],
+                share: 0.5,
+                trace_id: "ab".into(),
+                p95_ms: None,
+                new_edges: vec!["checkout/POST /checkout -> postgres/lock row".into()],
+            }),
+            ..alert(AlertKind::Spike)
+        }
+    }
+
+    fn kind_version(kind: AlertKind) -> u32 {
+        kind.format_version()
+    }
+
+    #[test]
+    fn a_shape_alert_names_its_added_edges_everywhere() {
+        let a = new_shape();
+        assert_eq!(
+            summary(&a),
+            "[checkout] new path of POST /checkout (+ checkout/POST /checkout -> postgres/lock row)"
+        );
+        let json: Value = serde_json::from_slice(&render(Format::Json, &a, "", "")).unwrap();
+        assert_eq!(json["version"], 2);
+        assert_eq!(json["shape"]["edges_added"][0], "checkout/POST /checkout -> postgres/lock row");
+        let slack: Value = serde_json::from_slice(&render(Format::Slack, &a, "", "")).unwrap();
+        assert!(slack["text"].as_str().unwrap().contains("postgres/lock row"), "{slack}");
+        assert!(slack.to_string().contains("1 edge(s) added, 0 removed"), "{slack}");
+        let pd: Value = serde_json::from_slice(&render(Format::PagerDuty, &a, "", "k")).unwrap();
+        assert_eq!(pd["payload"]["severity"], "warning");
+        let slow = Alert {
+            kind: AlertKind::ShapeSlowdown,
+            baseline: 120.0,
+            threshold: 240.0,
+            shape: Some(crate::wire::alert::ShapeChange { p95_ms: Some(900.0), ..Default::default() }),
+            ..new_shape()
+        };
+        assert_eq!(summary(&slow), "[checkout] slower path of POST /checkout");
+        let slack: Value = serde_json::from_slice(&render(Format::Slack, &slow, "", "")).unwrap();
+        assert!(slack.to_string().contains("p95 900 ms over 31 traces; usual 120 ms, threshold 240 ms"), "{slack}");
     }
 
     #[test]

@@ -97,10 +97,11 @@ pub fn statements(s: &SyntheticData) -> Vec<(&'static str, String)> {
         (
             "log_alerts",
             format!(
-                "INSERT INTO log_alerts SELECT number + 1, ['new_template', 'spike', 'silence'][number % 3 + 1], \
+                "INSERT INTO log_alerts (alert_id, kind, service, template_id, template, first_at, last_at, count, \
+                 baseline, threshold, stored_ns, updated_ns) SELECT number + 1, ['new_template', 'spike', 'silence'][number % 3 + 1], \
                  concat('svc-', toString(number % {services})), number % {t} + 1, 'request <NUM> took <NUM> ms', \
                  {start} + number * {step}, {start} + number * {step} + 60000000000, toUInt64(5), 1., 5., toUInt64(1), \
-                 {start} + number * {step} + 60000000000, toUInt64(0) FROM numbers({alerts})",
+                 {start} + number * {step} + 60000000000 FROM numbers({alerts})",
                 step = (span_ns / alerts.max(1)).max(1),
             ),
         ),

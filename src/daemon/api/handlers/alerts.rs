@@ -17,7 +17,7 @@ use crate::store::logminer::{active_cutoff_ns, alerts, published_versions, Alert
 use crate::store::query::alerts::{publications, sample_lines, SAMPLE_LOOKBACK_NS};
 use crate::store::silences::{self, matching_row};
 use crate::store::{AlertRow, SilenceRow};
-use crate::wire::alert::{format_id, AlertKind};
+use crate::wire::alert::{format_id, AlertKind, ShapeChange};
 
 /// Sample lines shown with one alert.
 pub const SAMPLE_LINES: u64 = 20;
@@ -34,7 +34,7 @@ pub enum AlertState {
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct AlertsParams {
-    /// `new_template`, `spike` or `silence`.
+    /// `new_template`, `spike`, `silence`, `new_shape` or `shape_slowdown`.
     pub kind: Option<String>,
     pub service: Option<String>,
     /// `active` or `inactive`.
@@ -71,6 +71,11 @@ pub struct Alert {
     /// The running operator's silence that holds its deliveries back now (16 hex digits);
     /// empty when none matches it.
     pub silenced_by: String,
+    /// Shape alerts (`new_shape`, `shape_slowdown`): what the shape changed, as in the
+    /// alert record's `shape` object (docs/alerts.md, "Shape alerts").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
+    pub shape: Option<ShapeChange>,
 }
 
 /// What [`Alert::from_row`] judges a row by, read once per request.
@@ -100,6 +105,7 @@ impl Alert {
             published,
             resolved_at: r.resolved_at,
             silenced_by: silenced_by.unwrap_or_default(),
+            shape: ShapeChange::from_column(&r.shape),
         }
     }
 }

@@ -7,6 +7,7 @@ pub mod deliveries;
 pub mod logs;
 pub mod pipeline;
 pub mod services;
+pub mod shapes;
 pub mod silences;
 pub mod stories;
 pub mod templates;

@@ -98,7 +98,9 @@ pub fn new_silence(p: AddParams, by: &str) -> Result<NewSilence, ApiError> {
     let kind = match params::text("kind", p.kind)?.filter(|k| !k.is_empty()) {
         Some(k) => k
             .parse::<AlertKind>()
-            .map_err(|_| ApiError::bad("kind", "must be one of new_template, spike, silence"))?
+            .map_err(|_| {
+                ApiError::bad("kind", "must be one of new_template, spike, silence, new_shape, shape_slowdown")
+            })?
             .as_str()
             .to_string(),
         None => String::new(),

@@ -70,10 +70,37 @@ pub async fn list(State(state): State<AppState>, uri: Uri) -> PageResult {
 fn kind_chip(kind: &str) -> Markup {
     let class = match kind {
         "spike" => "bad",
-        "silence" => "warn",
+        "silence" | "shape_slowdown" => "warn",
         _ => "info",
     };
     chip(class, kind)
+}
+
+/// A shape alert's path: the edges it took for the first time, what its shape adds to and
+/// removes from the endpoint's usual shape, and a trace to open.
+fn shape_section(a: &Alert) -> Markup {
+    let Some(s) = &a.shape else { return html! {} };
+    let stories = format!("/stories?service={}", format::encode(&a.service));
+    html! {
+        section #shape {
+            h2 { "Path" }
+            @if !s.new_edges.is_empty() {
+                p { "Calls this endpoint never made before:" }
+                ul.edges.new { @for e in &s.new_edges { li { code { (e) } } } }
+            }
+            @if a.kind == AlertKind::NewShape.as_str() {
+                p { "Against its usual shape " code { (crate::wire::alert::format_id(s.usual_fingerprint)) } ":" }
+                ul.edges.diff {
+                    @for e in &s.edges_added { li.added data-edge=(e) { "+ " code { (e) } } }
+                    @for e in &s.edges_removed { li.removed data-edge=(e) { "− " code { (e) } } }
+                }
+            }
+            p {
+                @if !s.trace_id.is_empty() { a #shape-trace href={ "/traces/" (s.trace_id) } { "a trace of this shape" } " · " }
+                a href=(stories) { "the endpoint's shapes" }
+            }
+        }
+    }
 }
 
 /// What raised the alert, in words.
@@ -86,6 +113,18 @@ fn values(a: &Alert) -> String {
             format::number(a.threshold)
         ),
         "silence" => format!("no line; it logged {} a minute before", format::number(a.baseline)),
+        "new_shape" => format!(
+            "{} on the new path in its first minutes ({}% of the endpoint's)",
+            format::count(a.count, "trace"),
+            format::number(a.shape.as_ref().map_or(0.0, |s| (s.share * 1000.0).round() / 10.0))
+        ),
+        "shape_slowdown" => format!(
+            "p95 {} ms over {} against a usual {} ms (threshold {} ms)",
+            format::number(a.shape.as_ref().and_then(|s| s.p95_ms).unwrap_or(0.0).round()),
+            format::count(a.count, "trace"),
+            format::number(a.baseline.round()),
+            format::number(a.threshold.round())
+        ),
         _ => format!("{} since first seen", format::count(a.count, "line")),
     }
 }
@@ -151,12 +190,17 @@ pub async fn detail(State(state): State<AppState>, Path(alert_id): Path<String>)
         size: Size::Wide,
     };
     let template_href = format!("/templates/{}/{}", format::encode(&a.service), a.template_id);
+    let shape_kind = a.kind.parse::<AlertKind>().is_ok_and(AlertKind::is_shape);
     let body = html! {
         p.crumbs { a href="/alerts" { "Alerts" } " › " (a.alert_id) }
         h1 { (kind_chip(&a.kind)) " " (a.service) " "
             @if a.active { (chip("bad", "active")) } @else { (chip("plain", "inactive")) }
             @if !a.silenced_by.is_empty() { " " (chip("plain", "silenced")) } }
-        p.template-line { a href=(template_href) { (template_text(&a.template)) } }
+        @if shape_kind {
+            p.template-line { "endpoint " code { (a.template) } " · shape " code { (a.template_id) } }
+        } @else {
+            p.template-line { a href=(template_href) { (template_text(&a.template)) } }
+        }
         dl.facts {
             dt { "first seen" } dd { (time(a.first_at)) }
             dt { "last seen" } dd { (time(a.last_at)) }
@@ -186,13 +230,17 @@ pub async fn detail(State(state): State<AppState>, Path(alert_id): Path<String>)
             h3 { "Silence this alert's kind on this template" }
             (silence_form(&a.service, Some(&a.kind), &a.template_id))
         }
-        section {
-            h2 { "Lines per minute" }
-            (charts::time_chart(&chart))
-        }
-        section #samples {
-            h2 { "Sample lines" }
-            (log_table(&d.sample_lines, "No line of this template is stored in the alert's window (retention may have dropped it)."))
+        @if shape_kind {
+            (shape_section(a))
+        } @else {
+            section {
+                h2 { "Lines per minute" }
+                (charts::time_chart(&chart))
+            }
+            section #samples {
+                h2 { "Sample lines" }
+                (log_table(&d.sample_lines, "No line of this template is stored in the alert's window (retention may have dropped it)."))
+            }
         }
     };
     Ok(respond(StatusCode::OK, shell(Nav::Alerts, &format!("{} alert, {}", a.kind, a.service), Some(15), body)))
