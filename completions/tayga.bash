@@ -55,6 +55,9 @@ _tayga() {
             tayga,serve)
                 cmd="tayga__subcmd__serve"
                 ;;
+            tayga,shapes)
+                cmd="tayga__subcmd__shapes"
+                ;;
             tayga,silences)
                 cmd="tayga__subcmd__silences"
                 ;;
@@ -166,6 +169,9 @@ _tayga() {
             tayga__subcmd__help,serve)
                 cmd="tayga__subcmd__help__subcmd__serve"
                 ;;
+            tayga__subcmd__help,shapes)
+                cmd="tayga__subcmd__help__subcmd__shapes"
+                ;;
             tayga__subcmd__help,silences)
                 cmd="tayga__subcmd__help__subcmd__silences"
                 ;;
@@ -205,6 +211,12 @@ _tayga() {
             tayga__subcmd__help__subcmd__scale,logminer)
                 cmd="tayga__subcmd__help__subcmd__scale__subcmd__logminer"
                 ;;
+            tayga__subcmd__help__subcmd__shapes,diff)
+                cmd="tayga__subcmd__help__subcmd__shapes__subcmd__diff"
+                ;;
+            tayga__subcmd__help__subcmd__shapes,list)
+                cmd="tayga__subcmd__help__subcmd__shapes__subcmd__list"
+                ;;
             tayga__subcmd__help__subcmd__silences,add)
                 cmd="tayga__subcmd__help__subcmd__silences__subcmd__add"
                 ;;
@@ -237,6 +249,24 @@ _tayga() {
                 ;;
             tayga__subcmd__scale__subcmd__help,logminer)
                 cmd="tayga__subcmd__scale__subcmd__help__subcmd__logminer"
+                ;;
+            tayga__subcmd__shapes,diff)
+                cmd="tayga__subcmd__shapes__subcmd__diff"
+                ;;
+            tayga__subcmd__shapes,help)
+                cmd="tayga__subcmd__shapes__subcmd__help"
+                ;;
+            tayga__subcmd__shapes,list)
+                cmd="tayga__subcmd__shapes__subcmd__list"
+                ;;
+            tayga__subcmd__shapes__subcmd__help,diff)
+                cmd="tayga__subcmd__shapes__subcmd__help__subcmd__diff"
+                ;;
+            tayga__subcmd__shapes__subcmd__help,help)
+                cmd="tayga__subcmd__shapes__subcmd__help__subcmd__help"
+                ;;
+            tayga__subcmd__shapes__subcmd__help,list)
+                cmd="tayga__subcmd__shapes__subcmd__help__subcmd__list"
                 ;;
             tayga__subcmd__silences,add)
                 cmd="tayga__subcmd__silences__subcmd__add"
@@ -305,7 +335,7 @@ _tayga() {
 
     case "${cmd}" in
         tayga)
-            opts="-h -V --config --json --wide --timeout --help --version config migrate topics serve up deliveries silences remine alerts logs traces trace templates scale loadgen mine completions man help"
+            opts="-h -V --config --json --wide --timeout --help --version config migrate topics serve up deliveries silences remine alerts logs traces trace templates shapes scale loadgen mine completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -762,7 +792,7 @@ _tayga() {
             return 0
             ;;
         tayga__subcmd__help)
-            opts="config migrate topics serve up deliveries silences remine alerts logs traces trace templates scale loadgen mine completions man help"
+            opts="config migrate topics serve up deliveries silences remine alerts logs traces trace templates shapes scale loadgen mine completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1044,6 +1074,48 @@ _tayga() {
         tayga__subcmd__help__subcmd__serve)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        tayga__subcmd__help__subcmd__shapes)
+            opts="list diff"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        tayga__subcmd__help__subcmd__shapes__subcmd__diff)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        tayga__subcmd__help__subcmd__shapes__subcmd__list)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -1551,6 +1623,147 @@ _tayga() {
                 return 0
             fi
             case "${prev}" in
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        tayga__subcmd__shapes)
+            opts="-h --config --json --wide --timeout --help list diff help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        tayga__subcmd__shapes__subcmd__diff)
+            opts="-h --since --config --json --wide --timeout --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --since)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        tayga__subcmd__shapes__subcmd__help)
+            opts="list diff help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        tayga__subcmd__shapes__subcmd__help__subcmd__diff)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        tayga__subcmd__shapes__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        tayga__subcmd__shapes__subcmd__help__subcmd__list)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        tayga__subcmd__shapes__subcmd__list)
+            opts="-h --service --since --limit --config --json --wide --timeout --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --service)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
+                --since)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --limit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --config)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0

@@ -146,6 +146,13 @@ tayga --json trace 4bf92f3577b34da6a3ce929d0e0e4736 | jq '.spans | length'")]
 tayga templates show 9f3c2a1b4d5e6f70 --lines 20"
     )]
     Templates(TemplatesCommand),
+    /// Trace shapes: list an hour's shapes by count, or diff two (edges added and removed, calls and self time)
+    #[command(
+        subcommand,
+        after_long_help = "Examples:\n  tayga shapes list --service checkout\n  \
+tayga shapes diff 1a2b3c4d5e6f7081 8e3f0a5b1c2d3e4f"
+    )]
+    Shapes(ShapesCommand),
     /// Change how many replicas of a scalable daemon run (the logminer)
     #[command(subcommand, after_long_help = "Examples:\n  tayga scale logminer 3 --dry-run\n  tayga scale logminer 3")]
     Scale(ScaleCommand),
@@ -529,6 +536,38 @@ tayga templates show 9f3c2a1b4d5e6f70 --service checkout --lines 50")]
         /// How many of its most recent lines to print
         #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u64).range(0..=1000))]
         lines: u64,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ShapesCommand {
+    /// The shapes of a window, the most frequent first: count, p50 and p95 duration, errors, root, edges
+    #[command(after_long_help = "Examples:\n  tayga shapes list\n  tayga shapes list --service checkout --since 24h")]
+    List {
+        /// Only shapes whose stories pass through this service
+        #[arg(long, value_hint = ValueHint::Other)]
+        service: Option<String>,
+        /// The window: this far back from now, e.g. 15m, 1h, 7d (default 1h)
+        #[arg(long, value_name = "DURATION", value_parser = parse_window, default_value = "1h")]
+        since: Duration,
+        /// At most this many shapes
+        #[arg(long, value_name = "N", default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..=1000))]
+        limit: u64,
+    },
+    /// What differs between two shapes: B's edges added and removed against A, and per edge the calls and
+    /// self time in each shape's newest trace of the window
+    #[command(after_long_help = "Examples:\n  tayga shapes diff 1a2b3c4d5e6f7081 8e3f0a5b1c2d3e4f\n  \
+tayga shapes diff 1a2b3c4d5e6f7081 8e3f0a5b1c2d3e4f --since 7d")]
+    Diff {
+        /// The shape compared against (usually the endpoint's usual one), as `tayga shapes list` prints it
+        #[arg(value_name = "A", value_parser = crate::wire::alert::parse_id, value_hint = ValueHint::Other)]
+        a: u64,
+        /// The shape shown (a new or slower one)
+        #[arg(value_name = "B", value_parser = crate::wire::alert::parse_id, value_hint = ValueHint::Other)]
+        b: u64,
+        /// Each side's newest story within this far back from now (default 24h)
+        #[arg(long, value_name = "DURATION", value_parser = parse_window, default_value = "24h")]
+        since: Duration,
     },
 }
 

@@ -15,6 +15,7 @@ pub mod reach;
 pub mod remine;
 pub mod scale;
 pub mod serve;
+pub mod shapes;
 pub mod silences;
 pub mod table;
 pub mod templates;
@@ -78,6 +79,7 @@ fn prose(cli: &Cli) -> bool {
             | Command::Logs(_)
             | Command::Trace(_)
             | Command::Templates(_)
+            | Command::Shapes(_)
             | Command::Mine(_)
             | Command::Completions(_)
             | Command::Man(_)
@@ -119,6 +121,7 @@ pub async fn run(cli: Cli, out: &mut dyn Write, err: &mut dyn Write, terminals: 
         Command::Traces(args) => traces::run(&load(file, err)?.config, args, timeout, cli.json, out).await,
         Command::Trace(args) => trace::run(&load(file, err)?.config, args, timeout, cli.json, out).await,
         Command::Templates(sub) => templates::run(&load(file, err)?.config, sub, timeout, cli.json, out).await,
+        Command::Shapes(sub) => shapes::run(&load(file, err)?.config, sub, timeout, cli.json, out).await,
         Command::Loadgen(args) => loadgen::run(args, cli.json, out).await,
         Command::Mine(args) => mine::run(args, &load(file, err)?.config.logminer, cli.json, out, err),
         Command::Completions(args) => generate::completions(args.shell, out),

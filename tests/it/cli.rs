@@ -531,6 +531,8 @@ fn sample_args(path: &[String], log: &Path) -> Vec<String> {
         "traces" | "templates list" => &[],
         "trace" => &[SAMPLE_TRACE],
         "templates show" => &["9f3c2a1b4d5e6f70"],
+        "shapes list" => &[],
+        "shapes diff" => &["1a", "2b"],
         "man" | "generate" => &[],
         other => panic!("`tayga {other}` has no sample arguments in tests/it/cli.rs: add one"),
     };
@@ -598,6 +600,7 @@ async fn every_data_command_prints_json() {
         ..Default::default()
     };
     store.insert(&[span]).await.unwrap();
+    seed_shapes(&store, now - MIN).await;
     let template = tayga::store::TemplateRow {
         service: "web".into(),
         template_id: 0x9f3c_2a1b_4d5e_6f70,
@@ -1102,8 +1105,11 @@ async fn every_command_at_80_columns_and_to_a_pipe() {
         "user 17 logged in from 10.0.0.1\nuser 42 logged in from 10.0.0.7\npayment 9 declined\nuser 5 logged in from 10.0.0.9\n",
     )
     .unwrap();
+    seed_shapes(&store, T0 - 10 * MIN).await;
     let cases: &[(&str, &[&str])] = &[
         ("snap_config_check", &["config", "check"]),
+        ("snap_shapes_list", &["shapes", "list"]),
+        ("snap_shapes_diff", &["shapes", "diff", "1a", "2b"]),
         ("snap_migrate", &["migrate"]),
         ("snap_topics_list", &["topics", "list"]),
         ("snap_alerts_list", &["alerts", "list", "--limit", "3"]),
@@ -1278,4 +1284,51 @@ async fn deliveries_retry_reaches_the_broker_before_it_writes() {
         timed(env.tayga().env("TAYGA_KAFKA_BROKERS", &dead).args(["deliveries", "retry", "--alert-id", "ce"]));
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(!stderr.contains("cannot reach the broker"), "{stderr}");
+}
+
+/// Two shapes of `GET /checkout` at `at_ns`, each a stored story with its spans: 1a, the usual
+/// (a query), and 2b, which also takes a row lock: what `tayga shapes list|diff` read.
+async fn seed_shapes(store: &tayga::store::Store, at_ns: u64) {
+    let ms = 1_000_000;
+    let span = |trace: &str, id: &str, parent: &str, name: &str, from_ms: u64, to_ms: u64| tayga::store::SpanRow {
+        trace_id: trace.into(),
+        span_id: id.into(),
+        parent_span_id: parent.into(),
+        service: if parent.is_empty() { "web" } else { "db" }.into(),
+        name: name.into(),
+        start_ns: at_ns + from_ms * ms,
+        end_ns: at_ns + to_ms * ms,
+        duration_ns: (to_ms - from_ms) * ms,
+        ..Default::default()
+    };
+    let (usual, locked) = ("1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a1a", "2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b");
+    let spans = [
+        span(usual, "0000000000000001", "", "GET /checkout", 0, 100),
+        span(usual, "0000000000000002", "0000000000000001", "query", 10, 30),
+        span(locked, "0000000000000003", "", "GET /checkout", 0, 1100),
+        span(locked, "0000000000000004", "0000000000000003", "query", 10, 30),
+        span(locked, "0000000000000005", "0000000000000003", "lock row", 40, 1040),
+    ];
+    store.insert(&spans).await.unwrap();
+    let story = |trace: &str, fingerprint: u64, duration_ms: u64, edges: &[&str]| tayga::store::StoryRow {
+        trace_id: trace.into(),
+        fingerprint,
+        root_service: "web".into(),
+        root_operation: "GET /checkout".into(),
+        start_ns: at_ns,
+        duration_ns: duration_ms * ms,
+        span_count: edges.len() as u32,
+        services: vec!["db".into(), "web".into()],
+        edges: edges.iter().map(|e| e.to_string()).collect(),
+        version_ns: at_ns,
+        ..Default::default()
+    };
+    let base = ["ROOT -> web/GET /checkout", "web/GET /checkout -> db/query"];
+    store
+        .insert(&[
+            story(usual, 0x1a, 100, &base),
+            story(locked, 0x2b, 1100, &[base[0], base[1], "web/GET /checkout -> db/lock row"]),
+        ])
+        .await
+        .unwrap();
 }

@@ -2,12 +2,14 @@
 //! (one per fingerprint, with its count, duration quantiles, error rate and an example), and
 //! the stories of one shape.
 
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
 use clickhouse::Row;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::{Window, MAX_LIMIT};
 use crate::store::statements::Statement;
-use crate::store::{Store, StoreError, StoryRow};
+use crate::store::{SpanRow, Store, StoreError, StoryRow};
 
 /// After `FROM stories`: the newest version of one trace's story. Binds: trace id.
 pub const STORY_BY_TRACE_REST: &str = "FINAL WHERE trace_id = ? LIMIT 1";
@@ -103,4 +105,152 @@ pub fn statements() -> Vec<Statement> {
         Statement::select::<StoryRow>("query.shape_stories", &shape_stories_rest(true))
             .binds(["0", "0", "1", "0", "0", "'t'", "10"]),
     ]
+}
+
+/// Per call edge (`parent_service/parent_operation -> service/operation`, or `ROOT -> …`,
+/// the stories' `edges` text): how many spans made that call and their summed self time
+/// (each span's duration less the time covered by its children).
+pub fn edge_profile(spans: &[SpanRow]) -> BTreeMap<String, (u64, u64)> {
+    let by_id: HashMap<&str, &SpanRow> = spans.iter().map(|s| (s.span_id.as_str(), s)).collect();
+    let mut children: HashMap<&str, Vec<(u64, u64)>> = HashMap::new();
+    for s in spans {
+        if by_id.contains_key(s.parent_span_id.as_str()) {
+            children.entry(s.parent_span_id.as_str()).or_default().push((s.start_ns, s.end_ns));
+        }
+    }
+    let mut out: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    for s in spans {
+        let edge = match by_id.get(s.parent_span_id.as_str()) {
+            Some(p) => format!("{}/{} -> {}/{}", p.service, p.name, s.service, s.name),
+            None => format!("ROOT -> {}/{}", s.service, s.name),
+        };
+        let covered = covered_ns(children.get(s.span_id.as_str()).map_or(&[][..], |c| c), s.start_ns, s.end_ns);
+        let entry = out.entry(edge).or_default();
+        entry.0 += 1;
+        entry.1 += s.end_ns.saturating_sub(s.start_ns).saturating_sub(covered);
+    }
+    out
+}
+
+/// How much of `[from, to)` the intervals cover (overlaps counted once).
+fn covered_ns(intervals: &[(u64, u64)], from: u64, to: u64) -> u64 {
+    let mut clipped: Vec<(u64, u64)> =
+        intervals.iter().map(|(s, e)| ((*s).max(from), (*e).min(to))).filter(|(s, e)| s < e).collect();
+    clipped.sort();
+    let (mut total, mut reach) = (0, from);
+    for (s, e) in clipped {
+        let s = s.max(reach);
+        if e > s {
+            total += e - s;
+            reach = e;
+        }
+    }
+    total
+}
+
+/// One call edge in a diff of two shapes: the spans making that call in each side's
+/// representative trace (0: absent) and their summed self time.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct EdgeCalls {
+    pub edge: String,
+    pub calls_a: u64,
+    pub calls_b: u64,
+    pub self_ns_a: u64,
+    pub self_ns_b: u64,
+}
+
+/// What differs between two shapes (docs/api.md): each side's newest story in the window (its
+/// representative trace), the edges `b` adds and removes against `a`, and every edge of either
+/// side with its calls and self time in each trace. The API's diff and `tayga shapes diff` read it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShapeDiff {
+    pub a: StoryRow,
+    pub b: StoryRow,
+    pub added: Vec<String>,
+    pub removed: Vec<String>,
+    pub edges: Vec<EdgeCalls>,
+}
+
+/// Why a diff has no answer.
+#[derive(Debug, thiserror::Error)]
+pub enum ShapeDiffError {
+    #[error("no story of shape {} in the window", crate::wire::alert::format_id(*.0))]
+    NoStory(u64),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// The diff of shapes `a` and `b` over `window`.
+pub async fn shape_diff(store: &Store, a: u64, b: u64, window: Window) -> Result<ShapeDiff, ShapeDiffError> {
+    let mut sides = Vec::with_capacity(2);
+    for fingerprint in [a, b] {
+        let story = shape_stories(store, fingerprint, window, None, 1)
+            .await?
+            .into_iter()
+            .next()
+            .ok_or(ShapeDiffError::NoStory(fingerprint))?;
+        let spans = crate::store::stories::spans_of_traces(store, &[story.trace_id.as_str()]).await?;
+        sides.push((story, spans));
+    }
+    let (b_side, a_side) = (sides.pop().expect("two sides"), sides.pop().expect("two sides"));
+    Ok(diff_of(a_side, b_side))
+}
+
+/// The pure part of [`shape_diff`]: two stories, each with its trace's spans.
+pub fn diff_of((a, a_spans): (StoryRow, Vec<SpanRow>), (b, b_spans): (StoryRow, Vec<SpanRow>)) -> ShapeDiff {
+    let (pa, pb) = (edge_profile(&a_spans), edge_profile(&b_spans));
+    let (ea, eb): (BTreeSet<&String>, BTreeSet<&String>) = (a.edges.iter().collect(), b.edges.iter().collect());
+    let keys: BTreeSet<&String> =
+        pa.keys().chain(pb.keys()).chain(ea.iter().copied()).chain(eb.iter().copied()).collect();
+    let edges = keys
+        .into_iter()
+        .map(|edge| {
+            let (calls_a, self_ns_a) = pa.get(edge).copied().unwrap_or_default();
+            let (calls_b, self_ns_b) = pb.get(edge).copied().unwrap_or_default();
+            EdgeCalls { edge: edge.clone(), calls_a, calls_b, self_ns_a, self_ns_b }
+        })
+        .collect();
+    let added = eb.difference(&ea).map(|e| e.to_string()).collect();
+    let removed = ea.difference(&eb).map(|e| e.to_string()).collect();
+    ShapeDiff { a, b, added, removed, edges }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn span(id: &str, parent: &str, service: &str, name: &str, start: u64, end: u64) -> SpanRow {
+        SpanRow {
+            span_id: id.into(),
+            parent_span_id: parent.into(),
+            service: service.into(),
+            name: name.into(),
+            start_ns: start,
+            end_ns: end,
+            duration_ns: end - start,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn each_edge_counts_its_calls_and_their_self_time() {
+        let spans = [
+            span("r", "", "web", "GET /", 0, 100),
+            span("a", "r", "db", "query", 10, 30),
+            span("b", "r", "db", "query", 20, 50), // overlaps a: 10..50 covered once
+            span("c", "r", "db", "lock", 60, 90),
+            span("d", "c", "db", "wait", 65, 95), // runs past its parent: clipped
+        ];
+        let p = edge_profile(&spans);
+        assert_eq!(p["ROOT -> web/GET /"], (1, 100 - 40 - 30));
+        assert_eq!(p["web/GET / -> db/query"], (2, 20 + 30));
+        assert_eq!(p["web/GET / -> db/lock"], (1, 30 - 25));
+        assert_eq!(p["db/lock -> db/wait"], (1, 30));
+    }
+
+    #[test]
+    fn a_span_whose_parent_never_arrived_is_a_root_edge() {
+        let p = edge_profile(&[span("x", "gone", "api", "call", 5, 9)]);
+        assert_eq!(p["ROOT -> api/call"], (1, 4));
+    }
 }
