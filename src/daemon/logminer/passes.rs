@@ -163,7 +163,7 @@ impl Logminer {
 }
 
 impl Logminer {
-    /// The owned services' alerts that turned inactive since the last pass get their
+    /// The alerts this replica answers for that turned inactive since the last pass get their
     /// resolved version, stored and published like any update (docs/alerts.md, "An alert's
     /// life"). At most `republish_max_per_pass` a pass, oldest first, within the
     /// republication window: a backlog drains over the next passes.
@@ -171,9 +171,10 @@ impl Logminer {
         let lc = &self.config.logminer;
         let now = now_ns();
         let since = super::publish::republish_since(now, lc.republish_window_hours);
-        let inactive =
-            lm::inactive_unresolved(&self.store, &self.ownership.services(), now, since, lc.republish_max_per_pass)
-                .await?;
+        // Of the services it mines, and of the endpoints whose shapes it judges (a shape
+        // slowdown recovers, a new path settles).
+        let services = super::shape_pass::republished_services(self.ownership.services(), &self.shape_roots);
+        let inactive = lm::inactive_unresolved(&self.store, &services, now, since, lc.republish_max_per_pass).await?;
         let rows = inactive.into_iter().map(|row| resolved_version(row, now)).collect();
         self.outbox.store_and_publish(&self.store, &self.metrics, rows).await
     }

@@ -158,8 +158,8 @@ impl Logminer {
     }
 }
 
-/// The services whose alerts a replica republishes: those it mines and the root services
-/// whose shapes it judges.
+/// The services whose alerts a replica answers for (it republishes and resolves them): those
+/// it mines and the root services whose shapes it judges.
 pub(super) fn republished_services(owned: Vec<String>, roots: &[String]) -> Vec<String> {
     let set: HashSet<String> = owned.into_iter().chain(roots.iter().cloned()).collect();
     let mut all: Vec<String> = set.into_iter().collect();
