@@ -177,9 +177,10 @@ async fn the_writer_runs_retention() {
     })
     .await;
     // The sweep counts its drops once it has gone over every table, a moment after the rows
-    // went: wait for the count, and for exactly one.
-    wait_for("the drop counted", WAIT, || async {
-        (writer.metric("tayga_writer_retention_dropped_partitions_total").await == Some(1.0)).then_some(())
+    // went: wait for the count, and for exactly three, the old day of `spans` and of what its
+    // views filled from it, `spans_by_time` and the `service_minutes` rollup.
+    wait_for("the drops counted", WAIT, || async {
+        (writer.metric("tayga_writer_retention_dropped_partitions_total").await == Some(3.0)).then_some(())
     })
     .await;
     assert_eq!(read::fetch_trace(&store, "bb").await.unwrap().len(), 1);
