@@ -27,7 +27,7 @@ use crate::store::logminer::MinuteCount;
 use crate::store::AlertRow;
 use crate::wire::alert::AlertKind;
 
-pub const MINUTE_NS: u64 = 60_000_000_000;
+pub use crate::time::MINUTE_NS;
 
 /// The rule thresholds, from `[logminer]`.
 #[derive(Debug, Clone, Copy)]

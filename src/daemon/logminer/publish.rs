@@ -12,7 +12,7 @@ use crate::store::logminer as lm;
 use crate::store::{AlertRow, Store};
 use crate::workflow::alerts::publish_and_mark;
 
-const HOUR_NS: u64 = 3_600_000_000_000;
+use crate::time::HOUR_NS;
 
 /// Stores, publishes and marks the alerts of one replica.
 pub struct Outbox {

@@ -23,7 +23,7 @@ use crate::store::shapes as sq;
 use crate::store::{now_ns, AlertRow};
 use crate::wire::alert::AlertKind;
 
-const HOUR_NS: u64 = 3_600_000_000_000;
+use crate::time::HOUR_NS;
 
 impl Logminer {
     /// Judges the held endpoints' shapes; then the watermark moves to the pass time.

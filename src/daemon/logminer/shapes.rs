@@ -39,8 +39,8 @@ use crate::identity::{alert_id, new_path_subject};
 use crate::store::AlertRow;
 use crate::wire::alert::{AlertKind, ShapeChange};
 
-pub const MINUTE_NS: u64 = 60_000_000_000;
-const HOUR_NS: u64 = 60 * MINUTE_NS;
+use crate::time::HOUR_NS;
+pub use crate::time::MINUTE_NS;
 const MS_NS: f64 = 1_000_000.0;
 
 /// The thresholds, from `[logminer.shapes]`.

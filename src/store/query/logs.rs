@@ -14,6 +14,7 @@ use super::{any_of, attribute_conditions, bind_all, literals, window_conditions,
 use crate::search::{Query, Range};
 use crate::store::statements::Statement;
 use crate::store::{LogRow, Store, StoreError};
+use crate::time::MINUTE_NS;
 
 #[derive(Debug, Clone, PartialEq, Row, Deserialize)]
 pub struct LogWithTemplate {
@@ -194,8 +195,6 @@ pub fn counts_statement(window: Window, query: &Query, step_ns: u64) -> (String,
     );
     (sql, binds)
 }
-
-const MINUTE_NS: u64 = 60_000_000_000;
 
 /// The count of `query`'s lines in `window` per step and severity number, in time order.
 pub async fn counts(

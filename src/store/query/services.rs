@@ -11,6 +11,7 @@ use serde::Deserialize;
 use super::{Window, MAX_LIMIT};
 use crate::store::statements::Statement;
 use crate::store::{Store, StoreError};
+use crate::time::MINUTE_NS;
 
 #[derive(Debug, Clone, PartialEq, Row, Deserialize)]
 pub struct ServiceSummary {
@@ -33,8 +34,6 @@ FROM (
     FROM service_minutes WHERE minute_ns >= ? AND minute_ns < ? AND service > ? GROUP BY service, severity_number
 )
 GROUP BY service ORDER BY service LIMIT ?";
-
-const MINUTE_NS: u64 = 60_000_000_000;
 
 pub fn statements() -> Vec<Statement> {
     vec![Statement::new("query.services", SERVICES_SQL).binds(["0", "1", "''", "10"])]
