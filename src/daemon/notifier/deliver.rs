@@ -164,6 +164,12 @@ pub struct Settings {
 }
 
 impl Settings {
+    /// Whether something that happened at `at_ns` is past `max_age` at `now_ns`: a stale
+    /// alert, resolved notice or manual retry is not sent.
+    pub fn too_old(&self, at_ns: u64, now_ns: u64) -> bool {
+        u128::from(now_ns.saturating_sub(at_ns)) > self.max_age.as_nanos()
+    }
+
     pub fn from_config(c: &NotifierConfig) -> Settings {
         Settings {
             max_attempts: c.max_attempts.max(1),

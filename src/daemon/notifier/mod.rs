@@ -153,8 +153,7 @@ impl Notifier {
         let manual_retry = manual_retry_ns(message.headers().map(|h| h.as_borrowed())).is_some();
         // 2. Kind filter, per target. 3. Staleness, judged now, when the record is read.
         let now = now_ns();
-        let max_age = self.ctx.settings.max_age;
-        let too_old = |at: u64| u128::from(now.saturating_sub(at)) > max_age.as_nanos();
+        let too_old = |at: u64| self.ctx.settings.too_old(at, now);
         let age_ns = now.saturating_sub(alert.last_at);
         let stale = too_old(alert.last_at);
         let mut wanted = Vec::new();
@@ -227,12 +226,13 @@ impl Notifier {
         if wanted.is_empty() {
             return RecordEnd::Done;
         }
-        let age_ns = now_ns().saturating_sub(alert.resolved_at);
-        if u128::from(age_ns) > self.ctx.settings.max_age.as_nanos() {
+        let now = now_ns();
+        if self.ctx.settings.too_old(alert.resolved_at, now) {
             for target in &wanted {
                 self.ctx.metrics.result(&target.name, DeliveryResult::stale);
             }
-            tracing::info!(alert_id = %id, age_secs = age_ns / 1_000_000_000, "stale resolved notice skipped");
+            let age_secs = now.saturating_sub(alert.resolved_at) / 1_000_000_000;
+            tracing::info!(alert_id = %id, age_secs, "stale resolved notice skipped");
             return RecordEnd::Done;
         }
         let Some(firing) = self.rows(alert.alert_id, AlertState::Firing).await else {
