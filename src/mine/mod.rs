@@ -124,6 +124,7 @@
 //! A log line that contains `<*>` or `<...>` literally has it escaped (`<\\*>`,
 //! `<\\...>`) by the masker, so a stored template's `<*>` is always a learned wildcard.
 
+pub mod batches;
 pub mod config;
 mod drain;
 pub mod masking;
