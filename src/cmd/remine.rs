@@ -7,7 +7,7 @@
 //! final, and `logminer_state` (watermarks, masking epoch) last. Until that last write
 //! nothing says the re-mine happened, so a second run redoes the same range.
 //!
-//! It drives the logminer's [`Book`], so it makes the same sibling merges as the logminer
+//! It drives the logminer's [`TemplateLedger`], so it makes the same sibling merges as the logminer
 //! mining the same logs in the same order, and stores them the same way: the absorbed
 //! templates are retired, and their survivors keep the ids the logminer gave them.
 
@@ -28,7 +28,7 @@ use crate::store::logminer::{
 };
 use crate::store::remine::{self as q, ServiceLogs};
 use crate::store::{LogRow, Store, TemplateMergeRow, TemplateRow};
-use crate::workflow::book::Book;
+use crate::workflow::ledger::TemplateLedger;
 
 /// Logs read (and hits stored) at a time: a page of logs and its hits are the memory a run
 /// needs beside the templates.
@@ -139,8 +139,9 @@ pub async fn run(config: &Config, args: &RemineArgs, json: bool, out: &mut dyn W
     if let Some((beat, age)) = live_heartbeat(&state, clock.now_ns(), fresh) {
         return Err(RemineError::LiveHeartbeat { replica: beat.replica, age, fresh }.into());
     }
-    let mut book = Book::new(config.logminer.mining()).context("building the miner from [logminer.masking]")?;
-    let version = book.masking_version().to_string();
+    let mut ledger =
+        TemplateLedger::new(config.logminer.mining()).context("building the miner from [logminer.masking]")?;
+    let version = ledger.masking_version().to_string();
     let epoch = state.masking_epoch();
     let since = Plan::since(epoch.as_ref(), &version);
     let services = q::service_summary(&store, since)
@@ -181,9 +182,9 @@ pub async fn run(config: &Config, args: &RemineArgs, json: bool, out: &mut dyn W
             for log in &page {
                 // The log's own time is when its template counts as seen, so first_seen_ns
                 // is the first log of the template, not the time of this run.
-                book.mine(&log.service, log.log_id, log.time_ns, &log.body, log.time_ns);
+                ledger.mine(&log.service, log.log_id, log.time_ns, &log.body, log.time_ns);
             }
-            let pending = book.pending(clock.now_ns());
+            let pending = ledger.pending(clock.now_ns());
             let receipt = pending.receipt();
             store_mined(&store, MinedRows { hits: pending.hits, ..Default::default() })
                 .await
@@ -198,7 +199,7 @@ pub async fn run(config: &Config, args: &RemineArgs, json: bool, out: &mut dyn W
             }
             templates.extend(pending.templates.into_iter().map(|r| ((r.service.clone(), r.template_id), r)));
             hits += pending.hits.len() as u64;
-            book.stored(receipt);
+            ledger.stored(receipt);
             bar.inc(page.len() as u64);
             let full = page.len() as u64 == PAGE_LOGS;
             after = page.into_iter().last();

@@ -21,7 +21,7 @@ const LOOK_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// What is known of a daemon's dependencies, for `/health`.
 #[derive(Default)]
-pub struct Known {
+pub struct DependencyHealth {
     ready: AtomicBool,
     broker_down: AtomicBool,
     /// What [`watch_clickhouse`] saw ([`ANSWERS`], [`SILENT`]); 0 for daemons whose own
@@ -37,7 +37,7 @@ pub struct Known {
 const ANSWERS: u8 = 1;
 const SILENT: u8 = 2;
 
-impl Known {
+impl DependencyHealth {
     /// The daemon finished starting: `/health` stops saying `starting`.
     pub fn set_ready(&self) {
         self.ready.store(true, Ordering::Relaxed);
@@ -47,7 +47,7 @@ impl Known {
 /// The daemon's `/health` document with `known` laid over it: `status` is `starting` before
 /// the daemon is ready and `degraded` while the broker is down (or when the daemon itself
 /// says so), and `reasons` says why.
-pub fn with_known(inner: HealthFn, known: Arc<Known>, brokers: String) -> HealthFn {
+pub fn with_dependency_health(inner: HealthFn, known: Arc<DependencyHealth>, brokers: String) -> HealthFn {
     Arc::new(move || {
         let mut doc = inner();
         let broker_down = known.broker_down.load(Ordering::Relaxed);
@@ -89,7 +89,7 @@ pub fn with_known(inner: HealthFn, known: Arc<Known>, brokers: String) -> Health
 }
 
 /// Refreshes `known`'s view of the broker until shutdown ([`crate::bus::probe::reachable`]).
-pub async fn watch_broker(kafka: KafkaConfig, known: Arc<Known>, shutdown: Shutdown) {
+pub async fn watch_broker(kafka: KafkaConfig, known: Arc<DependencyHealth>, shutdown: Shutdown) {
     loop {
         let look = crate::bus::probe::reachable(&kafka, LOOK_TIMEOUT).await;
         if let Ok(mut said) = known.broker_why.lock() {
@@ -107,7 +107,7 @@ pub async fn watch_broker(kafka: KafkaConfig, known: Arc<Known>, shutdown: Shutd
 
 /// Refreshes `known`'s view of ClickHouse until shutdown, for a daemon whose own document
 /// does not say (the API) ([`crate::store::probe::answers`]).
-pub async fn watch_clickhouse(store: Store, known: Arc<Known>, shutdown: Shutdown) {
+pub async fn watch_clickhouse(store: Store, known: Arc<DependencyHealth>, shutdown: Shutdown) {
     loop {
         let state = match crate::store::probe::answers(&store, LOOK_TIMEOUT).await {
             Ok(()) => ANSWERS,
@@ -131,9 +131,9 @@ mod tests {
 
     #[test]
     fn health_says_starting_then_degraded_with_the_reason_then_ok() {
-        let known = Arc::new(Known::default());
+        let known = Arc::new(DependencyHealth::default());
         let inner: HealthFn = Arc::new(|| json!({"status": "ok", "service": "writer", "clickhouse": "up"}));
-        let health = with_known(inner, known.clone(), "b:9092".into());
+        let health = with_dependency_health(inner, known.clone(), "b:9092".into());
         assert_eq!(health()["status"], "starting");
         known.ready.store(true, Ordering::Relaxed);
         assert_eq!(health()["status"], "ok");

@@ -16,7 +16,7 @@ pub mod runtime;
 pub mod tls;
 pub mod writer;
 
-pub use self::runtime::{run, Spec};
+pub use self::runtime::{run, DaemonSetup};
 
 use std::future::Future;
 use std::io::IsTerminal;

@@ -15,14 +15,14 @@ use std::sync::Arc;
 
 use prometheus_client::registry::Registry;
 
-use super::health::{watch_broker, with_known, Known};
+use super::health::{watch_broker, with_dependency_health, DependencyHealth};
 use super::{prepare, serve_http, HealthFn, Shutdown};
 use crate::bus::consume::{self, ConsumerMetrics, Group, Handler, Member};
 use crate::config::Config;
 use crate::store::Store;
 
 /// What a daemon brings to [`run`].
-pub struct Spec {
+pub struct DaemonSetup {
     /// The group it consumes in (and so its service name).
     pub group: Group,
     /// Where `/health` and `/metrics` are served (`<service>.metrics_addr`).
@@ -37,7 +37,7 @@ pub struct Spec {
 /// Runs a daemon driven by the consume loop until `shutdown`: the start-up of [`run_with`],
 /// then a member of the daemon's group, then `start` makes the daemon from the store (and
 /// the member, for its publisher), and the loop runs it until shutdown.
-pub async fn run<H, F, Fut>(config: &Config, shutdown: Shutdown, spec: Spec, start: F) -> anyhow::Result<()>
+pub async fn run<H, F, Fut>(config: &Config, shutdown: Shutdown, spec: DaemonSetup, start: F) -> anyhow::Result<()>
 where
     H: Handler,
     F: FnOnce(Store, &Member) -> Fut,
@@ -57,14 +57,14 @@ where
 /// topics and the schema if missing (waiting for the broker and ClickHouse at start), then
 /// runs `consume` with the store. When `consume` returns, on success or error, shutdown is
 /// triggered so every task of the daemon (the server first) ends too.
-pub async fn run_with<F, Fut>(config: &Config, shutdown: Shutdown, spec: Spec, consume: F) -> anyhow::Result<()>
+pub async fn run_with<F, Fut>(config: &Config, shutdown: Shutdown, spec: DaemonSetup, consume: F) -> anyhow::Result<()>
 where
     F: FnOnce(Store) -> Fut,
     Fut: Future<Output = anyhow::Result<()>>,
 {
     let service = spec.group.service();
-    let known = Arc::new(Known::default());
-    let health = with_known(spec.health, known.clone(), config.kafka.brokers.clone());
+    let known = Arc::new(DependencyHealth::default());
+    let health = with_dependency_health(spec.health, known.clone(), config.kafka.brokers.clone());
     let (local, http) = serve_http(&spec.metrics_addr, Arc::new(spec.registry), health, shutdown.clone()).await?;
     let watch = tokio::spawn(watch_broker(config.kafka.clone(), known.clone(), shutdown.clone()));
     let result = async {

@@ -232,7 +232,7 @@ pub async fn load_merges(store: &Store, masking_version: &str) -> Result<Vec<Tem
         .map_err(|e| store.query_error("reading log_template_merges", e))
 }
 
-/// What one flush stores: the rows a [`crate::workflow::book::Pending`] view holds.
+/// What one flush stores: the rows a [`crate::workflow::ledger::Pending`] view holds.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct MinedRows<'a> {
     pub hits: &'a [HitRow],

@@ -1,7 +1,7 @@
 //! What the daemons and the operator commands both do, across the store and the broker, so
 //! that a command never reaches into a daemon and `bus` and `store` each keep to their side:
 //!
-//! - [`book`]: log lines mined into templates, and the template, merge and hit rows waiting
+//! - [`ledger`]: log lines mined into templates, and the template, merge and hit rows waiting
 //!   to be stored (the logminer and `tayga remine`);
 //! - [`alerts`]: a stored alert published and marked as acknowledged (the logminer and
 //!   `tayga alerts republish`);
@@ -9,5 +9,5 @@
 //!   and the API's retry endpoint).
 
 pub mod alerts;
-pub mod book;
+pub mod ledger;
 pub mod retry;

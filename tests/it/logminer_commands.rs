@@ -14,7 +14,7 @@ use tayga::config::Config;
 use tayga::store::logminer::*;
 use tayga::store::{now_ns, remine as remine_sql, AlertRow, HitRow, LogRow, Store, TemplateRow};
 use tayga::wire::alert::{format_id, AlertKind};
-use tayga::workflow::book::Book;
+use tayga::workflow::ledger::TemplateLedger;
 
 const SEC: u64 = 1_000_000_000;
 const MIN: u64 = 60 * SEC;
@@ -95,17 +95,17 @@ fn stored_logs() -> Vec<LogRow> {
     lines.iter().enumerate().map(|(i, (s, b))| log(s, b, T0 - 26 * HOUR + i as u64 * 2 * HOUR)).collect()
 }
 
-/// What a fresh Book makes of the logs in time order: the templates (without `updated_ns`)
+/// What a fresh TemplateLedger makes of the logs in time order: the templates (without `updated_ns`)
 /// and, per (service, log id), the template id.
 fn mined_offline(config: &Config, logs: &[LogRow]) -> (Vec<TemplateRow>, BTreeMap<(String, u64), u64>) {
-    let mut book = Book::new(config.logminer.mining()).unwrap();
+    let mut ledger = TemplateLedger::new(config.logminer.mining()).unwrap();
     let mut sorted = logs.to_vec();
     sorted.sort_by(|a, b| (a.time_ns, &a.service, a.log_id).cmp(&(b.time_ns, &b.service, b.log_id)));
     sorted.dedup_by_key(|l| (l.service.clone(), l.log_id));
     for l in &sorted {
-        book.mine(&l.service, l.log_id, l.time_ns, &l.body, l.time_ns);
+        ledger.mine(&l.service, l.log_id, l.time_ns, &l.body, l.time_ns);
     }
-    let pending = book.pending(0);
+    let pending = ledger.pending(0);
     let hits = pending.hits.iter().map(|h| ((h.service.clone(), h.log_id), h.template_id)).collect();
     (comparable(pending.templates), hits)
 }
@@ -135,7 +135,7 @@ async fn remine_rebuilds_templates_and_hits_from_the_stored_logs_and_raises_the_
     let env = TestEnv::new("remine_rebuild");
     let store = env.migrated_store().await;
     let logs = stored_logs();
-    let version = Book::new(env.config.logminer.mining()).unwrap().masking_version().to_string();
+    let version = TemplateLedger::new(env.config.logminer.mining()).unwrap().masking_version().to_string();
     let (want_templates, want_hits) = mined_offline(&env.config, &logs);
 
     // The writer stored three logs twice (at-least-once): they are mined once.

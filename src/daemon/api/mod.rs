@@ -21,7 +21,7 @@ use anyhow::Context;
 use prometheus_client::registry::Registry;
 
 use crate::config::Config;
-use crate::daemon::health::{watch_broker, watch_clickhouse, with_known, Known};
+use crate::daemon::health::{watch_broker, watch_clickhouse, with_dependency_health, DependencyHealth};
 use crate::daemon::{retry_at_start, Shutdown, START_LIMIT};
 use crate::store::Store;
 use handlers::AppState;
@@ -64,9 +64,9 @@ pub async fn serve(config: &Config, shutdown: Shutdown) -> anyhow::Result<()> {
     // `/health` through the one rule (daemon::health): `degraded` with the reason
     // while ClickHouse does not answer (every read fails) or the broker refuses (delivery
     // retries fail).
-    let known = Arc::new(Known::default());
+    let known = Arc::new(DependencyHealth::default());
     let inner: crate::daemon::HealthFn = Arc::new(|| serde_json::json!({"status": "ok", "api": {"status": "serving"}}));
-    let health = with_known(inner, known.clone(), config.kafka.brokers.clone());
+    let health = with_dependency_health(inner, known.clone(), config.kafka.brokers.clone());
     let access = access::Access::new(roles, tls.is_some());
     let app = router::secured(state, Arc::new(registry), request_metrics, health, access);
     let listener = tokio::net::TcpListener::bind(&config.api.listen_addr)

@@ -41,7 +41,7 @@ use crate::bus::consume::{apply_rebalances, Group, Handler, Member};
 use crate::bus::producer::{OutRecord, Publisher};
 use crate::config::Names;
 use crate::config::{AssemblerConfig, Config};
-use crate::daemon::{HealthFn, Shutdown, Spec};
+use crate::daemon::{DaemonSetup, HealthFn, Shutdown};
 use crate::otlp::flatten::{log_rows, span_rows};
 use crate::store::{now_ns, stories, Store, StoryRow};
 use crate::wire::record::{self, SignalPayload};
@@ -63,7 +63,7 @@ pub async fn serve(config: &Config, shutdown: Shutdown) -> anyhow::Result<()> {
                    "open_traces": m.open_traces.get(), "spans_buffered": m.spans_buffered.get()})
         })
     };
-    let spec = Spec {
+    let spec = DaemonSetup {
         group: Group::Assembler,
         metrics_addr: config.assembler.metrics_addr.clone(),
         registry,

@@ -32,7 +32,7 @@ use self::failover::{Failover, Path};
 use self::listen::{Held, Inflight};
 use self::metrics::IngestMetrics;
 use self::pipeline::Pipeline;
-use super::health::{watch_broker, with_known, Known};
+use super::health::{watch_broker, with_dependency_health, DependencyHealth};
 use super::tls::{self, Tls};
 use super::{admin_router, HealthFn, Shutdown};
 use crate::bus::packed::metrics::ProducerMetrics;
@@ -199,7 +199,7 @@ pub async fn start(config: &Config, shutdown: Shutdown) -> anyhow::Result<Runnin
     // `/health` through the one rule (daemon::health): `starting` until the
     // start-up probe answered, `degraded` with the reason while the broker refuses (requests
     // then go to ClickHouse directly) or the direct path is down.
-    let known = Arc::new(Known::default());
+    let known = Arc::new(DependencyHealth::default());
     let health_of = ingest.clone();
     let inner: HealthFn = Arc::new(move || {
         let direct_up = health_of.pipeline.failover.lock().unwrap().is_up(Path::Direct);
@@ -210,7 +210,7 @@ pub async fn start(config: &Config, shutdown: Shutdown) -> anyhow::Result<Runnin
             "signals": SIGNALS,
         })
     });
-    let health = with_known(inner, known.clone(), config.kafka.brokers.clone());
+    let health = with_dependency_health(inner, known.clone(), config.kafka.brokers.clone());
     let admin = if config.ingest.metrics_addr.is_empty() {
         None
     } else {

@@ -1,5 +1,5 @@
 //! The logminer as the consume loop drives it ([`crate::bus::consume::Handler`]): it mines
-//! every record of `<prefix>.logs` into the [`Book`], stores what was mined and then commits
+//! every record of `<prefix>.logs` into the [`TemplateLedger`], stores what was mined and then commits
 //! the offsets it covers, applies the group's rebalances (docs/design.md#logminer-rebalances), runs the
 //! detection pass every `tick_secs` and as soon as a mined line can raise an alert
 //! (`prompt.rs`), and stops cleanly within its bounds
@@ -18,7 +18,7 @@ use super::detect::{Rules, Spikes};
 use super::metrics::LogminerMetrics;
 use super::ownership::Ownership;
 use super::prompt::{PromptPasses, SpikeWatch};
-use super::publish::Outbox;
+use super::publish::AlertPublisher;
 use super::shapes::ShapeRules;
 use super::{Cadence, Status};
 use crate::bus::consume::{apply_rebalances, Handler, Member};
@@ -29,7 +29,7 @@ use crate::otlp::flatten::log_rows;
 use crate::store::logminer::{self as lm, State};
 use crate::store::{now_ns, Store};
 use crate::wire::record::{self, SignalPayload};
-use crate::workflow::book::Book;
+use crate::workflow::ledger::TemplateLedger;
 
 /// Reading pauses while this many hits wait (ClickHouse down): memory stays bounded.
 const MAX_PENDING_HITS: usize = 200_000;
@@ -39,13 +39,13 @@ pub(super) struct Logminer {
     pub(super) config: Config,
     pub(super) replica: String,
     pub(super) store: Store,
-    pub(super) book: Book,
+    pub(super) ledger: TemplateLedger,
     pub(super) rules: Rules,
     pub(super) metrics: LogminerMetrics,
     pub(super) status: Arc<Mutex<Status>>,
     pub(super) shutdown: Shutdown,
     pub(super) ownership: Ownership,
-    pub(super) outbox: Outbox,
+    pub(super) alert_publisher: AlertPublisher,
     cadence: Cadence,
     /// When the next flush and the next periodic detection pass are due.
     next_flush: Instant,
@@ -88,17 +88,18 @@ impl Logminer {
         replica: Replica,
     ) -> anyhow::Result<Logminer> {
         let Replica { id: replica, cadence, metrics, status, shutdown } = replica;
-        let book = Book::new(config.logminer.mining()).context("the [logminer.masking] settings are not usable")?;
-        start_up(&store, &config.logminer, book.masking_version()).await?;
-        tracing::info!(replica = %replica, masking_version = book.masking_version(),
+        let ledger =
+            TemplateLedger::new(config.logminer.mining()).context("the [logminer.masking] settings are not usable")?;
+        start_up(&store, &config.logminer, ledger.masking_version()).await?;
+        tracing::info!(replica = %replica, masking_version = ledger.masking_version(),
             tick_secs = config.logminer.tick_secs, "logminer replica {replica} mining");
         let now = Instant::now();
         Ok(Logminer {
             config: config.clone(),
-            outbox: Outbox::new(publisher, config.names().alerts),
+            alert_publisher: AlertPublisher::new(publisher, config.names().alerts),
             replica,
             store,
-            book,
+            ledger,
             rules: Rules::from_config(&config.logminer),
             metrics,
             status,
@@ -173,7 +174,7 @@ fn next_after(due: Instant, every: Duration, now: Instant) -> Instant {
 
 /// Reads, mines, flushes and runs passes until shutdown. Whatever is under way gives way
 /// to the shutdown, so the clean stop starts at once, even while ClickHouse hangs: work cut
-/// short this way loses nothing, as rows leave the book only once stored, and offsets are
+/// short this way loses nothing, as rows leave the ledger only once stored, and offsets are
 /// committed only after that.
 impl Handler for Logminer {
     fn tick_every(&self) -> Duration {
@@ -185,7 +186,7 @@ impl Handler for Logminer {
     }
 
     fn wants_records(&self) -> bool {
-        self.book.pending_hits() < MAX_PENDING_HITS
+        self.ledger.pending_hits() < MAX_PENDING_HITS
     }
 
     fn gives_way_to_stop(&self) -> bool {
@@ -194,7 +195,7 @@ impl Handler for Logminer {
 
     async fn record(&mut self, member: &mut Member, message: OwnedMessage) -> ControlFlow<()> {
         self.mine_record(member, &message);
-        if self.book.pending_hits() >= self.cadence.flush_hits {
+        if self.ledger.pending_hits() >= self.cadence.flush_hits {
             self.flush(member).await;
         }
         ControlFlow::Continue(())
@@ -252,7 +253,7 @@ impl Handler for Logminer {
                 }
             }
         }
-        tracing::info!(?partitions, assigned = ?assigned, templates = self.book.template_count(),
+        tracing::info!(?partitions, assigned = ?assigned, templates = self.ledger.template_count(),
             watermark_ns = self.watermark, "partitions assigned: templates reloaded");
         self.gauges();
     }
@@ -301,7 +302,7 @@ impl Logminer {
         let mut can_alert = false;
         for row in log_rows(request, record.ingest_ns) {
             self.ownership.mined(&row.service, partition, row.time_ns, now, at);
-            let mined = self.book.mine(&row.service, row.log_id, row.time_ns, &row.body, now);
+            let mined = self.ledger.mine(&row.service, row.log_id, row.time_ns, &row.body, now);
             if mined.absorbed > 0 {
                 self.metrics.merged(&row.service, mined.template_id, mined.absorbed);
             }
@@ -314,19 +315,19 @@ impl Logminer {
     }
 
     /// Stores pending hits and templates, then commits the offsets they cover. False when
-    /// storing failed. The rows leave the book only once their insert succeeded, so a
+    /// storing failed. The rows leave the ledger only once their insert succeeded, so a
     /// flush that fails or is abandoned (a timeout, a shutdown) leaves them pending and
     /// their offsets uncommitted; the next flush stores them (docs/design.md#identity: offsets are
     /// committed only for records whose hits and templates are stored).
     pub(super) async fn flush(&mut self, member: &mut Member) -> bool {
-        let pending = self.book.pending(now_ns());
+        let pending = self.ledger.pending(now_ns());
         if !pending.is_empty() {
             let receipt = pending.receipt();
             if let Err(e) = lm::store_mined(&self.store, pending.rows()).await {
                 self.metrics.store_failed("storing hits, merges and templates", &e);
                 return false;
             }
-            self.book.stored(receipt);
+            self.ledger.stored(receipt);
         }
         // For every partition mined, the offset after its last stored record. A commit
         // after a revoke may be refused: the records are then read again (harmless).
@@ -343,15 +344,15 @@ impl Logminer {
     }
 
     async fn reload(&mut self) -> anyhow::Result<()> {
-        let mut book = Book::new(self.config.logminer.mining())?;
-        let rows = lm::load_templates(&self.store, book.masking_version()).await?;
-        let merges = lm::load_merges(&self.store, book.masking_version()).await?;
-        book.restore(rows, merges);
+        let mut ledger = TemplateLedger::new(self.config.logminer.mining())?;
+        let rows = lm::load_templates(&self.store, ledger.masking_version()).await?;
+        let merges = lm::load_merges(&self.store, ledger.masking_version()).await?;
+        ledger.restore(rows, merges);
         let state = State::load(&self.store).await?;
         // Every partition was revoked before this assignment (eager rebalancing), so rows
-        // the old book could not store belong to revoked partitions: never committed by
+        // the old ledger could not store belong to revoked partitions: never committed by
         // this replica, they are read again by the partitions' next owner.
-        self.book = book;
+        self.ledger = ledger;
         self.watermark = state.watermark(&self.ownership.partitions());
         self.shape_watermark = state.shape_watermark(&self.ownership.partitions());
         Ok(())
@@ -360,7 +361,7 @@ impl Logminer {
     pub(super) fn gauges(&self) {
         let data_lag =
             (self.newest_ingest_ns > 0).then(|| Duration::from_nanos(now_ns().saturating_sub(self.newest_ingest_ns)));
-        self.metrics.holds(self.book.template_count(), self.ownership.owned_count(), data_lag);
+        self.metrics.holds(self.ledger.template_count(), self.ownership.owned_count(), data_lag);
         let partitions = self.ownership.partitions();
         let mut status = self.status.lock().unwrap();
         status.partitions = partitions;

@@ -5,7 +5,7 @@
 //! view; this is where each of its rules is kept:
 //!
 //! - **Offsets** are committed only after the hits and templates of the records before
-//!   them are stored: rows leave the [`crate::workflow::book::Book`] only once their insert succeeded, and
+//!   them are stored: rows leave the [`crate::workflow::ledger::TemplateLedger`] only once their insert succeeded, and
 //!   the loop commits after that (`consumer.rs`).
 //! - **Ownership** (`ownership.rs`): a replica owns the services whose logs it mined within
 //!   `ownership_window_min`; every alert-raising query is filtered to them.
@@ -53,7 +53,7 @@ use self::consumer::{Logminer, Replica};
 use self::metrics::LogminerMetrics;
 use crate::bus::consume::Group;
 use crate::config::Config;
-use crate::daemon::{HealthFn, Shutdown, Spec};
+use crate::daemon::{DaemonSetup, HealthFn, Shutdown};
 
 /// How often the loop stores the hits and templates it mined, and commits their offsets.
 /// The daemon runs the default; tests stretch it to hold mined rows pending.
@@ -113,7 +113,7 @@ pub async fn serve_with(config: &Config, cadence: Cadence, shutdown: Shutdown) -
                    "partitions": s.partitions, "owned_services": s.owned})
         })
     };
-    let spec = Spec {
+    let spec = DaemonSetup {
         group: Group::Logminer,
         metrics_addr: config.logminer.metrics_addr.clone(),
         registry,

@@ -41,14 +41,14 @@ impl Logminer {
         }
         let pass_ns = now_ns();
         let services = self.ownership.services();
-        let version = self.book.masking_version().to_string();
+        let version = self.ledger.masking_version().to_string();
         let candidates = lm::new_template_candidates(&self.store, &services, &version, self.watermark, pass_ns).await?;
         let ids: Vec<u64> = candidates.iter().map(|t| new_template_id(t.template_id)).collect();
         // A template announced before (by another replica, or before an eviction) is not
         // announced again.
         let known = lm::existing_alert_ids(&self.store, &ids).await?;
         let rows = new_template_alerts(&candidates, &known, pass_ns);
-        self.outbox.store_and_publish(&self.store, &self.metrics, rows).await?;
+        self.alert_publisher.store_and_publish(&self.store, &self.metrics, rows).await?;
         let keys: Vec<(String, String)> =
             self.ownership.partitions().iter().map(|p| (lm::watermark_key(*p), pass_ns.to_string())).collect();
         lm::write_state(&self.store, &keys, pass_ns).await?;
@@ -68,7 +68,7 @@ impl Logminer {
             self.resolutions().await?;
             self.shape_pass().await?;
             let lc = &self.config.logminer;
-            self.outbox
+            self.alert_publisher
                 .republish(
                     &self.store,
                     &self.metrics,
@@ -122,7 +122,7 @@ impl Logminer {
         for row in &active {
             let spikes = self.spikes.entry(row.service.clone()).or_default();
             spikes.entry(row.template_id).or_insert_with(|| detect::spike_from_row(row));
-            self.outbox.raised_before(row.alert_id);
+            self.alert_publisher.raised_before(row.alert_id);
             tracing::info!(service = %row.service, alert_id = %crate::wire::alert::format_id(row.alert_id),
                 "restored an active spike of a service taken over");
         }
@@ -136,7 +136,7 @@ impl Logminer {
             return Ok(());
         };
         let lookback = self.rules.lookback_min(self.config.logminer.ownership_window_min);
-        let version = self.book.masking_version();
+        let version = self.ledger.masking_version();
         let counts = lm::minute_counts(&self.store, &services, version, counts_since(oldest_clock, lookback)).await?;
         let mut by_service = by_service(&counts);
         let now = now_ns();
@@ -146,7 +146,7 @@ impl Logminer {
             let counts = by_service.remove(service.as_str()).unwrap_or_default();
             let spikes = self.spikes.entry(service.clone()).or_default();
             for r in detect::detect(&self.rules, &counts, clock, spikes) {
-                let template = self.book.template_text(service, r.template_id).unwrap_or_default().to_string();
+                let template = self.ledger.template_text(service, r.template_id).unwrap_or_default().to_string();
                 rows.push(r.to_row(service, &template, now));
             }
             // An ongoing spike is refreshed by the tick; the others are watched for.
@@ -158,7 +158,7 @@ impl Logminer {
             let stored = lm::alerts(&self.store, &AlertQuery { ids: Some(ids), ..Default::default() }).await?;
             keep_first_stored(&mut rows, &stored);
         }
-        self.outbox.store_and_publish(&self.store, &self.metrics, rows).await
+        self.alert_publisher.store_and_publish(&self.store, &self.metrics, rows).await
     }
 }
 
@@ -176,7 +176,7 @@ impl Logminer {
         let services = super::shape_pass::republished_services(self.ownership.services(), &self.shape_roots);
         let inactive = lm::inactive_unresolved(&self.store, &services, now, since, lc.republish_max_per_pass).await?;
         let rows = inactive.into_iter().map(|row| resolved_version(row, now)).collect();
-        self.outbox.store_and_publish(&self.store, &self.metrics, rows).await
+        self.alert_publisher.store_and_publish(&self.store, &self.metrics, rows).await
     }
 }
 

@@ -15,16 +15,16 @@ use crate::workflow::alerts::publish_and_mark;
 use crate::time::HOUR_NS;
 
 /// Stores, publishes and marks the alerts of one replica.
-pub struct Outbox {
+pub struct AlertPublisher {
     publisher: Publisher,
     topic: String,
     /// Alert ids raised by this process, so a refresh is not counted as a new alert.
     raised: HashSet<u64>,
 }
 
-impl Outbox {
-    pub fn new(publisher: Publisher, topic: String) -> Outbox {
-        Outbox { publisher, topic, raised: HashSet::new() }
+impl AlertPublisher {
+    pub fn new(publisher: Publisher, topic: String) -> AlertPublisher {
+        AlertPublisher { publisher, topic, raised: HashSet::new() }
     }
 
     /// An alert raised before (a spike restored at a takeover): its refreshes are not new.

@@ -1,7 +1,7 @@
 //! The shape pass (docs/alerts.md, "Shape alerts"; the rules are `shapes.rs`): in every
 //! detection pass, after the log rules, a replica judges the endpoints whose root service's
 //! logs partition it holds ([`super::ownership::Ownership::holds_key`]), from the stored
-//! stories, and stores and publishes their alerts through the same outbox.
+//! stories, and stores and publishes their alerts through the same `AlertPublisher`.
 //!
 //! - **Who judges**: a root service hashes to one partition of the logs topic whether or
 //!   not it logs, and the group gives each partition to one replica, so outside a
@@ -57,7 +57,7 @@ impl Logminer {
         }
         let mut rows = self.new_shape_rows(&endpoints, &roots, watermark, now).await?;
         rows.extend(self.slowdown_rows(&endpoints, &roots, now).await?);
-        self.outbox.store_and_publish(&self.store, &self.metrics, rows).await?;
+        self.alert_publisher.store_and_publish(&self.store, &self.metrics, rows).await?;
         let keys: Vec<(String, String)> =
             self.ownership.partitions().iter().map(|p| (lm::shape_watermark_key(*p), now.to_string())).collect();
         lm::write_state(&self.store, &keys, now).await?;

@@ -10,7 +10,7 @@ use super::backoff::{backoff_wait, classify_status, parse_retry_after, AttemptOu
 use super::breaker::{Breaker, Event, Mode};
 use super::metrics::{AttemptLabel, DeliveryResult, NotifierMetrics};
 use super::payload::{self, Format, Signer};
-use super::store::write_row;
+use super::persist::write_row;
 use crate::config::{NotifierConfig, TargetConfig};
 use crate::daemon::Shutdown;
 use crate::store::deliveries::Status;
@@ -183,7 +183,7 @@ impl Settings {
 }
 
 /// What every delivery task shares.
-pub struct Ctx {
+pub struct DeliveryContext {
     pub store: Store,
     pub http: reqwest::Client,
     pub settings: Settings,
@@ -191,7 +191,7 @@ pub struct Ctx {
     pub shutdown: Shutdown,
 }
 
-impl Ctx {
+impl DeliveryContext {
     pub fn http_client(settings: &Settings) -> anyhow::Result<reqwest::Client> {
         Ok(reqwest::Client::builder()
             // docs/design.md#notifier-retries: a 3xx is a permanent failure, so redirects are never followed.
@@ -282,7 +282,7 @@ fn error_chain(e: &dyn std::error::Error) -> String {
 /// per target, each with its own row. `existing` is the pair's latest row in that state, if
 /// any; `read_at` is when the record was read (for the latency histogram).
 pub async fn deliver(
-    ctx: Arc<Ctx>,
+    ctx: Arc<DeliveryContext>,
     target: Arc<Target>,
     alert: Arc<Alert>,
     existing: Option<DeliveryRow>,
@@ -381,7 +381,7 @@ pub async fn deliver(
 /// `silenced` with the silence that matched. A pair already silenced by that silence is
 /// left as it is (a republished copy writes nothing).
 pub async fn hold_back(
-    ctx: Arc<Ctx>,
+    ctx: Arc<DeliveryContext>,
     target: Arc<Target>,
     alert_id: u64,
     existing: Option<DeliveryRow>,
@@ -409,7 +409,7 @@ pub async fn hold_back(
 /// `max_age_secs` (the notifier was down, or behind, for longer): nothing is sent, and the
 /// pair is failed again, saying why, so the operator can ask once more.
 pub async fn expire_manual_retry(
-    ctx: Arc<Ctx>,
+    ctx: Arc<DeliveryContext>,
     target: Arc<Target>,
     mut row: DeliveryRow,
     read_at: Instant,
@@ -432,7 +432,7 @@ pub async fn expire_manual_retry(
 /// Writes the row's next version. While running, a write that keeps failing is retried
 /// until it succeeds (the outcome of an attempt must not be forgotten); once shutdown has
 /// begun, one more round (5 s + 10 s) is allowed, then the row is given up and logged.
-async fn persist(ctx: &Ctx, state: AlertState, row: &mut DeliveryRow) -> bool {
+async fn persist(ctx: &DeliveryContext, state: AlertState, row: &mut DeliveryRow) -> bool {
     row.updated_ns = now_ns().max(row.updated_ns + 1);
     loop {
         match write_row(&ctx.store, state, row).await {

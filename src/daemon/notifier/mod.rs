@@ -15,8 +15,8 @@ pub mod breaker;
 pub mod deliver;
 pub mod metrics;
 pub mod payload;
+pub mod persist;
 pub mod silences;
-pub mod store;
 
 use std::collections::BTreeMap;
 use std::ops::ControlFlow;
@@ -29,12 +29,12 @@ use rdkafka::message::{Message, OwnedMessage};
 use serde_json::json;
 use tokio::task::JoinSet;
 
-use self::deliver::{Ctx, Settings, Target, TargetEnd};
+use self::deliver::{DeliveryContext, Settings, Target, TargetEnd};
 use self::metrics::{DeliveryResult, NotifierMetrics};
 use self::silences::Silences;
 use crate::bus::consume::{Group, Handler, Member};
 use crate::config::Config;
-use crate::daemon::{HealthFn, Shutdown, Spec};
+use crate::daemon::{DaemonSetup, HealthFn, Shutdown};
 use crate::store::deliveries::Status;
 use crate::store::{now_ns, DeliveryRow, Store};
 use crate::wire::alert::{format_id, manual_retry_ns, Alert, AlertState};
@@ -49,7 +49,7 @@ pub async fn serve(config: &Config, shutdown: Shutdown) -> anyhow::Result<()> {
         let targets = targets.clone();
         Arc::new(move || health(&targets))
     };
-    let spec = Spec {
+    let spec = DaemonSetup {
         group: Group::Notifier,
         metrics_addr: config.notifier.metrics_addr.clone(),
         registry,
@@ -80,7 +80,7 @@ pub enum RecordEnd {
 }
 
 pub struct Notifier {
-    ctx: Arc<Ctx>,
+    ctx: Arc<DeliveryContext>,
     targets: Arc<Vec<Arc<Target>>>,
     silences: Silences,
 }
@@ -120,9 +120,9 @@ impl Notifier {
         shutdown: Shutdown,
     ) -> anyhow::Result<Notifier> {
         let settings = Settings::from_config(&config.notifier);
-        let http = Ctx::http_client(&settings).context("building the HTTP client")?;
+        let http = DeliveryContext::http_client(&settings).context("building the HTTP client")?;
         let silences = Silences::new(store.clone());
-        let ctx = Ctx { store, http, settings, metrics, shutdown };
+        let ctx = DeliveryContext { store, http, settings, metrics, shutdown };
         Ok(Notifier { ctx: Arc::new(ctx), targets, silences })
     }
 
@@ -259,7 +259,7 @@ impl Notifier {
     /// a stop came first). Nothing is sent without them.
     async fn rows(&self, alert_id: u64, state: AlertState) -> Option<BTreeMap<String, DeliveryRow>> {
         loop {
-            match store::latest_by_target(&self.ctx.store, alert_id, state).await {
+            match persist::latest_by_target(&self.ctx.store, alert_id, state).await {
                 Ok(rows) => return Some(rows),
                 Err(e) => {
                     tracing::warn!(error = %e, alert_id = %format_id(alert_id), "cannot read delivery rows; retrying");

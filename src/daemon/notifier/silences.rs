@@ -7,7 +7,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::store::running_silences;
+use super::persist::running_silences;
 use crate::daemon::Shutdown;
 use crate::store::{SilenceRow, Store};
 

@@ -6,7 +6,7 @@
 //! The guarantees, and where each is kept:
 //! - offsets are committed explicitly (`enable.auto.commit` and `enable.auto.offset.store`
 //!   are false), at `lastOffset + 1` per partition, only after the batch's rows are stored
-//!   ([`Inner::flush`]);
+//!   ([`WriterState::flush`]);
 //! - ClickHouse down: the flush is retried with capped backoff ([`backoff`]) while the
 //!   assigned partitions are paused; the retry waits by polling the paused consumer, which
 //!   keeps the member inside `max.poll.interval.ms` and serves rebalances, and nothing is
@@ -50,7 +50,7 @@ pub struct GaveUp;
 /// A batch whose insert runs while the next batch fills: the batch comes back with the result.
 type InFlight = (tokio::task::JoinHandle<(Batch, Result<(), StoreError>)>, Instant);
 
-pub struct Inner {
+pub struct WriterState {
     /// One worker: a batch's insert runs there while this thread decodes the next batch.
     rt: tokio::runtime::Runtime,
     sink: Sink,
@@ -74,7 +74,7 @@ pub struct Inner {
 }
 
 pub struct WriterContext {
-    inner: std::sync::Arc<Inner>,
+    inner: std::sync::Arc<WriterState>,
 }
 
 impl ClientContext for WriterContext {}
@@ -109,7 +109,7 @@ pub fn run_consumer(
     let metrics = sink.metrics.consumer.clone();
     let member: Member<BaseConsumer<WriterContext>> =
         Member::join_with(kafka, names, Group::Writer, metrics, |lag| WriterContext {
-            inner: std::sync::Arc::new(Inner {
+            inner: std::sync::Arc::new(WriterState {
                 rt,
                 metrics: sink.metrics.clone(),
                 topic: names.signals.clone(),
@@ -193,7 +193,7 @@ pub fn run_consumer(
     Ok(())
 }
 
-impl Inner {
+impl WriterState {
     /// Decodes one record into the batch; an undecodable one only moves the offset.
     fn add(&self, m: In<'_>) {
         self.metrics.consumer.consumed();
@@ -227,7 +227,7 @@ impl Inner {
     }
 
     /// Starts inserting the batch (the previous insert must be settled). Returns nothing: the
-    /// `Vec` is for symmetry with [`Inner::settle`].
+    /// `Vec` is for symmetry with [`WriterState::settle`].
     fn start_flush(&self) -> Vec<OwnedMessage> {
         let batch = std::mem::take(&mut *self.batch.lock().unwrap());
         self.metrics.pending(0);
@@ -246,7 +246,7 @@ impl Inner {
 
     /// Settles the insert in flight if it has finished (or, with `wait`, once it has): commits
     /// its offsets, or on failure puts its batch back in front of the current one and stores
-    /// both with [`Inner::flush`] (retries, pause).
+    /// both with [`WriterState::flush`] (retries, pause).
     fn settle(
         &self,
         consumer: &BaseConsumer<WriterContext>,

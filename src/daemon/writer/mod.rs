@@ -27,7 +27,7 @@ use self::metrics::WriterMetrics;
 use self::sink::{InsertMode, Sink};
 use crate::bus::consume::Group;
 use crate::config::{Config, RetentionConfig};
-use crate::daemon::{retry_at_start, HealthFn, Shutdown, Spec};
+use crate::daemon::{retry_at_start, DaemonSetup, HealthFn, Shutdown};
 use crate::store::Store;
 
 /// `tayga serve writer`: the shared daemon start-up ([`crate::daemon::runtime::run_with`]) on
@@ -52,7 +52,7 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
             })
         })
     };
-    let spec = Spec {
+    let spec = DaemonSetup {
         group: Group::Writer,
         metrics_addr: config.writer.metrics_addr.clone(),
         registry,

@@ -1,17 +1,17 @@
 //! The logminer's ledger around a [`Miner`]: what each template looked like when last
 //! stored, when it was first and last seen, and which template and hit rows are waiting
 //! to be stored. Pure (no I/O): the daemon and `tayga remine` feed it logs and store what
-//! [`Book::pending`] shows them.
+//! [`TemplateLedger::pending`] shows them.
 //!
-//! Rows leave the book only when the caller says their insert succeeded
-//! ([`Book::stored`]), so an insert that fails, or is abandoned at a timeout, leaves them
+//! Rows leave the ledger only when the caller says their insert succeeded
+//! ([`TemplateLedger::stored`]), so an insert that fails, or is abandoned at a timeout, leaves them
 //! pending, and the offsets of their records uncommitted (docs/design.md#identity: offsets are
 //! committed only for records whose hits and templates are stored).
 //!
 //! A sibling merge ([`crate::mine::Change::Merged`], docs/mining.md "Merging and
 //! identity") retires templates: their first and last seen fold into the survivor's,
 //! their pending rows are dropped, and a merge row per absorbed template is queued with
-//! the rows of the same flush. The book remembers the merges in force for the services it
+//! the rows of the same flush. The ledger remembers the merges in force for the services it
 //! holds (restored with the templates), so that a chain is resolved when it is written:
 //! when a survivor is absorbed in turn, every template it had absorbed is re-pointed at
 //! the new survivor, and every stored merge row names a live template. An absorbed
@@ -41,7 +41,7 @@ struct Merge {
 
 /// Templates per service with their timestamps, plus the rows not yet stored.
 #[derive(Debug)]
-pub struct Book {
+pub struct TemplateLedger {
     miner: Miner,
     seen: HashMap<(String, u64), Seen>,
     /// Templates touched since they were last stored, with the number of the mining that
@@ -69,8 +69,8 @@ pub struct Mined {
 }
 
 /// The rows waiting at one moment: every template touched since it was last stored (at
-/// its current text and count), every merge row, and every hit. They stay in the book
-/// until [`Book::stored`] is given this view's [`Receipt`]. Store them together, merges
+/// its current text and count), every merge row, and every hit. They stay in the ledger
+/// until [`TemplateLedger::stored`] is given this view's [`Receipt`]. Store them together, merges
 /// before templates ([`crate::store::logminer::store_mined`]).
 #[derive(Debug)]
 pub struct Pending<'a> {
@@ -103,9 +103,9 @@ pub struct Receipt {
     minings: u64,
 }
 
-impl Book {
-    pub fn new(config: MiningConfig) -> Result<Book, MaskingError> {
-        Ok(Book {
+impl TemplateLedger {
+    pub fn new(config: MiningConfig) -> Result<TemplateLedger, MaskingError> {
+        Ok(TemplateLedger {
             miner: Miner::new(config)?,
             seen: HashMap::new(),
             dirty: BTreeMap::new(),
@@ -116,7 +116,7 @@ impl Book {
         })
     }
 
-    /// `masking_version` of the rows this book writes.
+    /// `masking_version` of the rows this ledger writes.
     pub fn masking_version(&self) -> &str {
         self.miner.masking_version()
     }
@@ -226,8 +226,8 @@ impl Book {
         self.hits.len()
     }
 
-    /// The rows to store now, stamped `updated_ns = now_ns`. Nothing leaves the book: once
-    /// they are stored, pass [`Pending::receipt`] to [`Book::stored`].
+    /// The rows to store now, stamped `updated_ns = now_ns`. Nothing leaves the ledger: once
+    /// they are stored, pass [`Pending::receipt`] to [`TemplateLedger::stored`].
     pub fn pending(&self, now_ns: u64) -> Pending<'_> {
         let mut templates = Vec::with_capacity(self.dirty.len());
         for (service, id) in self.dirty.keys() {
@@ -290,8 +290,8 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn book() -> Book {
-        Book::new(MiningConfig::default()).unwrap()
+    fn ledger() -> TemplateLedger {
+        TemplateLedger::new(MiningConfig::default()).unwrap()
     }
 
     fn hit_ids(p: &Pending<'_>) -> Vec<u64> {
@@ -300,48 +300,48 @@ mod tests {
 
     #[test]
     fn new_templates_generalisations_and_hits_become_rows() {
-        let mut book = book();
-        let a = book.mine("web", 1, 10, "login failed for user alice from host one", 100);
+        let mut ledger = ledger();
+        let a = ledger.mine("web", 1, 10, "login failed for user alice from host one", 100);
         assert!(a.new);
-        let b = book.mine("web", 2, 20, "login failed for user bob from host one", 200);
+        let b = ledger.mine("web", 2, 20, "login failed for user bob from host one", 200);
         assert!(!b.new);
         assert_eq!(a.template_id, b.template_id, "a template keeps its birth id while it generalises");
-        let pending = book.pending(300);
+        let pending = ledger.pending(300);
         assert_eq!(pending.hits.len(), 2);
         assert_eq!(pending.templates.len(), 1);
         let t = &pending.templates[0];
         assert_eq!((t.count, t.first_seen_ns, t.last_seen_ns), (2, 100, 200));
         assert_eq!(t.template, "login failed for user <*> from host one");
         let receipt = pending.receipt();
-        book.stored(receipt);
-        assert!(book.pending(400).is_empty(), "nothing is stored twice");
+        ledger.stored(receipt);
+        assert!(ledger.pending(400).is_empty(), "nothing is stored twice");
     }
 
     #[test]
     fn rows_whose_insert_did_not_succeed_stay_pending() {
-        let mut book = book();
-        book.mine("web", 1, 10, "cache miss for key 17 in 3 ms", 1);
-        // An insert that failed or was abandoned: no receipt reaches the book.
-        let abandoned = book.pending(2).receipt();
-        book.mine("web", 2, 20, "cache miss for key 18 in 4 ms", 3);
-        let pending = book.pending(4);
+        let mut ledger = ledger();
+        ledger.mine("web", 1, 10, "cache miss for key 17 in 3 ms", 1);
+        // An insert that failed or was abandoned: no receipt reaches the ledger.
+        let abandoned = ledger.pending(2).receipt();
+        ledger.mine("web", 2, 20, "cache miss for key 18 in 4 ms", 3);
+        let pending = ledger.pending(4);
         assert_eq!(hit_ids(&pending), vec![1, 2], "the first hit is offered again, ahead of the newer one");
         assert_eq!(pending.templates[0].count, 2);
         assert_ne!(pending.receipt(), abandoned);
         let receipt = pending.receipt();
-        book.stored(receipt);
-        assert!(book.pending(5).is_empty());
+        ledger.stored(receipt);
+        assert!(ledger.pending(5).is_empty());
     }
 
     #[test]
     fn rows_mined_after_a_view_stay_pending_when_it_is_stored() {
-        let mut book = book();
-        let first = book.mine("web", 1, 10, "export job finished in 5 s", 1);
-        let other = book.mine("db", 2, 20, "vacuum done on table 3", 2);
-        let receipt = book.pending(3).receipt();
-        book.mine("web", 3, 30, "export job finished in 9 s", 4);
-        book.stored(receipt);
-        let pending = book.pending(5);
+        let mut ledger = ledger();
+        let first = ledger.mine("web", 1, 10, "export job finished in 5 s", 1);
+        let other = ledger.mine("db", 2, 20, "vacuum done on table 3", 2);
+        let receipt = ledger.pending(3).receipt();
+        ledger.mine("web", 3, 30, "export job finished in 9 s", 4);
+        ledger.stored(receipt);
+        let pending = ledger.pending(5);
         assert_eq!(hit_ids(&pending), vec![3]);
         let ids: Vec<(&str, u64)> = pending.templates.iter().map(|t| (t.service.as_str(), t.template_id)).collect();
         assert_eq!(ids, vec![("web", first.template_id)], "the db template was stored; the web one was touched again");
@@ -351,11 +351,11 @@ mod tests {
 
     #[test]
     fn a_restored_book_mines_like_the_original() {
-        let mut original = book();
+        let mut original = ledger();
         original.mine("web", 1, 1, "cache miss for key 17 in 3 ms", 1);
         original.mine("web", 2, 2, "cache miss for key 18 in 4 ms", 2);
         let rows = original.pending(3).templates;
-        let mut restored = book();
+        let mut restored = ledger();
         restored.restore(rows.clone(), Vec::new());
         let m = restored.mine("web", 3, 3, "cache miss for key 99 in 7 ms", 4);
         assert!(!m.new);
@@ -366,48 +366,48 @@ mod tests {
         assert_eq!(restored.template_count(), 0);
     }
 
-    fn merging_book(max_clusters: usize) -> Book {
+    fn merging_book(max_clusters: usize) -> TemplateLedger {
         let mut config = MiningConfig::default();
         config.drain.merge_siblings = 5;
         config.drain.max_clusters = max_clusters;
-        Book::new(config).unwrap()
+        TemplateLedger::new(config).unwrap()
     }
 
-    fn invalid_user(book: &mut Book, log_id: u64, user: &str, at: u64) -> Mined {
-        book.mine("sshd", log_id, at, &format!("Invalid user {user} from 10.0.0.{log_id}"), at)
+    fn invalid_user(ledger: &mut TemplateLedger, log_id: u64, user: &str, at: u64) -> Mined {
+        ledger.mine("sshd", log_id, at, &format!("Invalid user {user} from 10.0.0.{log_id}"), at)
     }
 
     fn merge_rows(p: &Pending<'_>) -> Vec<(u64, u64)> {
         p.merges.iter().map(|m| (m.absorbed_id, m.survivor_id)).collect()
     }
 
-    fn store_all(book: &mut Book) {
-        let receipt = book.pending(0).receipt();
-        book.stored(receipt);
+    fn store_all(ledger: &mut TemplateLedger) {
+        let receipt = ledger.pending(0).receipt();
+        ledger.stored(receipt);
     }
 
     /// Four users, each a template (one name is a quarter of the words), then a fifth: the
     /// merge. Returns the four ids and what the fifth line did.
-    fn four_users_then_a_merge(book: &mut Book, flush_between: bool) -> (Vec<u64>, Mined) {
+    fn four_users_then_a_merge(ledger: &mut TemplateLedger, flush_between: bool) -> (Vec<u64>, Mined) {
         let ids: Vec<u64> = ["alice", "bob", "carol", "dave"]
             .iter()
             .enumerate()
-            .map(|(i, user)| invalid_user(book, i as u64, user, 10 * (i as u64 + 1)).template_id)
+            .map(|(i, user)| invalid_user(ledger, i as u64, user, 10 * (i as u64 + 1)).template_id)
             .collect();
         if flush_between {
-            store_all(book);
+            store_all(ledger);
         }
-        let merged = invalid_user(book, 4, "erin", 50);
+        let merged = invalid_user(ledger, 4, "erin", 50);
         (ids, merged)
     }
 
     #[test]
     fn a_merge_retires_the_absorbed_folds_their_times_and_queues_their_rows() {
-        let mut book = merging_book(5000);
-        let (ids, merged) = four_users_then_a_merge(&mut book, true);
+        let mut ledger = merging_book(5000);
+        let (ids, merged) = four_users_then_a_merge(&mut ledger, true);
         let survivor = *ids.iter().min().unwrap();
         assert_eq!((merged.template_id, merged.new, merged.absorbed), (survivor, false, 3));
-        let pending = book.pending(60);
+        let pending = ledger.pending(60);
         assert_eq!(pending.templates.len(), 1, "only the survivor's row: {:?}", pending.templates);
         let t = &pending.templates[0];
         assert_eq!((t.template_id, t.template.as_str(), t.count), (survivor, "Invalid user <*> from <IP>", 5));
@@ -415,22 +415,22 @@ mod tests {
         let mut want: Vec<(u64, u64)> = ids.iter().filter(|&&i| i != survivor).map(|&i| (i, survivor)).collect();
         want.sort_unstable();
         assert_eq!(merge_rows(&pending), want);
-        assert!(pending.merges.iter().all(|m| m.merged_ns == 50 && m.masking_version == book.masking_version()));
-        assert_eq!(book.template_count(), 1);
+        assert!(pending.merges.iter().all(|m| m.merged_ns == 50 && m.masking_version == ledger.masking_version()));
+        assert_eq!(ledger.template_count(), 1);
         let receipt = pending.receipt();
-        book.stored(receipt);
-        assert!(book.pending(70).is_empty(), "merges leave with the rows they were stored with");
+        ledger.stored(receipt);
+        assert!(ledger.pending(70).is_empty(), "merges leave with the rows they were stored with");
         // An absorbed user's own line joins the survivor.
-        let again = invalid_user(&mut book, 5, "bob", 80);
+        let again = invalid_user(&mut ledger, 5, "bob", 80);
         assert_eq!((again.template_id, again.new, again.absorbed), (survivor, false, 0));
-        assert!(book.pending(90).merges.is_empty());
+        assert!(ledger.pending(90).merges.is_empty());
     }
 
     #[test]
     fn templates_born_and_absorbed_between_two_flushes_leave_no_row() {
-        let mut book = merging_book(5000);
-        let (ids, merged) = four_users_then_a_merge(&mut book, false);
-        let pending = book.pending(60);
+        let mut ledger = merging_book(5000);
+        let (ids, merged) = four_users_then_a_merge(&mut ledger, false);
+        let pending = ledger.pending(60);
         assert_eq!(pending.templates.iter().map(|t| t.template_id).collect::<Vec<_>>(), vec![merged.template_id]);
         assert_eq!(pending.merges.len(), 3, "their merge rows are stored all the same (harmless)");
         assert_eq!(pending.hits.iter().map(|h| h.template_id).collect::<Vec<_>>()[..4], ids[..], "hits keep their ids");
@@ -438,10 +438,10 @@ mod tests {
 
     #[test]
     fn a_survivor_absorbed_in_turn_takes_its_absorbed_along() {
-        let mut book = merging_book(5000);
-        let (ids, first) = four_users_then_a_merge(&mut book, true);
+        let mut ledger = merging_book(5000);
+        let (ids, first) = four_users_then_a_merge(&mut ledger, true);
         let s = first.template_id;
-        store_all(&mut book);
+        store_all(&mut ledger);
         // Six roles at 10 lines each (more than the survivor's 5), then a seventh: eight
         // siblings that differ in the second word merge whatever their counts, into a role.
         let roles = ["admin", "guest", "root", "oper", "staff", "owner", "tester"];
@@ -450,17 +450,17 @@ mod tests {
         for role in &roles[..6] {
             for _ in 0..10 {
                 log += 1;
-                let m = book.mine("sshd", log, log, &format!("Invalid {role} zed from 10.0.0.1"), log);
+                let m = ledger.mine("sshd", log, log, &format!("Invalid {role} zed from 10.0.0.1"), log);
                 assert_eq!(m.absorbed, 0, "{role}");
                 role_ids.push(m.template_id);
             }
         }
         role_ids.dedup();
-        let second = book.mine("sshd", 999, 999, "Invalid tester zed from 10.0.0.1", 999);
+        let second = ledger.mine("sshd", 999, 999, "Invalid tester zed from 10.0.0.1", 999);
         assert_eq!(second.absorbed, 6, "the first survivor and five roles");
         let k = second.template_id;
         assert_eq!(k, *role_ids.iter().min().unwrap());
-        let pending = book.pending(1_000);
+        let pending = ledger.pending(1_000);
         let mut want: Vec<(u64, u64)> = ids.iter().chain(&role_ids).filter(|&&i| i != k).map(|&i| (i, k)).collect();
         want.sort_unstable();
         assert_eq!(merge_rows(&pending), want, "the users absorbed by {s} now point at {k}");
@@ -538,45 +538,45 @@ mod tests {
 
     proptest! {
         /// With merges in the corpus, whatever fails: after a final flush, what is stored
-        /// restores a book that holds the same live templates and mines every later line as
+        /// restores a ledger that holds the same live templates and mines every later line as
         /// the original (same ids); every hit is stored once.
         #[test]
         fn what_is_stored_restores_a_book_that_mines_like_the_original(
             steps in prop::collection::vec((0u8..12, any::<u8>(), prop::option::weighted(0.2, any::<bool>())), 1..80),
             later in prop::collection::vec((0u8..12, any::<u8>()), 1..20),
         ) {
-            let mut book = merging_book(5000);
+            let mut ledger = merging_book(5000);
             let mut stored = Stored::default();
             for (i, (user, n, flush)) in steps.iter().enumerate() {
-                book.mine("sshd", i as u64, i as u64, &user_line(*user, *n), i as u64);
+                ledger.mine("sshd", i as u64, i as u64, &user_line(*user, *n), i as u64);
                 if let Some(succeeds) = flush {
-                    let pending = book.pending(i as u64);
+                    let pending = ledger.pending(i as u64);
                     if *succeeds {
                         stored.store(&pending);
                         let receipt = pending.receipt();
-                        book.stored(receipt);
+                        ledger.stored(receipt);
                     }
                 }
             }
-            let pending = book.pending(1_000);
+            let pending = ledger.pending(1_000);
             stored.store(&pending);
             let receipt = pending.receipt();
-            book.stored(receipt);
+            ledger.stored(receipt);
             prop_assert_eq!(&stored.hits, &(0..steps.len() as u64).collect::<Vec<_>>());
             let (rows, merges) = stored.load();
             let mut restored = merging_book(5000);
             restored.restore(rows, merges);
-            let held = |b: &Book| {
+            let held = |b: &TemplateLedger| {
                 let mut t: Vec<(u64, String, u64)> =
                     b.miner.templates("sshd").map(|t| (t.id, t.template.to_string(), t.count)).collect();
                 t.sort();
                 t
             };
-            prop_assert_eq!(held(&restored), held(&book));
+            prop_assert_eq!(held(&restored), held(&ledger));
             for (j, (user, n)) in later.iter().enumerate() {
                 let line = user_line(*user, *n);
                 let at = 2_000 + j as u64;
-                let a = book.mine("sshd", at, at, &line, at);
+                let a = ledger.mine("sshd", at, at, &line, at);
                 let b = restored.mine("sshd", at, at, &line, at);
                 prop_assert_eq!(a, b, "{}", line);
             }
@@ -598,15 +598,20 @@ mod tests {
         ]
     }
 
-    fn flush(book: &mut Book, hits: &mut Vec<u64>, templates: &mut HashMap<(String, u64), u64>, succeeds: bool) {
-        let pending = book.pending(0);
+    fn flush(
+        ledger: &mut TemplateLedger,
+        hits: &mut Vec<u64>,
+        templates: &mut HashMap<(String, u64), u64>,
+        succeeds: bool,
+    ) {
+        let pending = ledger.pending(0);
         if succeeds {
             hits.extend(pending.hits.iter().map(|h| h.log_id));
             for t in &pending.templates {
                 templates.insert((t.service.clone(), t.template_id), t.count);
             }
             let receipt = pending.receipt();
-            book.stored(receipt);
+            ledger.stored(receipt);
         }
     }
 
@@ -615,7 +620,7 @@ mod tests {
         /// in mining order, and the last stored row of each template has its final count.
         #[test]
         fn every_hit_is_stored_once_and_templates_end_at_their_count(steps in prop::collection::vec(step(), 0..60)) {
-            let mut book = book();
+            let mut ledger = ledger();
             let mut stored_hits = Vec::new();
             let mut stored_templates: HashMap<(String, u64), u64> = HashMap::new();
             let mut next_log = 0u64;
@@ -623,19 +628,19 @@ mod tests {
                 match s {
                     Step::Mine { service, shape, n } => {
                         let line = format!("shape{shape} request {n} done");
-                        book.mine(&format!("svc{service}"), next_log, next_log, &line, next_log);
+                        ledger.mine(&format!("svc{service}"), next_log, next_log, &line, next_log);
                         next_log += 1;
                     }
-                    Step::Flush { succeeds } => flush(&mut book, &mut stored_hits, &mut stored_templates, succeeds),
+                    Step::Flush { succeeds } => flush(&mut ledger, &mut stored_hits, &mut stored_templates, succeeds),
                 }
             }
-            flush(&mut book, &mut stored_hits, &mut stored_templates, true);
+            flush(&mut ledger, &mut stored_hits, &mut stored_templates, true);
             prop_assert_eq!(stored_hits, (0..next_log).collect::<Vec<_>>());
             for ((service, id), count) in &stored_templates {
-                let held = book.miner.templates(service).find(|t| t.id == *id).map(|t| t.count);
+                let held = ledger.miner.templates(service).find(|t| t.id == *id).map(|t| t.count);
                 prop_assert_eq!(held, Some(*count));
             }
-            prop_assert!(book.pending(0).is_empty());
+            prop_assert!(ledger.pending(0).is_empty());
         }
     }
 }
