@@ -11,6 +11,7 @@ pub mod demo;
 pub mod fuzz_checks;
 pub mod identity;
 pub mod mine;
+pub mod model;
 pub mod otlp;
 pub mod search;
 pub mod store;

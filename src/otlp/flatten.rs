@@ -7,7 +7,7 @@ use super::{
     ExportLogsServiceRequest, ExportTraceServiceRequest,
 };
 use crate::identity;
-use crate::store::{LogRow, SpanRow};
+use crate::model::{LogRow, SpanRow};
 use opentelemetry_proto::tonic::common::v1::InstrumentationScope;
 use opentelemetry_proto::tonic::trace::v1::span::{Event, Link};
 
@@ -246,8 +246,8 @@ mod tests {
 
     #[test]
     fn a_span_keeps_its_events_links_and_typed_values() {
+        use crate::model::attributes::{attribute_list, typed_attributes};
         use crate::otlp::ExportTraceServiceRequest;
-        use crate::store::attributes::{attribute_list, typed_attributes};
         use opentelemetry_proto::tonic::common::v1::{ArrayValue, InstrumentationScope};
         use opentelemetry_proto::tonic::trace::v1::{span, ResourceSpans, ScopeSpans, Span};
         let exception = span::Event {
@@ -334,7 +334,7 @@ mod tests {
         req.resource_logs[0].scope_logs[0].log_records[0].event_name = "order.placed".into();
         let row = &log_rows(&req, 0)[0];
         assert_eq!(row.body, r#"{"a":1,"z":"0102"}"#, "the text: JSON, keys sorted, bytes as hex");
-        assert_eq!(row.body_type, crate::store::attributes::value_type::MAP);
+        assert_eq!(row.body_type, crate::model::attributes::value_type::MAP);
         assert_eq!(
             row.body_value,
             r#"{"kvlistValue":{"values":[{"key":"z","value":{"bytesValue":"AQI="}},{"key":"a","value":{"intValue":1}}]}}"#,
@@ -344,7 +344,7 @@ mod tests {
         let plain = log_rows(&request("just text", vec![]), 0);
         assert_eq!(
             (plain[0].body_type, plain[0].body_value.as_str()),
-            (crate::store::attributes::value_type::STRING, "")
+            (crate::model::attributes::value_type::STRING, "")
         );
     }
 

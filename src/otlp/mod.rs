@@ -137,9 +137,9 @@ pub fn attribute_arrays(attributes: &[KeyValue]) -> (Vec<String>, Vec<String>, V
     (keys, values, types)
 }
 
-/// The type of a value as the tables keep it (`store::attributes::value_type`).
+/// The type of a value as the tables keep it (`model::attributes::value_type`).
 pub fn value_type(value: Option<&AnyValue>) -> u8 {
-    use crate::store::attributes::value_type as t;
+    use crate::model::attributes::value_type as t;
     use any_value::Value as V;
     match value.and_then(|v| v.value.as_ref()) {
         None => t::EMPTY,
@@ -215,7 +215,7 @@ pub fn typed_list(attributes: &[KeyValue]) -> String {
 /// A log body's OTLP/JSON form when its text is not the value itself (a map, an array,
 /// bytes), `''` otherwise.
 pub fn structured_body(body: Option<&AnyValue>) -> String {
-    use crate::store::attributes::value_type as t;
+    use crate::model::attributes::value_type as t;
     match value_type(body) {
         t::BYTES | t::ARRAY | t::MAP => typed_json(body).to_string(),
         _ => String::new(),

@@ -15,8 +15,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use super::encoded::EncodedRows;
 use super::{schema, Store, StoreError, TableRow};
+use crate::model::encoded::EncodedRows;
 use crate::time::DAY_NS;
 
 /// An insert that has not answered in this long is failed (and retried by its caller).
@@ -80,7 +80,7 @@ pub async fn insert_rows<'a, T: TableRow + 'a>(
     Ok(())
 }
 
-/// Inserts rows already encoded (`store::encoded`), the parts one after another, into
+/// Inserts rows already encoded (`model::encoded`), the parts one after another, into
 /// `T`'s table, under the same rules as [`insert_rows`]: one INSERT per partition group, in
 /// the same groups (the grouping sees the same days), with the same tokens.
 pub async fn insert_encoded<T: TableRow>(

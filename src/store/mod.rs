@@ -1,5 +1,5 @@
 //! The ClickHouse side of Tayga: a client set up for both 18.16 and current servers, the
-//! schema and its migrations, the row structs, retention, and every query the daemons and
+//! schema and its migrations, retention, and every query the daemons and
 //! commands run.
 //!
 //! This is the only module that talks SQL (ARCHITECTURE.md): the client is private to it,
@@ -8,11 +8,9 @@
 //! ClickHouse. Tests read what they assert on through [`Store::query_for_tests`], which no
 //! code under `src/` outside this module may call (`tests/it/tidy.rs` checks, with the SQL).
 
-pub mod attributes;
 pub mod backlog;
 mod conversions;
 pub mod deliveries;
-pub mod encoded;
 pub mod insert;
 pub mod logminer;
 pub mod migrate;
@@ -21,7 +19,6 @@ pub mod query;
 pub mod read;
 pub mod remine;
 pub mod retention;
-pub mod rows;
 pub mod schema;
 pub mod shapes;
 pub mod silences;
@@ -32,7 +29,7 @@ mod tls;
 use clickhouse::Client;
 
 use crate::config::ClickHouseConfig;
-pub use rows::*;
+pub use crate::model::rows::*;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {

@@ -380,7 +380,7 @@ Migration {
         // servers alike:
         // - a top-level attribute keeps its text in `*_values` (as before, so every reader
         //   and query of those columns is unchanged) and its OTLP type in the parallel
-        //   `*_types` (`store::attributes::value_type`): a number is compared as a number
+        //   `*_types` (`model::attributes::value_type`): a number is compared as a number
         //   with `toFloat64OrNull(attr_values[i])` where its type says it is one, and an
         //   array or map is its JSON text;
         // - an attribute list inside a list (an event's, a link's, a scope's) is one String
@@ -929,6 +929,33 @@ pub fn view_names() -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::*;
+
+    fn agrees<T: TableRow>() {
+        assert_eq!(T::PARTITION_COLUMN, partition_column(T::TABLE), "{}", T::TABLE);
+        assert!(T::PARTITION_COLUMN.is_none_or(|c| T::COLUMN_NAMES.contains(&c)), "{}", T::TABLE);
+    }
+
+    #[test]
+    fn every_row_struct_names_the_partition_column_of_its_table() {
+        agrees::<SpanRow>();
+        agrees::<LogRow>();
+        agrees::<TemplateRow>();
+        agrees::<TemplateMergeRow>();
+        agrees::<HitRow>();
+        agrees::<StoryRow>();
+        agrees::<AlertRow>();
+        agrees::<AlertPublicationRow>();
+        agrees::<StateRow>();
+        agrees::<DeliveryRow>();
+        agrees::<SilenceRow>();
+        agrees::<MetricSampleRow>();
+        agrees::<MigrationRow>();
+        agrees::<BacklogRow>();
+        let row = SpanRow { start_ns: 7, ..Default::default() };
+        assert_eq!(row.partition_ns(), Some(7));
+        assert_eq!(StateRow::default().partition_ns(), None);
+    }
 
     #[test]
     fn versions_increase_without_gaps() {

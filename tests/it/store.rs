@@ -5,6 +5,7 @@
 use crate::common;
 
 use common::TestEnv;
+use tayga::model::attributes;
 use tayga::store::*;
 
 const DAY_NS: u64 = 86_400 * 1_000_000_000;

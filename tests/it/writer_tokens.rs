@@ -20,7 +20,7 @@ use tayga::config::ClickHouseConfig;
 use tayga::daemon::writer::batch::{Batch, Rows};
 use tayga::daemon::writer::metrics::WriterMetrics;
 use tayga::daemon::writer::sink::{InsertMode, Sink};
-use tayga::store::encoded::EncodedRows;
+use tayga::model::encoded::EncodedRows;
 use tayga::store::{LogRow, SpanRow, Store};
 
 /// The query text and the URL parameters (settings) of one request.

@@ -3,7 +3,7 @@
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 use crate::identity::story_fingerprint;
-use crate::store::attributes::attribute_list;
+use crate::model::attributes::attribute_list;
 use crate::wire::story::{Story, MAX_EXCEPTION_MESSAGE_BYTES, MISSING_ROOT, STORY_FORMAT_VERSION};
 
 /// A call edge: the parent's (service, operation), if in the trace, and the child's.

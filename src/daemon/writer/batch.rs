@@ -15,8 +15,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::model::encoded::EncodedRows;
 use crate::otlp::rowbinary::TableRows;
-use crate::store::encoded::EncodedRows;
 use crate::store::{LogRow, SpanRow};
 
 /// The rows one record carries, encoded for their insert. Shared (`Arc`) so per-record

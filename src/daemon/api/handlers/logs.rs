@@ -10,8 +10,8 @@ use utoipa::{IntoParams, ToSchema};
 use super::{attributes, structured_body, AppState, Log, Page};
 use crate::daemon::api::error::{ApiError, ErrorBody};
 use crate::daemon::api::params::{self, Query, Window, DAY_NS, HOUR_NS};
+use crate::model::attributes::typed_attributes;
 use crate::search::{self, Scope};
-use crate::store::attributes::typed_attributes;
 use crate::store::query::logs::{self, LogSearch, LogWithTemplate};
 use crate::wire::alert::format_id;
 

@@ -21,7 +21,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::error::ApiError;
-use crate::store::attributes::typed_attributes;
+use crate::model::attributes::typed_attributes;
 use crate::store::{LogRow, Store};
 use crate::wire::alert::format_id;
 
@@ -117,7 +117,7 @@ pub fn structured_body(body_value: &str) -> Option<serde_json::Value> {
     (!body_value.is_empty())
         .then(|| serde_json::from_str(body_value).ok())
         .flatten()
-        .map(|typed| crate::store::attributes::plain(&typed))
+        .map(|typed| crate::model::attributes::plain(&typed))
 }
 
 impl Log {

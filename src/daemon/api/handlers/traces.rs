@@ -11,8 +11,8 @@ use utoipa::{IntoParams, ToSchema};
 use super::{attributes, AppState, Log, Page};
 use crate::daemon::api::error::{ApiError, ErrorBody};
 use crate::daemon::api::params::{self, Query, DAY_NS, HOUR_NS};
+use crate::model::attributes::{attribute_list, typed_attributes};
 use crate::search::{self, Range};
-use crate::store::attributes::{attribute_list, typed_attributes};
 use crate::store::query::traces::{self, TraceSearch};
 use crate::store::{read, SpanRow};
 
@@ -389,7 +389,7 @@ pub async fn scatter(State(state): State<AppState>, Query(p): Query<ScatterParam
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::attributes::value_type;
+    use crate::model::attributes::value_type;
 
     #[test]
     fn the_openapi_document_describes_events_links_and_the_new_log_fields() {

@@ -67,7 +67,7 @@ pub struct SpanRow {
     pub dropped_attributes_count: u32,
     pub dropped_events_count: u32,
     pub dropped_links_count: u32,
-    /// Each attribute's type (`store::attributes::value_type`), beside `attr_values`.
+    /// Each attribute's type (`model::attributes::value_type`), beside `attr_values`.
     pub attr_types: Vec<u8>,
     pub resource_types: Vec<u8>,
     pub resource_schema_url: String,
@@ -114,7 +114,7 @@ pub struct LogRow {
     pub dropped_attributes_count: u32,
     pub attr_types: Vec<u8>,
     pub resource_types: Vec<u8>,
-    /// The body's type (`store::attributes::value_type`).
+    /// The body's type (`model::attributes::value_type`).
     pub body_type: u8,
     /// A body that is not a plain scalar (a map, an array, bytes) as its OTLP/JSON AnyValue,
     /// lossless; '' otherwise (then `body` is the value itself).
@@ -337,35 +337,3 @@ pub struct MigrationRow {
     pub applied_ns: u64,
 }
 table_row!(MigrationRow, "schema_migrations");
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::store::schema;
-
-    fn agrees<T: TableRow>() {
-        assert_eq!(T::PARTITION_COLUMN, schema::partition_column(T::TABLE), "{}", T::TABLE);
-        assert!(T::PARTITION_COLUMN.is_none_or(|c| T::COLUMN_NAMES.contains(&c)), "{}", T::TABLE);
-    }
-
-    #[test]
-    fn every_row_struct_names_the_partition_column_of_its_table() {
-        agrees::<SpanRow>();
-        agrees::<LogRow>();
-        agrees::<TemplateRow>();
-        agrees::<TemplateMergeRow>();
-        agrees::<HitRow>();
-        agrees::<StoryRow>();
-        agrees::<AlertRow>();
-        agrees::<AlertPublicationRow>();
-        agrees::<StateRow>();
-        agrees::<DeliveryRow>();
-        agrees::<SilenceRow>();
-        agrees::<MetricSampleRow>();
-        agrees::<MigrationRow>();
-        agrees::<BacklogRow>();
-        let row = SpanRow { start_ns: 7, ..Default::default() };
-        assert_eq!(row.partition_ns(), Some(7));
-        assert_eq!(StateRow::default().partition_ns(), None);
-    }
-}
