@@ -1310,7 +1310,7 @@ _tayga() {
             return 0
             ;;
         tayga__subcmd__loadgen)
-            opts="-h --protocol --endpoint --rate --duration --concurrency --services --traces-per-request --spans-per-trace --logs-per-request --exception-every --config --json --wide --timeout --help"
+            opts="-h --protocol --endpoint --rate --duration --concurrency --services --traces-per-request --spans-per-trace --logs-per-request --exception-every --acked-ids --config --json --wide --timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1354,6 +1354,21 @@ _tayga() {
                     ;;
                 --exception-every)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --acked-ids)
+                    local oldifs
+                    if [ -n "${IFS+x}" ]; then
+                        oldifs="$IFS"
+                    fi
+                    IFS=$'\n'
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    if [ -n "${oldifs+x}" ]; then
+                        IFS="$oldifs"
+                    fi
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o filenames
+                    fi
                     return 0
                     ;;
                 --config)

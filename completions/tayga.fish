@@ -319,6 +319,7 @@ complete -c tayga -n "__fish_tayga_using_subcommand loadgen" -l traces-per-reque
 complete -c tayga -n "__fish_tayga_using_subcommand loadgen" -l spans-per-trace -d 'Spans in each trace' -r
 complete -c tayga -n "__fish_tayga_using_subcommand loadgen" -l logs-per-request -d 'Logs in each logs request (0: send no logs)' -r
 complete -c tayga -n "__fish_tayga_using_subcommand loadgen" -l exception-every -d 'Every this many spans, one records an exception event with a stack trace, as SDKs do (0: none)' -r
+complete -c tayga -n "__fish_tayga_using_subcommand loadgen" -l acked-ids -d 'Write the identity of every span and log line an acknowledged request carried to FILE, one per line (`span TRACE_ID SPAN_ID`, `log LOG_ID`), to reconcile what was stored with what was acknowledged' -r -F
 complete -c tayga -n "__fish_tayga_using_subcommand loadgen" -l config -d 'Configuration file (default: ./tayga.toml when it exists)' -r -F
 complete -c tayga -n "__fish_tayga_using_subcommand loadgen" -l timeout -d 'How long to wait for the broker or ClickHouse to answer before giving up, e.g. 500ms, 10s, 1m' -r
 complete -c tayga -n "__fish_tayga_using_subcommand loadgen" -l json -d 'Print data as JSON instead of tables (commands that print no data refuse it)'

@@ -268,6 +268,11 @@ pub struct LoadgenArgs {
     /// (0: none)
     #[arg(long, default_value_t = 0, value_name = "N")]
     pub exception_every: usize,
+    /// Write the identity of every span and log line an acknowledged request carried to
+    /// FILE, one per line (`span TRACE_ID SPAN_ID`, `log LOG_ID`), to reconcile what was
+    /// stored with what was acknowledged
+    #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath)]
+    pub acked_ids: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]

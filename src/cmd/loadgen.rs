@@ -16,6 +16,8 @@ use serde::Serialize;
 use tokio::sync::Semaphore;
 
 use crate::cli::{LoadgenArgs, Protocol};
+use crate::identity;
+use crate::otlp::flatten;
 use crate::otlp::synth::{Shape, Synth};
 use crate::store::now_ns;
 
@@ -48,6 +50,32 @@ enum Client {
 enum Payload {
     Traces(crate::otlp::ExportTraceServiceRequest, u64),
     Logs(crate::otlp::ExportLogsServiceRequest, u64),
+}
+
+impl Payload {
+    /// The lines `--acked-ids` writes for this request once it is acknowledged: each span's
+    /// trace and span id, each log line's id as the store computes it.
+    fn identities(&self) -> String {
+        let mut lines = String::new();
+        match self {
+            Payload::Traces(request, _) => {
+                let spans = request.resource_spans.iter().flat_map(|r| &r.scope_spans).flat_map(|s| &s.spans);
+                for span in spans {
+                    lines.push_str(&format!("span {} {}\n", hex(&span.trace_id), hex(&span.span_id)));
+                }
+            }
+            Payload::Logs(request, _) => {
+                for row in flatten::log_rows(request, 0) {
+                    lines.push_str(&format!("log {:016x}\n", identity::log_id(&row.content())));
+                }
+            }
+        }
+        lines
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 impl Client {
@@ -123,6 +151,12 @@ pub async fn run(args: &LoadgenArgs, json: bool, out: &mut dyn Write) -> anyhow:
     let mut synth = Synth::new(shape, 0x7A96A);
     let spans_per_request = (args.traces_per_request * args.spans_per_trace.max(1)) as u64;
 
+    let acked_ids = match &args.acked_ids {
+        Some(path) => Some(Arc::new(Mutex::new(std::io::BufWriter::new(
+            std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?,
+        )))),
+        None => None,
+    };
     let report = Arc::new(Mutex::new(Report::default()));
     let spans = Arc::new(AtomicU64::new(0));
     let logs = Arc::new(AtomicU64::new(0));
@@ -153,6 +187,7 @@ pub async fn run(args: &LoadgenArgs, json: bool, out: &mut dyn Write) -> anyhow:
         }
         sent += 1;
         let (client, report, spans, logs) = (client.clone(), report.clone(), spans.clone(), logs.clone());
+        let identities = acked_ids.as_ref().map(|file| (file.clone(), payload.identities()));
         tasks.spawn(async move {
             let (counter, n) = match &payload {
                 Payload::Traces(_, n) => (spans, *n),
@@ -165,6 +200,11 @@ pub async fn run(args: &LoadgenArgs, json: bool, out: &mut dyn Write) -> anyhow:
                 Ok(()) => {
                     report.ok += 1;
                     counter.fetch_add(n, Ordering::Relaxed);
+                    if let Some((file, lines)) = identities {
+                        if let Err(e) = file.lock().unwrap().write_all(lines.as_bytes()) {
+                            *report.errors.entry(format!("writing --acked-ids: {e}")).or_default() += 1;
+                        }
+                    }
                 }
                 Err(e) => *report.errors.entry(e).or_default() += 1,
             }
@@ -172,6 +212,9 @@ pub async fn run(args: &LoadgenArgs, json: bool, out: &mut dyn Write) -> anyhow:
         });
     }
     while tasks.join_next().await.is_some() {}
+    if let (Some(file), Some(path)) = (acked_ids, &args.acked_ids) {
+        file.lock().unwrap().flush().with_context(|| format!("writing {}", path.display()))?;
+    }
     let seconds = started.elapsed().as_secs_f64();
     let mut report =
         Arc::try_unwrap(report).map_err(|_| anyhow::anyhow!("a request task outlived the run"))?.into_inner().unwrap();
