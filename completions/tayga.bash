@@ -1486,7 +1486,7 @@ _tayga() {
             return 0
             ;;
         tayga__subcmd__mine)
-            opts="-h --service --format --templates --stats --online --mining-config --config --json --wide --timeout --help"
+            opts="-h --service --format --templates --stats --online --mining-config --no-memo --config --json --wide --timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -335,6 +335,7 @@ complete -c tayga -n "__fish_tayga_using_subcommand mine" -l timeout -d 'How lon
 complete -c tayga -n "__fish_tayga_using_subcommand mine" -l templates -d 'Print the templates with their counts, most frequent first, instead of one row per line'
 complete -c tayga -n "__fish_tayga_using_subcommand mine" -l stats -d 'Print lines, templates, lines/s and peak memory to stderr'
 complete -c tayga -n "__fish_tayga_using_subcommand mine" -l online -d 'Print each line as soon as it is mined, with its template as it was then, instead of the final templates at the end (for pipes that never end)'
+complete -c tayga -n "__fish_tayga_using_subcommand mine" -l no-memo -d 'Search the template tree for every line, without remembering the masked lines already matched (slower on repetitive files; the templates are the same)'
 complete -c tayga -n "__fish_tayga_using_subcommand mine" -l json -d 'Print data as JSON instead of tables (commands that print no data refuse it)'
 complete -c tayga -n "__fish_tayga_using_subcommand mine" -l wide -d 'Print tables whole, at any width, instead of cutting the widest columns to fit the terminal'
 complete -c tayga -n "__fish_tayga_using_subcommand mine" -s h -l help -d 'Print help (see more with \'--help\')'

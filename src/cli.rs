@@ -684,6 +684,10 @@ pub struct MineArgs {
     /// (tayga.toml and environment) are used, so offline ids match the logminer's.
     #[arg(long, value_name = "FILE")]
     pub mining_config: Option<PathBuf>,
+    /// Search the template tree for every line, without remembering the masked lines
+    /// already matched (slower on repetitive files; the templates are the same)
+    #[arg(long)]
+    pub no_memo: bool,
 }
 
 /// A window on the command line: a whole number and a unit, `s`, `m`, `h` or `d`

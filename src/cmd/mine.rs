@@ -36,7 +36,9 @@ pub fn run(
     let mut miner = Miner::new(config).context("masking configuration")?;
     // One service, so the memory is bounded and small (16,384 lines of at most 1 KiB),
     // and most lines of a file repeat a masked text seen before: those skip Drain's search.
-    miner.remember_lines(MEMO_LINES);
+    if !args.no_memo {
+        miner.remember_lines(MEMO_LINES);
+    }
 
     let (name, size, input): (String, Option<u64>, Box<dyn Read + Send>) = if args.file == "-" {
         if io::stdin().is_terminal() {
