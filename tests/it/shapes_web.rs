@@ -200,7 +200,6 @@ async fn pages(browser: &Browser, api: &Api) {
     let url = browser.client.current_url().await.unwrap();
     assert_eq!(url.path(), format!("/shapes/{usual}/diff/{locked}"));
     diff_page(browser).await;
-    browser.screenshot("shape-diff").await;
     // The usual shape's page says it is the usual one.
     let text = browser.open(&format!("{app}/stories/{usual}")).await;
     assert!(text.contains("This is the endpoint's usual shape"), "{text}");

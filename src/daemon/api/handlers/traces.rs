@@ -166,7 +166,7 @@ impl Span {
 }
 
 /// Sets each span's `self_ns` and `critical` (`otlp::critical`).
-pub fn time_spans(spans: &mut [Span]) {
+fn time_spans(spans: &mut [Span]) {
     let timing = |i: usize| {
         let s: &Span = &spans[i];
         (s.span_id.as_str(), s.parent_span_id.as_str(), s.start_ns, s.end_ns)

@@ -86,10 +86,16 @@ fn ns(v: u64) -> String {
 
 /// What `b` adds and removes against `a`, and a row per edge whose calls or self time
 /// changed (an edge that is the same on both sides is left out): calls and self time on
-/// each side and the change.
+/// each side and the change; the edges added or removed first, then by the change in self
+/// time, largest first.
 pub fn edge_changes(d: &ShapeDiff) -> Markup {
-    let changed: Vec<&EdgeChange> =
+    let mut changed: Vec<&EdgeChange> =
         d.edges.iter().filter(|e| e.calls_a != e.calls_b || e.self_ns_a != e.self_ns_b).collect();
+    // The edges added or removed first, then the largest change in self time.
+    changed.sort_by_key(|e| {
+        let moved = d.added.contains(&e.edge) || d.removed.contains(&e.edge);
+        (!moved, std::cmp::Reverse(e.self_ns_a.abs_diff(e.self_ns_b)))
+    });
     let class = |e: &EdgeChange| {
         if d.added.contains(&e.edge) {
             "edge-change added"
@@ -165,6 +171,10 @@ mod tests {
         };
         let html = edge_changes(&d).into_string();
         assert_eq!(html.matches("<tr class=\"edge-change").count(), 2, "the unchanged query is left out: {html}");
+        assert!(
+            html.find("data-edge=\"x -&gt; lock\"").unwrap() < html.find("data-edge=\"ROOT").unwrap(),
+            "added first"
+        );
         assert!(html.contains("<tr class=\"edge-change added\" data-edge=\"x -&gt; lock\">"), "{html}");
         assert!(html.contains("+1.00 s") && html.contains("−10.0 ms"), "{html}");
         assert!(html.contains("1 added, 0 removed"), "{html}");
