@@ -62,6 +62,23 @@ pub fn duration(ns: f64) -> String {
     }
 }
 
+/// How much of `[from, to)` the intervals cover (each cut to it, overlaps counted once):
+/// what a span's children take of it (its self time is the rest).
+pub fn covered_ns(intervals: &[(u64, u64)], from: u64, to: u64) -> u64 {
+    let mut clipped: Vec<(u64, u64)> =
+        intervals.iter().map(|(s, e)| ((*s).max(from), (*e).min(to))).filter(|(s, e)| s < e).collect();
+    clipped.sort_unstable();
+    let (mut total, mut reach) = (0, from);
+    for (s, e) in clipped {
+        let s = s.max(reach);
+        if e > s {
+            total += e - s;
+            reach = e;
+        }
+    }
+    total
+}
+
 /// The day count from 1970-01-01 of a (year, month, day), the inverse of [`civil_from_days`].
 pub fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
     let y = if m <= 2 { y - 1 } else { y };

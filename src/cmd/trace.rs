@@ -1,10 +1,12 @@
 //! `tayga trace ID`: one trace as a waterfall drawn in the terminal, and its logs.
 //!
 //! On a terminal the waterfall fits its width: a label column (service · operation, indented
-//! by depth), a bar on the trace's time axis and the span's duration, an error span marked
-//! `✗`; the logs follow, each at its offset from the trace's start. To a pipe: one
-//! tab-separated row per span (offsets and durations in nanoseconds) and one per log, each
-//! under its header line. `--json`: the spans (with their depth, in tree order) and the logs.
+//! by depth, a span on the critical path marked `▶`), a bar on the trace's time axis, the
+//! span's duration and self time (docs/stories.md), an error span marked `✗`; the logs
+//! follow, each at its offset from the trace's start. To a pipe: one tab-separated row per
+//! span (offsets, durations and self times in nanoseconds, `critical` true or false) and one
+//! per log, each under its header line. `--json`: the spans (with their depth, self time and
+//! whether on the critical path, in tree order) and the logs.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -50,13 +52,29 @@ pub async fn run(
     Ok(())
 }
 
-/// The spans in tree order, with their depth (`otlp::tree::tree_order`).
-pub fn tree_order(spans: &[SpanRow]) -> Vec<(usize, &SpanRow)> {
+/// A span as the waterfall draws it.
+#[derive(Debug, Clone, Copy)]
+pub struct Drawn<'a> {
+    pub depth: usize,
+    pub span: &'a SpanRow,
+    /// Its time outside its children (`otlp::critical`).
+    pub self_ns: u64,
+    /// On the trace's critical path.
+    pub critical: bool,
+}
+
+/// The spans in tree order (`otlp::tree::tree_order`), each with its depth, self time and
+/// whether it is on the critical path.
+pub fn tree_order(spans: &[SpanRow]) -> Vec<Drawn<'_>> {
+    let timing =
+        |i: usize| (spans[i].span_id.as_str(), spans[i].parent_span_id.as_str(), spans[i].start_ns, spans[i].end_ns);
+    let self_ns = crate::otlp::critical::self_times(spans.len(), timing);
+    let critical = crate::otlp::critical::critical_path(spans.len(), timing).marks(spans.len());
     crate::otlp::tree::tree_order(spans.len(), |i| {
         (spans[i].span_id.as_str(), spans[i].parent_span_id.as_str(), spans[i].start_ns)
     })
     .into_iter()
-    .map(|(depth, i)| (depth, &spans[i]))
+    .map(|(depth, i)| Drawn { depth, span: &spans[i], self_ns: self_ns[i], critical: critical[i] })
     .collect()
 }
 
@@ -82,6 +100,8 @@ struct SpanOut<'a> {
     status_code: u8,
     status_message: &'a str,
     attributes: BTreeMap<&'a str, &'a str>,
+    self_ns: u64,
+    critical: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -100,7 +120,7 @@ impl<'a> Document<'a> {
             trace_id: id,
             spans: tree_order(spans)
                 .into_iter()
-                .map(|(depth, s)| SpanOut {
+                .map(|Drawn { depth, span: s, self_ns, critical }| SpanOut {
                     span_id: &s.span_id,
                     parent_span_id: &s.parent_span_id,
                     depth,
@@ -118,6 +138,8 @@ impl<'a> Document<'a> {
                         .map(String::as_str)
                         .zip(s.attr_values.iter().map(String::as_str))
                         .collect(),
+                    self_ns,
+                    critical,
                 })
                 .collect(),
             logs: logs
@@ -162,8 +184,10 @@ fn render_pipe(spans: &[SpanRow], logs: &[LogRow]) -> String {
         "offset_ns",
         "duration_ns",
         "status",
+        "self_ns",
+        "critical",
     ]);
-    for (depth, s) in tree_order(spans) {
+    for Drawn { depth, span: s, self_ns, critical } in tree_order(spans) {
         table.row([
             s.span_id.clone(),
             s.parent_span_id.clone(),
@@ -173,6 +197,8 @@ fn render_pipe(spans: &[SpanRow], logs: &[LogRow]) -> String {
             s.start_ns.saturating_sub(start).to_string(),
             s.duration_ns.to_string(),
             status_name(s.status_code).to_string(),
+            self_ns.to_string(),
+            critical.to_string(),
         ]);
     }
     let mut text = if spans.is_empty() { String::new() } else { table.render(Layout::Pipe) };
@@ -209,8 +235,12 @@ fn one_line(text: &str) -> String {
     text.replace(['\n', '\r', '\t'], " ")
 }
 
-/// Columns after the label: two spaces, the bar, a space, the duration and the error mark.
-const DURATION_WIDTH: usize = 11;
+/// Columns before the label: the critical path's mark and a space.
+const MARK_WIDTH: usize = 2;
+/// Columns after the bar: a space, the duration, a space, the self time, the error mark.
+const DURATION_WIDTH: usize = 20;
+/// A duration's column (`999.9 ms` is the widest).
+const TIME_WIDTH: usize = 8;
 
 fn render_terminal(id: &str, spans: &[SpanRow], logs: &[LogRow], width: usize) -> String {
     let width = width.max(40);
@@ -219,7 +249,7 @@ fn render_terminal(id: &str, spans: &[SpanRow], logs: &[LogRow], width: usize) -
     let errors = spans.iter().filter(|s| s.status_code == 2).count();
     let order = tree_order(spans);
     let mut text = format!("trace {id}\n");
-    if let Some((_, root)) = order.first() {
+    if let Some(Drawn { span: root, .. }) = order.first() {
         let summary = format!(
             "{} · {} · {} · {} · {} · started {}",
             root.service,
@@ -235,11 +265,11 @@ fn render_terminal(id: &str, spans: &[SpanRow], logs: &[LogRow], width: usize) -
     if !order.is_empty() {
         let labels: Vec<String> = order
             .iter()
-            .map(|(depth, s)| format!("{}{} · {}", "  ".repeat((*depth).min(10)), s.service, s.name))
+            .map(|d| format!("{}{} · {}", "  ".repeat(d.depth.min(10)), d.span.service, d.span.name))
             .collect();
         let longest = labels.iter().map(|l| l.width()).max().unwrap_or(0);
-        let label_width = longest.min(width * 2 / 5).max(12);
-        let bar_width = width.saturating_sub(label_width + 3 + DURATION_WIDTH).max(8);
+        let label_width = longest.min(width * 2 / 5 - MARK_WIDTH).max(12);
+        let bar_width = width.saturating_sub(MARK_WIDTH + label_width + 2 + DURATION_WIDTH).max(8);
         let col =
             |t: u64| (t.saturating_sub(start) as f64 / total.max(1) as f64 * bar_width as f64).min(bar_width as f64);
         // The axis: 0 under the bar's start, the total at its end, the middle between.
@@ -249,8 +279,16 @@ fn render_terminal(id: &str, spans: &[SpanRow], logs: &[LogRow], width: usize) -
         place(&mut axis, 0, "0");
         place(&mut axis, (bar_width / 2).saturating_sub(mid.chars().count() / 2), &mid);
         place(&mut axis, bar_width.saturating_sub(end_label.chars().count()), &end_label);
-        text.push_str(&format!("{:label_width$}  {}\n", "", axis.iter().collect::<String>().trim_end()));
-        for ((_, s), label) in order.iter().zip(&labels) {
+        text.push_str(&format!(
+            "{:w$}  {} {:>TIME_WIDTH$} {:>TIME_WIDTH$}\n",
+            "",
+            axis.iter().collect::<String>(),
+            "total",
+            "self",
+            w = MARK_WIDTH + label_width
+        ));
+        for (d, label) in order.iter().zip(&labels) {
+            let s = d.span;
             let from = col(s.start_ns).floor() as usize;
             let to = (col(s.end_ns.max(s.start_ns)).ceil() as usize).clamp(from + 1, bar_width.max(from + 1));
             let from = from.min(bar_width - 1);
@@ -259,10 +297,19 @@ fn render_terminal(id: &str, spans: &[SpanRow], logs: &[LogRow], width: usize) -
             bar.push_str(&"█".repeat(to - from));
             bar.push_str(&" ".repeat(bar_width - to));
             let mark = if s.status_code == 2 { " ✗" } else { "" };
+            let path = if d.critical { "▶ " } else { "  " };
             let shown = cut(label, label_width);
             let pad = label_width - shown.width();
-            text.push_str(&format!("{shown}{}  {bar} {}{mark}\n", " ".repeat(pad), duration(s.duration_ns as f64)));
+            text.push_str(&format!(
+                "{path}{shown}{}  {bar} {:>TIME_WIDTH$} {:>TIME_WIDTH$}{mark}\n",
+                " ".repeat(pad),
+                duration(s.duration_ns as f64),
+                duration(d.self_ns as f64)
+            ));
         }
+        let legend = "▶ on the critical path: what the trace waited on · self: time outside children";
+        text.push_str(&cut(legend, width));
+        text.push('\n');
     }
     if !logs.is_empty() {
         text.push_str(&format!("\n{}\n", plural(logs.len(), "log")));
@@ -343,7 +390,7 @@ mod tests {
         spans.push(span("x", "y", "s", "cycle", 1, 2, 0));
         spans.push(span("y", "x", "s", "cycle", 1, 2, 0));
         spans.push(span("o", "missing", "s", "orphan", 1, 2, 0));
-        let order: Vec<(usize, &str)> = tree_order(&spans).iter().map(|(d, s)| (*d, s.span_id.as_str())).collect();
+        let order: Vec<(usize, &str)> = tree_order(&spans).iter().map(|d| (d.depth, d.span.span_id.as_str())).collect();
         assert_eq!(order[..4], [(0, "o"), (0, "a"), (1, "b"), (2, "c")]);
         assert_eq!(order.len(), spans.len());
     }
@@ -362,7 +409,7 @@ mod tests {
         let text = render(&"a".repeat(32), &spans, &logs, Layout::Terminal(Some(80)));
         let rows: Vec<&str> = text.lines().skip(3).take(4).collect();
         assert!(
-            rows[0].starts_with("checkout · POST /pay") && rows[3].starts_with("  checkout · render receipt"),
+            rows[0].starts_with("▶ checkout · POST /pay") && rows[3].starts_with("▶   checkout · render receipt"),
             "{text}"
         );
         // The root's bar spans the whole axis; a child's starts later.
@@ -371,12 +418,31 @@ mod tests {
     }
 
     #[test]
+    fn the_critical_path_is_marked_and_each_span_has_its_self_time() {
+        // A second, shorter call beside the charge: the trace did not wait on it.
+        let (mut spans, logs) = sample();
+        let t0 = spans[1].start_ns;
+        spans.push(span("e", "a", "fraud", "score", t0 + 10_000_000, t0 + 50_000_000, 0));
+        let text = render(&"a".repeat(32), &spans, &logs, Layout::Terminal(Some(80)));
+        let marked: Vec<&str> = text.lines().filter(|l| l.starts_with("▶ ") && l.contains('█')).collect();
+        assert_eq!(marked.len(), 4, "{text}");
+        assert!(text.lines().any(|l| l.starts_with("    fraud · score")), "{text}");
+        // The charge: 290 ms, of which its query took 120.
+        let charge = text.lines().find(|l| l.contains("payments · charge")).unwrap();
+        assert!(charge.ends_with("290.0 ms 170.0 ms ✗"), "{charge}");
+        assert!(text.contains("▶ on the critical path"), "{text}");
+    }
+
+    #[test]
     fn a_pipe_gets_tab_separated_rows() {
         let (spans, logs) = sample();
         let text = render("t", &spans, &logs, Layout::Pipe);
         let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines[0], "span_id\tparent_span_id\tdepth\tservice\toperation\toffset_ns\tduration_ns\tstatus");
-        assert_eq!(lines[1], "a\t\t0\tcheckout\tPOST /pay\t0\t400000000\terror");
+        assert_eq!(
+            lines[0],
+            "span_id\tparent_span_id\tdepth\tservice\toperation\toffset_ns\tduration_ns\tstatus\tself_ns\tcritical"
+        );
+        assert_eq!(lines[1], "a\t\t0\tcheckout\tPOST /pay\t0\t400000000\terror\t30000000\ttrue");
         assert!(text.contains("\tpayments\tERROR\tb\tpayment declined for order 42"), "{text}");
     }
 }

@@ -514,6 +514,20 @@ mod tests {
             } else {
                 assert!(locks.iter().all(|s| s.end_time_unix_nano - s.start_time_unix_nano >= 800 * MS));
                 assert_eq!(locks.len(), 1, "one slow checkout a second ({second_t})");
+                // The checkout waited on the lock: it is on the trace's critical path, which
+                // the shape diff's waterfalls mark.
+                let trace: Vec<&Span> =
+                    all.iter().map(|(_, s)| s).filter(|s| s.trace_id == locks[0].trace_id).collect();
+                let ids: Vec<(String, String)> = trace
+                    .iter()
+                    .map(|s| (crate::otlp::hex_id(&s.span_id), crate::otlp::hex_id(&s.parent_span_id)))
+                    .collect();
+                let path = crate::otlp::critical::critical_path(trace.len(), |i| {
+                    (ids[i].0.as_str(), ids[i].1.as_str(), trace[i].start_time_unix_nano, trace[i].end_time_unix_nano)
+                });
+                let names: Vec<&str> = path.spans.iter().map(|i| trace[*i].name.as_str()).collect();
+                assert_eq!(names[0], "POST /checkout", "{names:?}");
+                assert!(names.contains(&"lock payment row"), "{names:?}");
             }
             misses.insert(*second_t, bodies(second, "frontend").iter().filter(|b| b.starts_with("cache miss")).count());
         }

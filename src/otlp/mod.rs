@@ -4,6 +4,7 @@
 //! and the logminer all use the same functions, so a span or log has one identity
 //! wherever it was stored.
 
+pub mod critical;
 pub mod decode;
 pub mod flatten;
 pub mod protobuf;

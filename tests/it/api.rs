@@ -46,6 +46,11 @@ impl Api {
         Api { base: format!("http://{addr}"), shutdown, http, token: (!token.is_empty()).then(|| token.to_string()) }
     }
 
+    /// Where it answers: `http://127.0.0.1:PORT`.
+    pub(crate) fn base(&self) -> &str {
+        &self.base
+    }
+
     /// GET `path` (with its query); the status and the JSON body.
     async fn get(&self, path: &str) -> (u16, Value) {
         let mut request = self.http.get(format!("{}{path}", self.base));

@@ -746,6 +746,34 @@ impl ServeAll {
     }
 }
 
+/// A server span of `service` as the writer stores one, from `start_ns` to `end_ns` (the
+/// seeded tests' spans).
+pub fn span_row(
+    trace: &str,
+    id: &str,
+    parent: &str,
+    service: &str,
+    name: &str,
+    start_ns: u64,
+    end_ns: u64,
+) -> tayga::store::SpanRow {
+    tayga::store::SpanRow {
+        trace_id: trace.into(),
+        span_id: id.into(),
+        parent_span_id: parent.into(),
+        service: service.into(),
+        name: name.into(),
+        kind: 2,
+        start_ns,
+        end_ns,
+        duration_ns: end_ns - start_ns,
+        resource_keys: vec!["service.name".into()],
+        resource_values: vec![service.into()],
+        ingest_ns: start_ns,
+        ..Default::default()
+    }
+}
+
 /// GET `url` as JSON when it answers 200 (the API and web tests poll with it).
 pub async fn get_json(http: &reqwest::Client, url: String) -> Option<serde_json::Value> {
     let response = http.get(url).send().await.ok()?;

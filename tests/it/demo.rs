@@ -1,5 +1,6 @@
 //! `tayga up`: the demo end to end in a real browser (every alert kind, a delivered row for
-//! each, a story waterfall, Pipeline charts with points), and the process rules (its own
+//! each, the new shape's diff with the lock on the critical path, a story waterfall,
+//! Pipeline charts with points), and the process rules (its own
 //! ClickHouse and broker as children that die with it, a clean start after kill -9, nothing
 //! left after SIGTERM).
 
@@ -67,7 +68,8 @@ async fn gone(pids: &[u32], what: &str) {
 }
 
 /// The README's first command, in a browser: every alert kind shows, each delivered to the
-/// demo's webhook; a slow checkout's waterfall draws every span; the Pipeline charts have
+/// demo's webhook; the new shape's diff lists the lock edge, draws both checkouts and marks
+/// the lock on the critical path; a slow checkout's waterfall draws every span; the Pipeline charts have
 /// points. Screenshots go where `TAYGA_WEB_SCREENSHOTS` says (docs/screenshots for the README).
 #[tokio::test]
 async fn the_demo_shows_every_alert_kind_delivered_a_waterfall_and_charts() {
@@ -184,6 +186,28 @@ async fn pages(browser: &Browser, app: &str, alerts: &BTreeMap<&str, String>, sl
     assert_eq!(browser.count("#shape-trace").await, 1, "a trace of the new shape");
     browser.assert_clean("the new_shape alert").await;
     browser.screenshot("demo-new-shape").await;
+
+    // Its full diff: both checkouts on one scale, and the slow one waited on the lock.
+    browser.click_through("#shape-diff").await;
+    assert_eq!(
+        browser.count("ul.edges.diff li.added[data-edge='payment/charge card -> database/lock payment row']").await,
+        1
+    );
+    assert_eq!(browser.count("section.diff-side svg.waterfall").await, 2);
+    let critical = browser
+        .client
+        .execute(
+            "return [...document.querySelectorAll('#side-b g.span.critical text.label')].map(t => t.textContent)",
+            vec![],
+        )
+        .await
+        .unwrap();
+    assert!(
+        critical.as_array().unwrap().iter().any(|l| l.as_str().is_some_and(|l| l.contains("lock payment row"))),
+        "the lock on the critical path: {critical}"
+    );
+    browser.assert_clean("the new shape's diff").await;
+    browser.screenshot("demo-shape-diff").await;
 
     browser.open(&format!("{app}/stories?service=frontend")).await;
     assert!(browser.count("tr.shape").await >= 3, "checkout, product view and the slow checkout's new shape");

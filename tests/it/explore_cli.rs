@@ -5,7 +5,7 @@
 
 use tayga::store::{HitRow, LogRow, SpanRow, TemplateRow};
 
-use crate::common::{run, TestEnv};
+use crate::common::{run, span_row, TestEnv};
 
 const MS: u64 = 1_000_000;
 const MIN: u64 = 60_000 * MS;
@@ -19,21 +19,7 @@ const DECLINED: u64 = 0x9f3c_2a1b_4d5e_6f70;
 const WARMED: u64 = 0x0123_4567_89ab_cdef;
 
 fn span(trace: &str, id: &str, parent: &str, service: &str, name: &str, start_ms: u64, end_ms: u64) -> SpanRow {
-    SpanRow {
-        trace_id: trace.into(),
-        span_id: id.into(),
-        parent_span_id: parent.into(),
-        service: service.into(),
-        name: name.into(),
-        kind: 2,
-        start_ns: T0 + start_ms * MS,
-        end_ns: T0 + end_ms * MS,
-        duration_ns: (end_ms - start_ms) * MS,
-        resource_keys: vec!["service.name".into()],
-        resource_values: vec![service.into()],
-        ingest_ns: T0,
-        ..Default::default()
-    }
+    span_row(trace, id, parent, service, name, T0 + start_ms * MS, T0 + end_ms * MS)
 }
 
 fn failed(span: SpanRow) -> SpanRow {

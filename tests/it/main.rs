@@ -42,6 +42,7 @@ mod notifier_silences;
 mod packed;
 mod replicas;
 mod retry;
+mod shapes_web;
 mod soak;
 mod store;
 mod store_tls;

@@ -109,12 +109,15 @@ pub fn statements() -> Vec<Statement> {
 
 /// Per call edge (`parent_service/parent_operation -> service/operation`, or `ROOT -> …`,
 /// the stories' `edges` text): how many spans made that call and their summed self time
-/// (each span's duration less the time covered by its children).
+/// (each span's duration less the time covered by its children). The same self time as
+/// `otlp::critical::self_times` (a layer above `store`, so not called here; a property test
+/// there holds the two equal).
 pub fn edge_profile(spans: &[SpanRow]) -> BTreeMap<String, (u64, u64)> {
     let by_id: HashMap<&str, &SpanRow> = spans.iter().map(|s| (s.span_id.as_str(), s)).collect();
     let mut children: HashMap<&str, Vec<(u64, u64)>> = HashMap::new();
     for s in spans {
-        if by_id.contains_key(s.parent_span_id.as_str()) {
+        // A span that names itself as its parent is not its own child.
+        if by_id.contains_key(s.parent_span_id.as_str()) && s.parent_span_id != s.span_id {
             children.entry(s.parent_span_id.as_str()).or_default().push((s.start_ns, s.end_ns));
         }
     }
@@ -124,28 +127,13 @@ pub fn edge_profile(spans: &[SpanRow]) -> BTreeMap<String, (u64, u64)> {
             Some(p) => format!("{}/{} -> {}/{}", p.service, p.name, s.service, s.name),
             None => format!("ROOT -> {}/{}", s.service, s.name),
         };
-        let covered = covered_ns(children.get(s.span_id.as_str()).map_or(&[][..], |c| c), s.start_ns, s.end_ns);
+        let (from, to) = (s.start_ns, s.end_ns.max(s.start_ns));
+        let covered = crate::time::covered_ns(children.get(s.span_id.as_str()).map_or(&[][..], |c| c), from, to);
         let entry = out.entry(edge).or_default();
         entry.0 += 1;
-        entry.1 += s.end_ns.saturating_sub(s.start_ns).saturating_sub(covered);
+        entry.1 += (to - from) - covered;
     }
     out
-}
-
-/// How much of `[from, to)` the intervals cover (overlaps counted once).
-fn covered_ns(intervals: &[(u64, u64)], from: u64, to: u64) -> u64 {
-    let mut clipped: Vec<(u64, u64)> =
-        intervals.iter().map(|(s, e)| ((*s).max(from), (*e).min(to))).filter(|(s, e)| s < e).collect();
-    clipped.sort();
-    let (mut total, mut reach) = (0, from);
-    for (s, e) in clipped {
-        let s = s.max(reach);
-        if e > s {
-            total += e - s;
-            reach = e;
-        }
-    }
-    total
 }
 
 /// One call edge in a diff of two shapes: the spans making that call in each side's

@@ -58,6 +58,12 @@ pub struct Span {
     /// `exception.type`, `exception.message` and `exception.stacktrace` attributes).
     pub events: Vec<SpanEvent>,
     pub links: Vec<SpanLink>,
+    /// Time in this span outside its children (their intervals clipped to it, overlaps
+    /// counted once), ns (docs/stories.md, "Critical path and self time").
+    pub self_ns: u64,
+    /// Whether the span is on the trace's critical path: the chain of spans the trace's
+    /// end-to-end duration waited on.
+    pub critical: bool,
 }
 
 /// An instrumentation scope.
@@ -153,7 +159,23 @@ impl Span {
             scope_name: r.scope_name,
             event_count: r.event_count,
             link_count: r.link_count,
+            self_ns: 0,
+            critical: false,
         }
+    }
+}
+
+/// Sets each span's `self_ns` and `critical` (`otlp::critical`).
+fn time_spans(spans: &mut [Span]) {
+    let timing = |i: usize| {
+        let s: &Span = &spans[i];
+        (s.span_id.as_str(), s.parent_span_id.as_str(), s.start_ns, s.end_ns)
+    };
+    let self_ns = crate::otlp::critical::self_times(spans.len(), timing);
+    let critical = crate::otlp::critical::critical_path(spans.len(), timing).marks(spans.len());
+    for ((span, self_ns), critical) in spans.iter_mut().zip(self_ns).zip(critical) {
+        span.self_ns = self_ns;
+        span.critical = critical;
     }
 }
 
@@ -189,11 +211,9 @@ pub async fn by_id(State(state): State<AppState>, Path(trace_id): Path<String>) 
     if !spans.is_empty() {
         stored.insert(trace_id.clone());
     }
-    Ok(Json(Trace {
-        trace_id,
-        spans: spans.into_iter().map(|s| Span::from_row(s, &stored)).collect(),
-        logs: logs.iter().map(|l| Log::from_row(l, None)).collect(),
-    }))
+    let mut spans: Vec<Span> = spans.into_iter().map(|s| Span::from_row(s, &stored)).collect();
+    time_spans(&mut spans);
+    Ok(Json(Trace { trace_id, spans, logs: logs.iter().map(|l| Log::from_row(l, None)).collect() }))
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -408,6 +428,28 @@ mod tests {
             for field in fields {
                 assert!(schemas[schema]["properties"].get(field).is_some(), "{schema}.{field} is not documented");
             }
+        }
+    }
+
+    #[test]
+    fn each_span_gets_its_self_time_and_whether_the_trace_waited_on_it() {
+        let span = |id: &str, parent: &str, start: u64, end: u64| {
+            let row = SpanRow {
+                span_id: id.into(),
+                parent_span_id: parent.into(),
+                start_ns: start,
+                end_ns: end,
+                ..Default::default()
+            };
+            Span::from_row(row, &BTreeSet::new())
+        };
+        let mut spans = vec![span("r", "", 0, 100), span("fast", "r", 10, 40), span("slow", "r", 10, 90)];
+        time_spans(&mut spans);
+        let got: Vec<(u64, bool)> = spans.iter().map(|s| (s.self_ns, s.critical)).collect();
+        assert_eq!(got, [(20, true), (30, false), (80, true)]);
+        let doc = serde_json::to_value(crate::daemon::api::router::openapi()).unwrap();
+        for field in ["self_ns", "critical"] {
+            assert!(doc["components"]["schemas"]["Span"]["properties"].get(field).is_some(), "Span.{field}");
         }
     }
 

@@ -12,8 +12,10 @@ use super::format::{self, HOUR_NS, MINUTE_NS};
 use super::layout::{chip, log_table, respond, shell, status_chip, template_text, time, Nav, PageResult};
 use super::silences::silence_form;
 use super::{given, query};
+use crate::daemon::api::error::ApiError;
 use crate::daemon::api::handlers::alerts::{self, Alert, AlertState, AlertsParams};
 use crate::daemon::api::handlers::deliveries::Delivery;
+use crate::daemon::api::handlers::shapes::{self, DiffParams, ShapeDiff};
 use crate::daemon::api::handlers::templates::minute_series;
 use crate::daemon::api::handlers::AppState;
 use crate::daemon::api::params::{self, Query, Window};
@@ -76,11 +78,47 @@ fn kind_chip(kind: &str) -> Markup {
     chip(class, kind)
 }
 
-/// A shape alert's path: the edges it took for the first time, what its shape adds to and
-/// removes from the endpoint's usual shape, and a trace to open.
-fn shape_section(a: &Alert) -> Markup {
+/// A new path's diff against its endpoint's usual shape, over the window around the alert
+/// (none for a slowdown: its usual shape is itself), or why there is none.
+type AlertDiff = Option<(Result<ShapeDiff, String>, (u64, u64))>;
+
+async fn alert_diff(state: &AppState, a: &Alert) -> Result<AlertDiff, ApiError> {
+    let Some(s) = a.shape.as_ref().filter(|_| a.kind == AlertKind::NewShape.as_str()) else { return Ok(None) };
+    // Each side's newest story up to a little after the alert, within a day before it.
+    let to = (a.last_at.max(a.first_at) + 10 * MINUTE_NS).min(state.now()).max(a.first_at + 1);
+    let from = a.first_at.saturating_sub(24 * HOUR_NS).min(to - 1);
+    let usual = crate::wire::alert::format_id(s.usual_fingerprint);
+    let asked = shapes::diff(
+        State(state.clone()),
+        Path((usual, a.template_id.clone())),
+        Query(DiffParams { from: Some(from), to: Some(to) }),
+    )
+    .await;
+    match asked {
+        Ok(d) => Ok(Some((Ok(d.0), (from, to)))),
+        Err(ApiError::NotFound { what }) => Ok(Some((Err(format!("No diff to show, not found: {what}.")), (from, to)))),
+        Err(e) => Err(e),
+    }
+}
+
+/// A shape alert's path: the edges it took for the first time, how its shape differs from
+/// the endpoint's usual one (edges added and removed, calls and self time per edge, in a
+/// trace of each), and what to open: the full diff, a trace, the shape's traces, and for a
+/// slowdown the endpoint's traces slower than its threshold around the alert.
+fn shape_section(a: &Alert, diff: &AlertDiff) -> Markup {
     let Some(s) = &a.shape else { return html! {} };
     let stories = format!("/stories?service={}", format::encode(&a.service));
+    let usual = crate::wire::alert::format_id(s.usual_fingerprint);
+    let slow = (a.kind == AlertKind::ShapeSlowdown.as_str()).then(|| {
+        let from = a.first_at.saturating_sub(15 * MINUTE_NS);
+        let to = a.last_at.max(a.first_at) + 10 * MINUTE_NS;
+        format!(
+            "/traces?service={}&operation={}&min={}ms&from={from}&to={to}",
+            format::encode(&a.service),
+            format::encode(&a.template),
+            a.threshold.round() as u64
+        )
+    });
     html! {
         section #shape {
             h2 { "Path" }
@@ -89,14 +127,27 @@ fn shape_section(a: &Alert) -> Markup {
                 ul.edges.new { @for e in &s.new_edges { li { code { (e) } } } }
             }
             @if a.kind == AlertKind::NewShape.as_str() {
-                p { "Against its usual shape " code { (crate::wire::alert::format_id(s.usual_fingerprint)) } ":" }
-                ul.edges.diff {
-                    @for e in &s.edges_added { li.added data-edge=(e) { "+ " code { (e) } } }
-                    @for e in &s.edges_removed { li.removed data-edge=(e) { "− " code { (e) } } }
+                p { "Against its usual shape " code { (usual) } ":" }
+                @match diff {
+                    Some((Ok(d), _)) => { (super::shapes::edge_changes(d)) }
+                    other => {
+                        ul.edges.diff {
+                            @for e in &s.edges_added { li.added data-edge=(e) { "+ " code { (e) } } }
+                            @for e in &s.edges_removed { li.removed data-edge=(e) { "− " code { (e) } } }
+                        }
+                        @if let Some((Err(why), _)) = other { p.note { (why) } }
+                    }
                 }
             }
             p {
+                @if let Some((Ok(_), window)) = diff {
+                    a #shape-diff href=(super::shapes::diff_href(&usual, &a.template_id, Some(*window))) { "the full diff, two waterfalls on one scale" } " · "
+                }
+                @if let Some(href) = &slow {
+                    a #slow-traces href=(href) { "the endpoint's traces slower than " (format::number(a.threshold.round())) " ms around the alert" } " · "
+                }
                 @if !s.trace_id.is_empty() { a #shape-trace href={ "/traces/" (s.trace_id) } { "a trace of this shape" } " · " }
+                a #shape-traces href={ "/stories/" (a.template_id) } { "the shape's traces" } " · "
                 a href=(stories) { "the endpoint's shapes" }
             }
         }
@@ -191,6 +242,7 @@ pub async fn detail(State(state): State<AppState>, Path(alert_id): Path<String>)
     };
     let template_href = format!("/templates/{}/{}", format::encode(&a.service), a.template_id);
     let shape_kind = a.kind.parse::<AlertKind>().is_ok_and(AlertKind::is_shape);
+    let diff = alert_diff(&state, a).await?;
     let body = html! {
         p.crumbs { a href="/alerts" { "Alerts" } " › " (a.alert_id) }
         h1 { (kind_chip(&a.kind)) " " (a.service) " "
@@ -231,7 +283,7 @@ pub async fn detail(State(state): State<AppState>, Path(alert_id): Path<String>)
             (silence_form(&a.service, Some(&a.kind), &a.template_id))
         }
         @if shape_kind {
-            (shape_section(a))
+            (shape_section(a, &diff))
         } @else {
             section {
                 h2 { "Lines per minute" }

@@ -276,6 +276,10 @@ pub struct Bar {
     pub error: bool,
     /// The span's events, marked on its bar.
     pub events: Vec<EventMark>,
+    /// Its time outside its children, ns.
+    pub self_ns: u64,
+    /// On the trace's critical path.
+    pub critical: bool,
 }
 
 /// A span event as the waterfall marks it: where, and what its hover says.
@@ -299,48 +303,83 @@ pub fn tree_order(bars: &[Bar]) -> Vec<(usize, &Bar)> {
     .collect()
 }
 
+/// From the first start to the last end of the spans, ns.
+pub fn trace_length(bars: &[Bar]) -> u64 {
+    let start = bars.iter().map(|b| b.start_ns).min().unwrap_or(0);
+    let end = bars.iter().map(|b| b.end_ns.max(b.start_ns)).max().unwrap_or(start);
+    end.saturating_sub(start)
+}
+
 /// The waterfall: a row per span (service and operation, indented by depth) and a bar on
-/// the trace's time axis; error spans marked.
-pub fn waterfall(bars: &[Bar]) -> Markup {
+/// the trace's time axis with its duration and self time; error spans marked, and the
+/// critical path's spans marked `▶` and outlined (the legend says so). The axis is
+/// `axis_ns` long (at least the trace), so two waterfalls given the same one are drawn on
+/// one scale: the same nanoseconds per pixel at the same width.
+pub fn waterfall(bars: &[Bar], axis_ns: u64) -> Markup {
     const WW: f64 = 1000.0;
-    const LABEL: f64 = 330.0;
+    const LABEL: f64 = 300.0;
+    const DURATION: f64 = 160.0;
     const ROW: f64 = 22.0;
     const AXIS: f64 = 20.0;
     let rows = tree_order(bars);
     let start = bars.iter().map(|b| b.start_ns).min().unwrap_or(0);
-    let end = bars.iter().map(|b| b.end_ns.max(b.start_ns)).max().unwrap_or(start);
-    let span = end.saturating_sub(start).max(1) as f64;
-    let x = |t: u64| LABEL + (t.saturating_sub(start) as f64 / span).min(1.0) * (WW - LABEL - 70.0);
+    let axis = axis_ns.max(trace_length(bars)).max(1);
+    let span = axis as f64;
+    let x = |t: u64| LABEL + (t.saturating_sub(start) as f64 / span).min(1.0) * (WW - LABEL - DURATION);
     let height = AXIS + ROW * rows.len() as f64 + 4.0;
+    let critical = bars.iter().any(|b| b.critical);
     html! {
-        svg.waterfall viewBox={ "0 0 " (WW) " " (height) } role="img" {
-            @for f in [0.0, 0.25, 0.5, 0.75, 1.0] {
-                @let at = start + (span * f) as u64;
-                line.grid x1=(x(at)) x2=(x(at)) y1=(AXIS - 4.0) y2=(height) {}
-                text.axis x=(x(at)) y="12" text-anchor="middle" { (format::duration(span * f)) }
-            }
-            @for (row, (depth, b)) in rows.iter().enumerate() {
-                @let top = AXIS + ROW * row as f64;
-                @let duration = b.end_ns.saturating_sub(b.start_ns);
-                @let label = truncate(&format!("{} · {}", b.service, b.operation), 44 - (*depth).min(10) * 2);
-                @let tip = format!(
-                    "{} · {}: {}{}",
-                    b.service, b.operation, format::duration(duration as f64), if b.error { " (error)" } else { "" }
-                );
-                g class=(if b.error { "span error" } else { "span" }) data-span-id=(b.span_id) {
-                    title { (tip) }
-                    text.label x=(6.0 + 14.0 * (*depth).min(10) as f64) y=(top + 15.0) { (label) }
-                    rect.bar x=(x(b.start_ns)) y=(top + 4.0) width=(((x(b.end_ns.max(b.start_ns)) - x(b.start_ns)).max(2.0))) height=(ROW - 8.0) rx="2" {}
-                    text.dur x=(x(b.end_ns.max(b.start_ns)) + 4.0) y=(top + 15.0) { (format::duration(duration as f64)) }
-                    @for e in &b.events {
-                        @let cx = x(e.time_ns.clamp(b.start_ns, b.end_ns.max(b.start_ns)));
-                        @let cy = top + ROW / 2.0;
-                        // A diamond on the bar, its own hover (SVG's title) naming the event.
-                        polygon class=(if e.exception { "event exception" } else { "event" })
-                            points={ (cx) "," (cy - 6.0) " " (cx + 5.0) "," (cy) " " (cx) "," (cy + 6.0) " " (cx - 5.0) "," (cy) } {
-                            title { (e.tip) }
+        figure.chart.waterfall-figure {
+            svg.waterfall viewBox={ "0 0 " (WW) " " (height) } role="img" data-axis-ns=(axis) {
+                @for f in [0.0, 0.25, 0.5, 0.75, 1.0] {
+                    @let at = start + (span * f) as u64;
+                    line.grid x1=(x(at)) x2=(x(at)) y1=(AXIS - 4.0) y2=(height) {}
+                    text.axis x=(x(at)) y="12" text-anchor="middle" { (format::duration(span * f)) }
+                }
+                @for (row, (depth, b)) in rows.iter().enumerate() {
+                    @let top = AXIS + ROW * row as f64;
+                    @let duration = b.end_ns.saturating_sub(b.start_ns);
+                    @let label = truncate(&format!("{} · {}", b.service, b.operation), 40 - (*depth).min(10) * 2);
+                    @let tip = format!(
+                        "{} · {}: {}, self {}{}{}",
+                        b.service,
+                        b.operation,
+                        format::duration(duration as f64),
+                        format::duration(b.self_ns as f64),
+                        if b.error { " (error)" } else { "" },
+                        if b.critical { "; on the critical path" } else { "" }
+                    );
+                    @let class = match (b.error, b.critical) {
+                        (true, true) => "span error critical",
+                        (true, false) => "span error",
+                        (false, true) => "span critical",
+                        (false, false) => "span",
+                    };
+                    g class=(class) data-span-id=(b.span_id) data-self-ns=(b.self_ns) {
+                        title { (tip) }
+                        @if b.critical { text.crit-mark x="2" y=(top + 15.0) { "▶" } }
+                        text.label x=(14.0 + 14.0 * (*depth).min(10) as f64) y=(top + 15.0) { (label) }
+                        rect.bar x=(x(b.start_ns)) y=(top + 4.0) width=(((x(b.end_ns.max(b.start_ns)) - x(b.start_ns)).max(2.0))) height=(ROW - 8.0) rx="2" {}
+                        text.dur x=(x(b.end_ns.max(b.start_ns)) + 4.0) y=(top + 15.0) {
+                            (format::duration(duration as f64))
+                            @if b.self_ns < duration { " · self " (format::duration(b.self_ns as f64)) }
+                        }
+                        @for e in &b.events {
+                            @let cx = x(e.time_ns.clamp(b.start_ns, b.end_ns.max(b.start_ns)));
+                            @let cy = top + ROW / 2.0;
+                            // A diamond on the bar, its own hover (SVG's title) naming the event.
+                            polygon class=(if e.exception { "event exception" } else { "event" })
+                                points={ (cx) "," (cy - 6.0) " " (cx + 5.0) "," (cy) " " (cx) "," (cy + 6.0) " " (cx - 5.0) "," (cy) } {
+                                title { (e.tip) }
+                            }
                         }
                     }
+                }
+            }
+            @if critical {
+                figcaption.legend {
+                    span.key { span.crit-key { "▶" } "on the critical path: the spans the trace waited on, start to end" }
+                    span.key { "self: time in a span outside its children" }
                 }
             }
         }
@@ -374,6 +413,8 @@ mod tests {
             } else {
                 vec![]
             },
+            self_ns: end - start,
+            critical: id == "a" || id == "c",
         }
     }
 
@@ -391,11 +432,30 @@ mod tests {
         let order: Vec<(usize, &str)> = tree_order(&bars).iter().map(|(d, b)| (*d, b.span_id.as_str())).collect();
         assert_eq!(&order[..5], &[(0, "a"), (1, "b"), (2, "d"), (1, "c"), (0, "o")]);
         assert_eq!(order.len(), bars.len(), "every span is drawn once");
-        let svg = waterfall(&bars).into_string();
+        let svg = waterfall(&bars, 0).into_string();
         assert_eq!(svg.matches("<g class=\"span").count(), bars.len());
-        assert_eq!(svg.matches("class=\"span error\"").count(), 1);
+        assert_eq!(svg.matches("class=\"span error critical\"").count(), 1);
+        assert_eq!(svg.matches("class=\"span critical\"").count(), 1, "a, marked");
+        assert_eq!(svg.matches("<text class=\"crit-mark\"").count(), 2, "a marker, not only a colour");
+        assert!(svg.contains("on the critical path:"), "the legend says what the marker means");
         assert_eq!(svg.matches("<polygon class=\"event exception\"").count(), 1, "the event marked on its bar");
         assert!(svg.contains("<title>exception at 35</title>"), "{svg}");
+    }
+
+    #[test]
+    fn two_waterfalls_on_one_axis_draw_the_same_nanoseconds_per_pixel() {
+        let width = |svg: &str| -> f64 {
+            let at = svg.find("<rect class=\"bar\"").unwrap();
+            let rest = &svg[at..];
+            let w = &rest[rest.find("width=\"").unwrap() + 7..];
+            w[..w.find('"').unwrap()].parse().unwrap()
+        };
+        let short = waterfall(&[bar("a", "", 0, 100)], 400).into_string();
+        let long = waterfall(&[bar("a", "", 0, 400)], 400).into_string();
+        assert!((width(&long) / width(&short) - 4.0).abs() < 1e-6, "{short}\n{long}");
+        assert!(short.contains("data-axis-ns=\"400\"") && long.contains("data-axis-ns=\"400\""));
+        let alone = waterfall(&[bar("a", "", 0, 100)], 0).into_string();
+        assert!((width(&alone) - width(&long)).abs() < 1e-6, "alone, a trace fills its axis");
     }
 
     #[test]

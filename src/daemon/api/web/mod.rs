@@ -6,7 +6,7 @@
 //!
 //! `layout.rs` is the shell and the shared pieces, `format.rs` and `charts.rs` are pure, and
 //! each area has its file: `overview`, `alerts`, `templates`, `stories` (shapes, a shape's
-//! traces, a trace), `pipeline`, `deliveries`, `silences`; `login` signs a browser in when the API has a token.
+//! traces, a trace), `shapes` (the diff of two shapes), `pipeline`, `deliveries`, `silences`; `login` signs a browser in when the API has a token.
 
 pub mod charts;
 pub mod format;
@@ -19,6 +19,7 @@ pub mod login;
 mod logs;
 mod overview;
 mod pipeline;
+mod shapes;
 mod silences;
 mod stories;
 mod templates;
@@ -44,6 +45,7 @@ pub fn routes(state: AppState) -> Router {
         .route("/templates/{service}/{template_id}", get(templates::detail))
         .route("/stories", get(stories::shapes))
         .route("/stories/{fingerprint}", get(stories::shape))
+        .route("/shapes/{a}/diff/{b}", get(shapes::diff))
         .route("/logs", get(logs::page))
         .route("/logs/context", get(logs::context))
         .route("/traces", get(traces::page))

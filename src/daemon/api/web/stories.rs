@@ -9,7 +9,7 @@ use serde::Deserialize;
 
 use super::charts::{self, Bar, EventMark};
 use super::format::{self, Window};
-use super::layout::{chip, log_table, respond, shell, time, window_picker, Nav, PageResult};
+use super::layout::{chip, log_table, respond, shell, time, window_picker, Nav, PageError, PageResult};
 use super::{given, query};
 use crate::daemon::api::error::ApiError;
 use crate::daemon::api::handlers::stories::{self, ShapeStoriesParams, ShapesParams};
@@ -124,12 +124,18 @@ pub async fn shape(State(state): State<AppState>, Path(fingerprint): Path<String
     .items;
     let base = format!("/stories/{fingerprint}");
     let first = list.first();
+    let from = now.saturating_sub(window.ns());
+    let endpoint_shapes = match first {
+        Some(s) => endpoint_shapes(&state, &s.root_service, &s.root_operation, from).await?,
+        None => Vec::new(),
+    };
     let body = html! {
         p.crumbs { a href="/stories" { "Stories" } " › shape " (fingerprint) }
         @match first {
             Some(s) => {
                 h1 { (s.root_service) " · " (s.root_operation) }
                 p.edges { @for e in calls(&s.edges) { code { (e) } br; } }
+                (compare_link(&s.fingerprint, &endpoint_shapes, (from, now), window))
             }
             None => { h1 { "Shape " (fingerprint) } }
         }
@@ -164,24 +170,7 @@ pub async fn trace(State(state): State<AppState>, Path(trace_id): Path<String>) 
         Err(ApiError::NotFound { .. }) => None,
         Err(e) => return Err(e.into()),
     };
-    let bars: Vec<Bar> = t
-        .spans
-        .iter()
-        .map(|s| Bar {
-            span_id: s.span_id.clone(),
-            parent_span_id: s.parent_span_id.clone(),
-            service: s.service.clone(),
-            operation: s.operation.clone(),
-            start_ns: s.start_ns,
-            end_ns: s.end_ns,
-            error: s.status_code == 2,
-            events: s
-                .events
-                .iter()
-                .map(|e| EventMark { time_ns: e.time_ns, exception: e.name == EXCEPTION_EVENT, tip: event_tip(e) })
-                .collect(),
-        })
-        .collect();
+    let bars = bars_of(&t.spans);
     let exceptions: Vec<(&traces::Span, &traces::SpanEvent)> = t
         .spans
         .iter()
@@ -210,7 +199,7 @@ pub async fn trace(State(state): State<AppState>, Path(trace_id): Path<String>) 
         section #waterfall {
             h2 { "Spans" }
             @if bars.is_empty() { p.empty-chart { "No span of this trace is stored; only its logs are." } }
-            @else { (charts::waterfall(&bars)) }
+            @else { (charts::waterfall(&bars, 0)) }
         }
         @if !exceptions.is_empty() {
             section #exceptions {
@@ -248,6 +237,80 @@ pub async fn trace(State(state): State<AppState>, Path(trace_id): Path<String>) 
         }
     };
     Ok(respond(StatusCode::OK, shell(Nav::Stories, "Trace", None, body)))
+}
+
+/// A trace's spans as the waterfall draws them.
+pub(super) fn bars_of(spans: &[traces::Span]) -> Vec<Bar> {
+    spans
+        .iter()
+        .map(|s| Bar {
+            span_id: s.span_id.clone(),
+            parent_span_id: s.parent_span_id.clone(),
+            service: s.service.clone(),
+            operation: s.operation.clone(),
+            start_ns: s.start_ns,
+            end_ns: s.end_ns,
+            error: s.status_code == 2,
+            events: s
+                .events
+                .iter()
+                .map(|e| EventMark { time_ns: e.time_ns, exception: e.name == EXCEPTION_EVENT, tip: event_tip(e) })
+                .collect(),
+            self_ns: s.self_ns,
+            critical: s.critical,
+        })
+        .collect()
+}
+
+/// The fingerprints of an endpoint's shapes since `from`, the most frequent first (the
+/// order of the shapes list, `stories::shapes`): the first is the endpoint's usual shape,
+/// as the shape rules name it (the most frequent; docs/alerts.md).
+async fn endpoint_shapes(
+    state: &AppState,
+    service: &str,
+    operation: &str,
+    from: u64,
+) -> Result<Vec<String>, PageError> {
+    let shapes = stories::shapes(
+        State(state.clone()),
+        Query(ShapesParams {
+            service: Some(service.to_string()),
+            from: Some(from),
+            to: None,
+            limit: Some(LISTED),
+            cursor: None,
+        }),
+    )
+    .await?
+    .0
+    .items;
+    Ok(shapes
+        .into_iter()
+        .filter(|s| s.root_service == service && s.root_operation == operation)
+        .map(|s| s.fingerprint)
+        .collect())
+}
+
+/// A link to the diff of this shape against its endpoint's usual one; for the usual shape
+/// itself, of the next most frequent against it.
+fn compare_link(fingerprint: &str, endpoint_shapes: &[String], window: (u64, u64), w: Window) -> Markup {
+    let usual = endpoint_shapes.first().map(String::as_str);
+    html! {
+        @match usual {
+            Some(usual) if usual != fingerprint => {
+                p.compare { a #compare-usual href=(super::shapes::diff_href(usual, fingerprint, Some(window))) {
+                    "Compare with the endpoint's usual shape" } " " span.muted { "(its most frequent in the last " (w.as_str()) ": " code { (usual) } ")" } }
+            }
+            Some(_) => {
+                p.compare { "This is the endpoint's usual shape (its most frequent in the last " (w.as_str()) ")."
+                    @if let Some(next) = endpoint_shapes.get(1) {
+                        " " a #compare-next href=(super::shapes::diff_href(fingerprint, next, Some(window))) { "Compare its next most frequent shape with it" }
+                    }
+                }
+            }
+            None => {}
+        }
+    }
 }
 
 /// The span event an exception is recorded as.
