@@ -53,9 +53,9 @@ pub fn api_routes(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
     (router, openapi)
 }
 
-/// The OpenAPI document alone, as `/api/v1/openapi.json` serves it (the store is never
-/// reached: building the routes only describes them).
-pub fn openapi() -> utoipa::openapi::OpenApi {
+/// The OpenAPI document alone, as `/api/v1/openapi.json` serves it with no token required
+/// (the store is never reached: building the routes only describes them).
+pub fn openapi() -> serde_json::Value {
     let store = crate::store::Store::new(&crate::config::ClickHouseConfig::default());
     let state = AppState {
         store,
@@ -63,7 +63,7 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
         now_ns: crate::store::now_ns,
         alerts_topic: None,
     };
-    api_routes(state).1
+    super::contract::state(api_routes(state).1, false)
 }
 
 /// Every route the daemon serves, with one operator token (`api.token`; empty: open).
@@ -88,7 +88,7 @@ pub fn secured(
     access: Arc<Access>,
 ) -> Router {
     let (api, openapi) = api_routes(state.clone());
-    let openapi = Arc::new(openapi);
+    let openapi = Arc::new(super::contract::state(openapi, access.roles().required()));
     let mut app = Router::new()
         .merge(api)
         .merge(super::web::routes(state))
