@@ -10,6 +10,7 @@
 use serde_json::Map;
 use serde_json::{json, Value};
 
+use super::error::RETRY_AFTER_SECS;
 use super::handlers::{deliveries, logs, pipeline, services, shapes, stories, templates, traces};
 use super::params::{CursorKey, WindowRule, MAX_TEXT_CHARS, TEXT_PATTERN};
 
@@ -45,6 +46,30 @@ const PATHS: &[PathRules] = &[
     PathRules { path: "/api/v1/pipeline", window: Some(pipeline::WINDOW), cursor: None },
 ];
 
+/// Where an answer's values are another operation's parameters (OpenAPI links): a client
+/// and a fuzzer follow them from a list to what it lists.
+type Link = (&'static str, &'static str, &'static str, &'static str, &'static [(&'static str, &'static str)]);
+const LINKS: &[Link] = &[
+    (
+        "/api/v1/logs",
+        "get",
+        "context",
+        "logs_context",
+        &[
+            ("log_id", "$response.body#/items/0/log_id"),
+            ("service", "$response.body#/items/0/service"),
+            ("time_ns", "$response.body#/items/0/time_ns"),
+        ],
+    ),
+    (
+        "/api/v1/shapes",
+        "get",
+        "diff",
+        "stories_diff",
+        &[("a", "$response.body#/items/0/fingerprint"), ("b", "$response.body#/items/1/fingerprint")],
+    ),
+];
+
 /// The document as `utoipa` made it from the annotations, with the shared rules stated.
 /// `token_required`: every request needs a bearer token (docs/security.md).
 pub fn state(doc: utoipa::openapi::OpenApi, token_required: bool) -> Value {
@@ -60,20 +85,40 @@ pub fn state(doc: utoipa::openapi::OpenApi, token_required: bool) -> Value {
                     state_parameter(param, rules);
                 }
             }
+            // utoipa names an operation after its function, and six are `list`: the document
+            // needs each name once (a generated client's method names).
+            let tag = operation["tags"][0].as_str().unwrap_or("api").to_string();
+            if let Some(id) = operation["operationId"].as_str().map(str::to_string) {
+                operation["operationId"] = json!(format!("{tag}_{id}"));
+            }
             if let Some(window) = rules.and_then(|r| r.window) {
                 operation["x-tayga-window"] = json!({"default_ns": window.default_ns, "max_ns": window.max_ns});
             }
             let responses = operation["responses"].as_object_mut().expect("every operation has responses");
             if token_required {
                 responses.entry("401").or_insert_with(|| {
-                    json!({"description": "No token, or one that is not known (`WWW-Authenticate: Bearer`)", "content": error})
+                    json!({"description": "No token, or one that is not known", "content": error,
+                        "headers": {"WWW-Authenticate": {"schema": {"type": "string", "enum": ["Bearer"]}}}})
                 });
+            }
+            if let Some(unavailable) = responses.get_mut("503") {
+                unavailable["headers"] = json!({"Retry-After": {
+                    "description": "Seconds to wait before asking again",
+                    "schema": {"type": "integer", "enum": [RETRY_AFTER_SECS]}}});
             }
             if token_required && method != "get" {
                 responses.entry("403").or_insert_with(|| {
                     json!({"description": "A viewer's token or session: a write needs an operator's", "content": error})
                 });
             }
+        }
+    }
+    for (path, method, link, target, parameters) in LINKS {
+        if let Some(ok) = doc["paths"][*path][*method]["responses"]["200"].as_object_mut() {
+            let parameters: serde_json::Map<String, Value> =
+                parameters.iter().map(|(name, from)| (name.to_string(), json!(from))).collect();
+            ok.entry("links").or_insert_with(|| json!({}))[*link] =
+                json!({"operationId": target, "parameters": parameters});
         }
     }
     if token_required {
@@ -212,12 +257,30 @@ mod tests {
                 for status in ["400", "401", "503"] {
                     assert!(operation["responses"].get(status).is_some(), "{method} {path} lacks {status}");
                 }
+                assert!(operation["responses"]["503"]["headers"]["Retry-After"].is_object(), "{path}");
                 if method == "post" {
                     assert!(operation["responses"].get("403").is_some(), "{method} {path} lacks 403");
                 }
             }
         }
         assert_eq!(doc["security"], json!([{"bearer": []}]));
+    }
+
+    #[test]
+    fn operation_ids_are_unique_and_links_name_real_operations() {
+        let doc = doc(true);
+        let mut ids = std::collections::BTreeSet::new();
+        for item in doc["paths"].as_object().unwrap().values() {
+            for operation in item.as_object().unwrap().values() {
+                let id = operation["operationId"].as_str().unwrap();
+                assert!(ids.insert(id.to_string()), "operationId {id} twice");
+            }
+        }
+        for (path, method, link, target, parameters) in LINKS {
+            assert!(ids.contains(*target), "{target}");
+            let given = &doc["paths"][*path][*method]["responses"]["200"]["links"][*link]["parameters"];
+            assert_eq!(given.as_object().unwrap().len(), parameters.len());
+        }
     }
 
     #[test]

@@ -47,7 +47,8 @@ impl WindowRule {
 
 /// `3 days`, `1 hour`, `24 hours`: a whole number of days when it is one, else of hours.
 fn duration_words(ns: u64) -> String {
-    let (n, unit) = if ns % DAY_NS == 0 && ns > DAY_NS { (ns / DAY_NS, "day") } else { (ns / HOUR_NS, "hour") };
+    let (n, unit) =
+        if ns.is_multiple_of(DAY_NS) && ns > DAY_NS { (ns / DAY_NS, "day") } else { (ns / HOUR_NS, "hour") };
     format!("{n} {unit}{}", if n == 1 { "" } else { "s" })
 }
 

@@ -301,7 +301,7 @@ mod tests {
         assert_eq!(step_for(w(HOUR_NS + 1), Some(7200)).unwrap(), HOUR_NS + 60_000_000_000, "whole minutes");
         for (span, secs) in [(DAY_NS, 1), (7 * DAY_NS, 7), (HOUR_NS, 3)] {
             let step = step_for(w(span), Some(secs)).unwrap();
-            assert!(span.div_ceil(step) <= MAX_STEPS && step % (secs * 1_000_000_000) == 0, "{span} {secs}");
+            assert!(span.div_ceil(step) <= MAX_STEPS && step.is_multiple_of(secs * 1_000_000_000), "{span} {secs}");
         }
     }
 
