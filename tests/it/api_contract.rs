@@ -55,6 +55,15 @@ async fn schemathesis_finds_the_server_doing_what_its_document_says() {
         );
         eprintln!("{stdout}");
     }
+    // Schemathesis sends UTF-8 only: a path segment that is not UTF-8 once decoded was a
+    // plain-text 400 from axum's extractor, not the documented JSON body.
+    for (path, param) in [("/api/v1/alerts/%FF", "alert_id"), ("/api/v1/shapes/ff/diff/%C3%28", "b")] {
+        let answer = http.get(format!("{base}{path}")).bearer_auth(OPERATOR).send().await.unwrap();
+        assert_eq!(answer.status(), 400, "{path}");
+        assert_eq!(answer.headers()["content-type"], "application/json", "{path}");
+        let body: Value = answer.json().await.unwrap();
+        assert_eq!(body["error"]["parameter"], param, "{path}: {body}");
+    }
     shutdown.trigger();
 }
 

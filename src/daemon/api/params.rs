@@ -76,6 +76,14 @@ pub fn parse_query<T: DeserializeOwned>(query: &str) -> Result<T, ApiError> {
     })
 }
 
+/// An extractor's own plain-text refusal (axum's `Path` answers a segment that is not UTF-8
+/// once percent-decoded, `/api/v1/alerts/%FF`, with "Invalid UTF-8 in `alert_id`") as the
+/// API's error, naming the parameter when the message does.
+pub fn rejected(message: &str) -> ApiError {
+    let message = message.trim();
+    ApiError::bad(quoted(message).unwrap_or("path"), message)
+}
+
 /// The first name between backticks in a serde message.
 fn quoted(message: &str) -> Option<&str> {
     let start = message.find('`')? + 1;
@@ -290,6 +298,17 @@ mod tests {
     }
 
     const RULE: WindowRule = WindowRule { default_ns: HOUR_NS, max_ns: DAY_NS };
+
+    #[test]
+    fn an_extractors_refusal_names_its_parameter() {
+        match rejected("Invalid UTF-8 in `alert_id`") {
+            ApiError::BadParam { param, reason } => {
+                assert_eq!((param.as_str(), reason.as_str()), ("alert_id", "Invalid UTF-8 in `alert_id`"))
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(rejected("odd"), ApiError::BadParam { param, .. } if param == "path"));
+    }
 
     #[test]
     fn windows_default_and_refuse_inversions() {
