@@ -1,9 +1,10 @@
 //! What the OpenAPI document states beyond each handler's own annotations, so that it is the
 //! whole of what the server enforces (docs/api.md, "The contract"): the rule every text
 //! parameter passes (`params::text`), each list's cursor pattern, each read's window rule (in
-//! `from`'s description and, machine-readable, as `x-tayga-window`), the bearer token when
-//! one is required, and the answers every route may give (401, 403 for a write) with their
-//! JSON bodies. These rules live here once rather than on each of the dozens of fields they
+//! `from`'s description and, machine-readable, as `x-tayga-window`), unsigned 64-bit
+//! numbers as such, unique operation ids, links from a list to what it lists, the bearer
+//! token when one is required, and the answers every route may give (401, 403 for a write,
+//! 503's `Retry-After`) with their JSON bodies. These rules live here once rather than on each of the dozens of fields they
 //! apply to; the handlers' annotations hold what is particular to one parameter.
 
 #[cfg(test)]
@@ -121,6 +122,7 @@ pub fn state(doc: utoipa::openapi::OpenApi, token_required: bool) -> Value {
                 json!({"operationId": target, "parameters": parameters});
         }
     }
+    unsigned(&mut doc);
     if token_required {
         doc["components"]["securitySchemes"] = json!({"bearer": {"type": "http", "scheme": "bearer"}});
         doc["security"] = json!([{"bearer": []}]);
@@ -155,6 +157,22 @@ fn state_parameter(param: &mut Value, rules: Option<&PathRules>) {
         if let Some(window) = rules.and_then(|r| r.window) {
             append(param, &window.describe());
         }
+    }
+}
+
+/// utoipa writes every u64 field of an answer as a signed `int64` with `minimum: 0`; the
+/// server sends the whole unsigned range (a span stored with an end near `u64::MAX` has
+/// such a duration), so each says `uint64`.
+fn unsigned(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            if map.get("format") == Some(&json!("int64")) && map.get("minimum") == Some(&json!(0)) {
+                map.insert("format".into(), json!("uint64"));
+            }
+            map.values_mut().for_each(unsigned);
+        }
+        Value::Array(items) => items.iter_mut().for_each(unsigned),
+        _ => {}
     }
 }
 
@@ -264,6 +282,8 @@ mod tests {
             }
         }
         assert_eq!(doc["security"], json!([{"bearer": []}]));
+        let alert = &doc["components"]["schemas"]["Alert"]["properties"];
+        assert_eq!(alert["last_at"]["format"], "uint64", "{alert}");
     }
 
     #[test]
