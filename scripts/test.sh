@@ -3,8 +3,9 @@
 # (ClickHouse 18.16, the Tansu broker, Chromium and chromedriver for the web app's browser
 # tests, chdb-core for the portability test, the stock OpenTelemetry Python SDK exporters
 # for the ingest compatibility test and the JavaScript SDK for the Node.js one, the
-# Standard Webhooks and Slack SDK verifiers for the notifier's payloads), starts the
-# services that are not already answering, runs every test, and stops what it started.
+# Standard Webhooks and Slack SDK verifiers for the notifier's payloads, schemathesis for
+# the API's contract), starts the services that are not already answering, runs every
+# test, and stops what it started.
 # Extra arguments go to `cargo test` (e.g. scripts/test.sh --test it cli::).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,6 +23,11 @@ python3 -c 'import opentelemetry.exporter.otlp.proto.grpc, opentelemetry.exporte
   python3 -m pip install -q opentelemetry-sdk opentelemetry-exporter-otlp-proto-http opentelemetry-exporter-otlp-proto-grpc
 # Webhook receivers' own verifiers, which judge the notifier's payloads.
 python3 -c 'import standardwebhooks, slack_sdk' 2>/dev/null || python3 -m pip install -q standardwebhooks slack-sdk
+# Schemathesis, the API fuzzer that holds the server to its OpenAPI document
+# (tests/it/api_contract.rs); pinned, so its checks and the fixed seed find the same cases.
+schemathesis_version=4.32.5
+python3 -c "import schemathesis, sys; sys.exit(schemathesis.__version__ != '$schemathesis_version')" 2>/dev/null ||
+  python3 -m pip install -q "schemathesis==$schemathesis_version"
 
 # The OpenTelemetry JavaScript SDK, for the Node.js client tests: the versions
 # tests/sdk/node/package-lock.json pins, in that folder only.

@@ -195,7 +195,7 @@ fn alert(id: u64, kind: &str, last_at: u64) -> AlertRow {
 
 /// Two traces, their logs (three hits of one template, one line unmined), stories of two
 /// shapes, an active and an inactive alert with marks and deliveries, recorder samples.
-async fn seed(store: &Store, now: u64) {
+pub(crate) async fn seed(store: &Store, now: u64) {
     let t0 = now - 10 * MIN_NS;
     store
         .insert(&[

@@ -23,12 +23,12 @@ use fantoccini::Locator;
 use crate::common::{Browser, TestEnv};
 use crate::notifier_support::{alert, row};
 
-const VIEWER: &str = "viewer-2c41";
-const OPERATOR: &str = "operator-9a07";
+pub(crate) const VIEWER: &str = "viewer-2c41";
+pub(crate) const OPERATOR: &str = "operator-9a07";
 const LEGACY: &str = "legacy-api-token";
 
 /// The API in-process with a viewer token, an operator token and `api.token`.
-async fn start(env: &TestEnv, store: Store) -> (String, Shutdown) {
+pub(crate) async fn start(env: &TestEnv, store: Store) -> (String, Shutdown) {
     let api = ApiConfig {
         token: LEGACY.into(),
         operator_tokens: vec![OPERATOR.into()],

@@ -9,6 +9,7 @@ mod writer_support;
 
 mod alerts_resolved;
 mod api;
+mod api_contract;
 mod api_roles;
 mod assembler;
 mod bad_input;

@@ -2,10 +2,12 @@
 //! recorder. `router.rs` assembles the routes and the OpenAPI document, `handlers/` holds one
 //! file per area, `params.rs` reads and checks parameters, `error.rs` maps failures to
 //! statuses, `access.rs` the loopback and token rules, `metrics.rs` the API's own metrics,
-//! `recorder/` the scraper, `web/` the app served at `/`. Every read goes through `store::query` (or the `store` functions
+//! `recorder/` the scraper, `web/` the app served at `/`, `contract.rs` the
+//! rules the OpenAPI document states for every route at once. Every read goes through `store::query` (or the `store` functions
 //! the commands use).
 
 pub mod access;
+pub mod contract;
 pub mod error;
 pub mod handlers;
 pub mod metrics;

@@ -5,6 +5,8 @@
 
 use std::sync::Arc;
 
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{middleware, Json, Router};
 use prometheus_client::registry::Registry;
@@ -50,12 +52,24 @@ pub fn api_routes(state: AppState) -> (Router, utoipa::openapi::OpenApi) {
         .routes(routes!(handlers::pipeline::series))
         .with_state(state)
         .split_for_parts();
-    (router, openapi)
+    (router.layer(middleware::map_response(json_errors)), openapi)
 }
 
-/// The OpenAPI document alone, as `/api/v1/openapi.json` serves it (the store is never
-/// reached: building the routes only describes them).
-pub fn openapi() -> utoipa::openapi::OpenApi {
+/// axum's own extractors refuse in plain text (a path segment that is not UTF-8 once
+/// percent-decoded); every API error is the JSON body the document states, so such a 400
+/// becomes one.
+async fn json_errors(response: Response) -> Response {
+    let plain = response.headers().get(header::CONTENT_TYPE).is_some_and(|v| v.as_bytes().starts_with(b"text/plain"));
+    if response.status() != StatusCode::BAD_REQUEST || !plain {
+        return response;
+    }
+    let body = axum::body::to_bytes(response.into_body(), 64 * 1024).await.unwrap_or_default();
+    super::params::rejected(&String::from_utf8_lossy(&body)).into_response()
+}
+
+/// The OpenAPI document alone, as `/api/v1/openapi.json` serves it with no token required
+/// (the store is never reached: building the routes only describes them).
+pub fn openapi() -> serde_json::Value {
     let store = crate::store::Store::new(&crate::config::ClickHouseConfig::default());
     let state = AppState {
         store,
@@ -63,7 +77,7 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
         now_ns: crate::store::now_ns,
         alerts_topic: None,
     };
-    api_routes(state).1
+    super::contract::state(api_routes(state).1, false)
 }
 
 /// Every route the daemon serves, with one operator token (`api.token`; empty: open).
@@ -88,7 +102,7 @@ pub fn secured(
     access: Arc<Access>,
 ) -> Router {
     let (api, openapi) = api_routes(state.clone());
-    let openapi = Arc::new(openapi);
+    let openapi = Arc::new(super::contract::state(openapi, access.roles().required()));
     let mut app = Router::new()
         .merge(api)
         .merge(super::web::routes(state))

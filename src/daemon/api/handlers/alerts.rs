@@ -35,11 +35,14 @@ pub enum AlertState {
 #[into_params(parameter_in = Query)]
 pub struct AlertsParams {
     /// `new_template`, `spike`, `silence`, `new_shape` or `shape_slowdown`.
+    #[param(pattern = "^(new_template|spike|silence|new_shape|shape_slowdown)$")]
     pub kind: Option<String>,
     pub service: Option<String>,
     /// `active` or `inactive`.
-    #[param(value_type = Option<AlertState>)]
+    #[param(inline)]
     pub state: Option<AlertState>,
+    /// Page size, 1 to 1000 (default 100).
+    #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<u64>,
     pub cursor: Option<String>,
 }
@@ -165,7 +168,7 @@ pub struct AlertDetail {
 }
 
 #[utoipa::path(get, path = "/api/v1/alerts/{alert_id}", tag = "alerts",
-    params(("alert_id" = String, Path, description = "16 hex digits")),
+    params(("alert_id" = String, Path, description = "1 to 16 hex digits", pattern = "^[0-9a-fA-F]{1,16}$")),
     responses((status = 200, body = AlertDetail), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody), (status = 503, body = ErrorBody)))]
 pub async fn by_id(State(state): State<AppState>, Path(alert_id): Path<String>) -> Result<Json<AlertDetail>, ApiError> {
     let id = params::hex_id("alert_id", &alert_id)?;

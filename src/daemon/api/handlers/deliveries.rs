@@ -17,6 +17,9 @@ use crate::store::DeliveryRow;
 use crate::wire::alert::{format_id, AlertState};
 use crate::workflow::retry::{self, RetryError, RetryRequest};
 
+/// Pairs created in the 7 days before `to`, over at most 31 days.
+pub const WINDOW: params::WindowRule = params::WindowRule { default_ns: 7 * DAY_NS, max_ns: 31 * DAY_NS };
+
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Delivery {
     pub alert_id: String,
@@ -69,13 +72,18 @@ pub struct DeliveriesParams {
     /// `firing` (the alerts' deliveries, the default) or `resolved` (their resolved notices').
     #[param(pattern = "^(firing|resolved)$")]
     pub state: Option<String>,
+    /// Only this alert's pairs (1 to 16 hex digits).
+    #[param(pattern = "^[0-9a-fA-F]{1,16}$")]
     pub alert_id: Option<String>,
     pub target: Option<String>,
     /// `pending`, `delivered`, `failed` or `silenced` (the latest state).
+    #[param(pattern = "^(pending|delivered|failed|silenced)$")]
     pub status: Option<String>,
     /// Window on the pair's creation, Unix ns (default: the 7 days before `to`; at most 31 days).
     pub from: Option<u64>,
     pub to: Option<u64>,
+    /// Page size, 1 to 1000 (default 100).
+    #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<u64>,
     pub cursor: Option<String>,
 }
@@ -86,7 +94,7 @@ pub async fn list(
     State(state): State<AppState>,
     Query(p): Query<DeliveriesParams>,
 ) -> Result<Json<Page<Delivery>>, ApiError> {
-    let window = params::window(p.from, p.to, state.now(), 7 * DAY_NS, 31 * DAY_NS)?;
+    let window = params::window(p.from, p.to, state.now(), WINDOW)?;
     let limit = params::limit(p.limit)?;
     let alert_id = match params::text("alert_id", p.alert_id)? {
         Some(id) => Some(params::hex_id("alert_id", &id)?),
@@ -140,7 +148,7 @@ pub struct RetryAnswer {
 const API_OPERATOR: &str = "api";
 
 #[utoipa::path(post, path = "/api/v1/deliveries/{alert_id}/retry", tag = "deliveries",
-    params(("alert_id" = String, Path, description = "16 hex digits"), RetryParams),
+    params(("alert_id" = String, Path, description = "1 to 16 hex digits", pattern = "^[0-9a-fA-F]{1,16}$"), RetryParams),
     responses(
         (status = 200, body = RetryAnswer, description = "Reset to pending and republished: the notifier delivers it once more"),
         (status = 400, body = ErrorBody),

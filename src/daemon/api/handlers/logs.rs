@@ -17,6 +17,8 @@ use crate::wire::alert::format_id;
 
 /// The widest window a search or a count may cover.
 pub const MAX_WINDOW_NS: u64 = 7 * DAY_NS;
+/// The hour before `to`, over at most [`MAX_WINDOW_NS`].
+pub const WINDOW: params::WindowRule = params::WindowRule { default_ns: HOUR_NS, max_ns: MAX_WINDOW_NS };
 
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
@@ -67,7 +69,7 @@ pub fn log_query(
 #[utoipa::path(get, path = "/api/v1/logs", tag = "logs", params(LogsParams),
     responses((status = 200, body = Page<Log>), (status = 400, body = ErrorBody), (status = 503, body = ErrorBody)))]
 pub async fn list(State(state): State<AppState>, Query(p): Query<LogsParams>) -> Result<Json<Page<Log>>, ApiError> {
-    let window = params::window(p.from, p.to, state.now(), HOUR_NS, MAX_WINDOW_NS)?;
+    let window = params::window(p.from, p.to, state.now(), WINDOW)?;
     let limit = params::limit(p.limit)?;
     let before = params::cursor::<(u64, u64)>(p.cursor)?;
     let search = LogSearch { query: log_query(p.q, p.service, p.template_id)?, before };
@@ -113,7 +115,10 @@ pub struct CountsParams {
     /// Window end, Unix ns (default: now).
     pub to: Option<u64>,
     /// The step, in seconds (default: about 60 steps, whole minutes from a one-hour window
-    /// up, else whole seconds); at most 1,000 steps over the window.
+    /// up, else whole seconds). A step that gives more than 1,000 steps over the window is
+    /// widened to the smallest multiple of itself that gives at most 1,000; one longer than
+    /// the window is the window's length (in whole minutes when it was whole minutes), so
+    /// the read stays within the window's bound. `step_ns` says which step was used.
     #[param(minimum = 1)]
     pub step_secs: Option<u64>,
 }
@@ -174,7 +179,10 @@ pub struct LogCounts {
 pub const MAX_STEPS: u64 = 1000;
 
 /// The step for `window`: `step_secs`, or about 60 steps (whole seconds; whole minutes from
-/// a one-hour window up, so the rollup answers).
+/// a one-hour window up, so the rollup answers). A step that would give more than
+/// [`MAX_STEPS`] is widened to the smallest multiple of itself that gives at most that many
+/// (the answer's `step_ns` says which): a finer count than that is never read, and a
+/// multiple keeps whole minutes whole.
 pub fn step_for(window: Window, step_secs: Option<u64>) -> Result<u64, ApiError> {
     const SECOND: u64 = 1_000_000_000;
     let span = window.to_ns - window.from_ns;
@@ -184,16 +192,18 @@ pub fn step_for(window: Window, step_secs: Option<u64>) -> Result<u64, ApiError>
         None if span >= HOUR_NS => span.div_ceil(60).div_ceil(60 * SECOND) * 60 * SECOND,
         None => span.div_ceil(60).div_ceil(SECOND) * SECOND,
     };
-    if span.div_ceil(step) > MAX_STEPS {
-        return Err(ApiError::bad("step_secs", format!("gives more than {MAX_STEPS} steps over this window")));
-    }
-    Ok(step)
+    // Steps align the window to whole steps, so a step longer than the window would widen
+    // the read past the window's bound: it is the window's length instead (whole minutes
+    // when the step was, so the rollup still answers).
+    let unit = if step.is_multiple_of(60 * SECOND) { 60 * SECOND } else { SECOND };
+    let step = step.min(span.div_ceil(unit) * unit);
+    Ok(step * span.div_ceil(MAX_STEPS).div_ceil(step).max(1))
 }
 
 #[utoipa::path(get, path = "/api/v1/logs/counts", tag = "logs", params(CountsParams),
     responses((status = 200, body = LogCounts), (status = 400, body = ErrorBody), (status = 503, body = ErrorBody)))]
 pub async fn counts(State(state): State<AppState>, Query(p): Query<CountsParams>) -> Result<Json<LogCounts>, ApiError> {
-    let window = params::window(p.from, p.to, state.now(), HOUR_NS, MAX_WINDOW_NS)?;
+    let window = params::window(p.from, p.to, state.now(), WINDOW)?;
     let step_ns = step_for(window, p.step_secs)?;
     let query = log_query(p.q, p.service, p.template_id)?;
     let from_ns = window.from_ns - window.from_ns % step_ns;
@@ -283,8 +293,16 @@ mod tests {
         assert_eq!(step_for(w(HOUR_NS), None).unwrap(), 60_000_000_000);
         assert_eq!(step_for(w(DAY_NS), None).unwrap(), 24 * 60_000_000_000);
         assert_eq!(step_for(w(15 * 60_000_000_000), None).unwrap(), 15_000_000_000);
-        assert!(step_for(w(DAY_NS), Some(1)).is_err());
         assert!(step_for(w(HOUR_NS), Some(0)).is_err());
+        // Too fine for the window: widened to a multiple of itself, at most 1000 steps.
+        assert_eq!(step_for(w(DAY_NS), Some(1)).unwrap(), 87_000_000_000);
+        assert_eq!(step_for(w(7 * DAY_NS), Some(60)).unwrap(), 11 * 60_000_000_000);
+        assert_eq!(step_for(w(HOUR_NS), Some(u64::MAX)).unwrap(), HOUR_NS, "a step longer than the window");
+        assert_eq!(step_for(w(HOUR_NS + 1), Some(7200)).unwrap(), HOUR_NS + 60_000_000_000, "whole minutes");
+        for (span, secs) in [(DAY_NS, 1), (7 * DAY_NS, 7), (HOUR_NS, 3)] {
+            let step = step_for(w(span), Some(secs)).unwrap();
+            assert!(span.div_ceil(step) <= MAX_STEPS && step.is_multiple_of(secs * 1_000_000_000), "{span} {secs}");
+        }
     }
 
     #[test]

@@ -18,6 +18,9 @@ use crate::store::query::pipeline::{self, StepSample};
 /// The most points one series may have; a finer step is refused.
 pub const MAX_POINTS: u64 = 1000;
 
+/// The hour before `to`, over at most 7 days.
+pub const WINDOW: params::WindowRule = params::WindowRule { default_ns: HOUR_NS, max_ns: 7 * DAY_NS };
+
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
@@ -29,7 +32,10 @@ pub struct PipelineParams {
     /// Window start, Unix ns (default: one hour before `to`; at most 7 days).
     pub from: Option<u64>,
     pub to: Option<u64>,
-    /// Seconds per point (default: the window over 120 points, at least 1 s).
+    /// Seconds per point (default: the window over 120 points, at least 1 s). A step longer
+    /// than the window is the window; one that gives more than 1,000 points is widened to
+    /// the smallest multiple of itself that gives at most 1,000 (`step_secs` says).
+    #[param(minimum = 1)]
     pub step_secs: Option<u64>,
 }
 
@@ -87,17 +93,9 @@ pub async fn series(
     State(state): State<AppState>,
     Query(p): Query<PipelineParams>,
 ) -> Result<Json<Pipeline>, ApiError> {
-    let window = params::window(p.from, p.to, state.now(), HOUR_NS, 7 * DAY_NS)?;
+    let window = params::window(p.from, p.to, state.now(), WINDOW)?;
     let span_secs = (window.to_ns - window.from_ns).div_ceil(1_000_000_000);
-    let step_secs = match p.step_secs {
-        Some(0) => return Err(ApiError::bad("step_secs", "must be at least 1")),
-        Some(s) if s > span_secs.max(1) => return Err(ApiError::bad("step_secs", "is longer than the window")),
-        Some(s) if span_secs.div_ceil(s) > MAX_POINTS => {
-            return Err(ApiError::bad("step_secs", format!("gives more than {MAX_POINTS} points over the window")))
-        }
-        Some(s) => s,
-        None => span_secs.div_ceil(120).max(1),
-    };
+    let step_secs = step_secs(span_secs, p.step_secs)?;
     let service = params::text("service", p.service)?;
     let metric = params::text("metric", p.metric)?;
     let rows = state
@@ -107,6 +105,22 @@ pub async fn series(
     let series = group(rows);
     let quantiles = quantiles(&series);
     Ok(Json(Pipeline { from_ns: window.from_ns, to_ns: window.to_ns, step_secs, series, quantiles, truncated }))
+}
+
+/// Seconds per point over a window of `span_secs`: `asked`, or the window over 120 points.
+/// A step longer than the window is the window (one point); one that would give more than
+/// [`MAX_POINTS`] is widened to the smallest multiple of itself that gives at most that
+/// many. The answer's `step_secs` says which was used.
+fn step_secs(span_secs: u64, asked: Option<u64>) -> Result<u64, ApiError> {
+    let span_secs = span_secs.max(1);
+    match asked {
+        Some(0) => Err(ApiError::bad("step_secs", "must be at least 1")),
+        Some(s) => {
+            let s = s.min(span_secs);
+            Ok(s * span_secs.div_ceil(MAX_POINTS).div_ceil(s).max(1))
+        }
+        None => Ok(span_secs.div_ceil(120)),
+    }
 }
 
 /// (service, metric, label keys, label values): one series.
@@ -186,6 +200,20 @@ mod tests {
             label_values: vec![le.into(), "spans".into()],
             step_ns,
             value,
+        }
+    }
+
+    #[test]
+    fn a_step_too_long_or_too_fine_for_the_window_is_made_to_fit() {
+        assert!(step_secs(3600, Some(0)).is_err());
+        assert_eq!(step_secs(3600, None).unwrap(), 30);
+        assert_eq!(step_secs(3600, Some(u64::MAX)).unwrap(), 3600, "one point");
+        assert_eq!(step_secs(7 * 86_400, Some(1)).unwrap(), 605);
+        assert_eq!(step_secs(7 * 86_400, Some(60)).unwrap(), 660);
+        assert_eq!(step_secs(0, Some(5)).unwrap(), 1);
+        for (span, asked) in [(86_400, 7), (3601, 1), (604_800, 13)] {
+            let s = step_secs(span, Some(asked)).unwrap();
+            assert!(span.div_ceil(s) <= MAX_POINTS && s.is_multiple_of(asked), "{span} {asked}: {s}");
         }
     }
 

@@ -10,6 +10,9 @@ use crate::daemon::api::error::{ApiError, ErrorBody};
 use crate::daemon::api::params::{self, Query, DAY_NS, HOUR_NS};
 use crate::store::query::services;
 
+/// Services seen in the hour before `to`, over at most 31 days.
+pub const WINDOW: params::WindowRule = params::WindowRule { default_ns: HOUR_NS, max_ns: 31 * DAY_NS };
+
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
@@ -19,6 +22,7 @@ pub struct ServicesParams {
     /// Window end, Unix ns (default: now).
     pub to: Option<u64>,
     /// Page size, 1 to 1000 (default 100).
+    #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<u64>,
     /// `next_cursor` of the previous page.
     pub cursor: Option<String>,
@@ -41,7 +45,7 @@ pub async fn list(
     State(state): State<AppState>,
     Query(p): Query<ServicesParams>,
 ) -> Result<Json<Page<Service>>, ApiError> {
-    let window = params::window(p.from, p.to, state.now(), HOUR_NS, 31 * DAY_NS)?;
+    let window = params::window(p.from, p.to, state.now(), WINDOW)?;
     let limit = params::limit(p.limit)?;
     let after = params::cursor::<String>(p.cursor)?.unwrap_or_default();
     let rows = state.run(services::services(&state.store, window, &after, limit)).await?;

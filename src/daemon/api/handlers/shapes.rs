@@ -14,6 +14,9 @@ use crate::daemon::api::params::{self, Query, DAY_NS};
 use crate::store::query::stories::{self, ShapeDiffError};
 use crate::wire::alert::format_id;
 
+/// Each side's newest story in the day before `to`, over at most 31 days.
+pub const WINDOW: params::WindowRule = params::WindowRule { default_ns: DAY_NS, max_ns: 31 * DAY_NS };
+
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
@@ -55,8 +58,8 @@ pub struct ShapeDiff {
 }
 
 #[utoipa::path(get, path = "/api/v1/shapes/{a}/diff/{b}", tag = "stories", params(
-        ("a" = String, Path, description = "the shape diffed against: 16 hex digits"),
-        ("b" = String, Path, description = "the shape shown: 16 hex digits"), DiffParams),
+        ("a" = String, Path, description = "the shape diffed against: 1 to 16 hex digits", pattern = "^[0-9a-fA-F]{1,16}$"),
+        ("b" = String, Path, description = "the shape shown: 1 to 16 hex digits", pattern = "^[0-9a-fA-F]{1,16}$"), DiffParams),
     responses((status = 200, body = ShapeDiff), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody), (status = 503, body = ErrorBody)))]
 pub async fn diff(
     State(state): State<AppState>,
@@ -64,7 +67,7 @@ pub async fn diff(
     Query(p): Query<DiffParams>,
 ) -> Result<Json<ShapeDiff>, ApiError> {
     let (a, b) = (params::hex_id("a", &a)?, params::hex_id("b", &b)?);
-    let window = params::window(p.from, p.to, state.now(), DAY_NS, 31 * DAY_NS)?;
+    let window = params::window(p.from, p.to, state.now(), WINDOW)?;
     let d = state.run(stories::shape_diff(&state.store, a, b, window)).await?;
     let side = |s: &crate::store::StoryRow| DiffSide {
         fingerprint: format_id(s.fingerprint),

@@ -78,15 +78,25 @@ pub async fn list(
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct AddParams {
-    /// The service whose alerts are held back.
+    /// The service whose alerts are held back (not only white space).
+    #[param(
+        pattern = "^[^\\u0000-\\u001F\\u007F-\\u009F]*[^\\u0000-\\u0020\\u007F-\\u00A0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000][^\\u0000-\\u001F\\u007F-\\u009F]*$"
+    )]
     pub service: String,
-    /// Only alerts of this kind (`new_template`, `spike`, `silence`); default (absent or empty): every kind.
+    /// Only alerts of this kind (`new_template`, `spike`, `silence`, `new_shape`,
+    /// `shape_slowdown`); default (absent or empty): every kind.
+    #[param(pattern = "^(|new_template|spike|silence|new_shape|shape_slowdown)$")]
     pub kind: Option<String>,
-    /// Only alerts of this template (16 hex digits); default (absent or empty): every template.
+    /// Only alerts of this template (1 to 16 hex digits); default (absent or empty): every template.
+    #[param(pattern = "^([0-9a-fA-F]{1,16})?$")]
     pub template_id: Option<String>,
     /// How long the silence runs from now, in seconds (above 0).
+    #[param(minimum = 1)]
     pub duration_secs: u64,
-    /// Why the alerts are held back.
+    /// Why the alerts are held back (not only white space).
+    #[param(
+        pattern = "^[^\\u0000-\\u001F\\u007F-\\u009F]*[^\\u0000-\\u0020\\u007F-\\u00A0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000][^\\u0000-\\u001F\\u007F-\\u009F]*$"
+    )]
     pub comment: String,
 }
 
@@ -152,7 +162,7 @@ pub async fn add(State(state): State<AppState>, Query(p): Query<AddParams>) -> R
 }
 
 #[utoipa::path(post, path = "/api/v1/silences/{silence_id}/expire", tag = "silences",
-    params(("silence_id" = String, Path, description = "16 hex digits")),
+    params(("silence_id" = String, Path, description = "1 to 16 hex digits", pattern = "^[0-9a-fA-F]{1,16}$")),
     responses(
         (status = 200, body = Silence, description = "Ended now: matching alerts are delivered again from their next update"),
         (status = 400, body = ErrorBody),

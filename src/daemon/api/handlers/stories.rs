@@ -13,6 +13,9 @@ use crate::store::query::stories;
 use crate::store::StoryRow;
 use crate::wire::alert::format_id;
 
+/// Stories that started in the hour before `to`, over at most 31 days.
+pub const WINDOW: params::WindowRule = params::WindowRule { default_ns: HOUR_NS, max_ns: 31 * DAY_NS };
+
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Story {
     pub trace_id: String,
@@ -58,7 +61,7 @@ impl Story {
 }
 
 #[utoipa::path(get, path = "/api/v1/traces/{trace_id}/story", tag = "stories",
-    params(("trace_id" = String, Path, description = "32 hex digits")),
+    params(("trace_id" = String, Path, description = "32 hex digits", pattern = "^[0-9a-fA-F]{32}$")),
     responses((status = 200, body = Story), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody), (status = 503, body = ErrorBody)))]
 pub async fn by_trace(State(state): State<AppState>, Path(trace_id): Path<String>) -> Result<Json<Story>, ApiError> {
     let trace_id = params::trace_id("trace_id", &trace_id)?;
@@ -77,6 +80,8 @@ pub struct ShapesParams {
     /// Window start, Unix ns (default: one hour before `to`); stories by start.
     pub from: Option<u64>,
     pub to: Option<u64>,
+    /// Page size, 1 to 1000 (default 100).
+    #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<u64>,
     pub cursor: Option<String>,
 }
@@ -112,7 +117,7 @@ pub async fn shapes(
     State(state): State<AppState>,
     Query(p): Query<ShapesParams>,
 ) -> Result<Json<Page<Shape>>, ApiError> {
-    let window = params::window(p.from, p.to, state.now(), HOUR_NS, 31 * DAY_NS)?;
+    let window = params::window(p.from, p.to, state.now(), WINDOW)?;
     let limit = params::limit(p.limit)?;
     let service = params::text("service", p.service)?;
     let after = params::cursor::<(u64, u64)>(p.cursor)?;
@@ -147,12 +152,14 @@ pub async fn shapes(
 pub struct ShapeStoriesParams {
     pub from: Option<u64>,
     pub to: Option<u64>,
+    /// Page size, 1 to 1000 (default 100).
+    #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<u64>,
     pub cursor: Option<String>,
 }
 
 #[utoipa::path(get, path = "/api/v1/shapes/{fingerprint}/stories", tag = "stories",
-    params(("fingerprint" = String, Path, description = "16 hex digits"), ShapeStoriesParams),
+    params(("fingerprint" = String, Path, description = "1 to 16 hex digits", pattern = "^[0-9a-fA-F]{1,16}$"), ShapeStoriesParams),
     responses((status = 200, body = Page<Story>), (status = 400, body = ErrorBody), (status = 503, body = ErrorBody)))]
 pub async fn shape_stories(
     State(state): State<AppState>,
@@ -160,7 +167,7 @@ pub async fn shape_stories(
     Query(p): Query<ShapeStoriesParams>,
 ) -> Result<Json<Page<Story>>, ApiError> {
     let fingerprint = params::hex_id("fingerprint", &fingerprint)?;
-    let window = params::window(p.from, p.to, state.now(), HOUR_NS, 31 * DAY_NS)?;
+    let window = params::window(p.from, p.to, state.now(), WINDOW)?;
     let limit = params::limit(p.limit)?;
     let after = params::cursor::<(u64, String)>(p.cursor)?;
     let rows = state.run(stories::shape_stories(&state.store, fingerprint, window, after, limit)).await?;

@@ -15,6 +15,9 @@ use crate::store::query::templates;
 use crate::time::MINUTE_NS;
 use crate::wire::alert::format_id;
 
+/// The per-minute counts of the hour before `to`, over at most a day.
+pub const WINDOW: params::WindowRule = params::WindowRule { default_ns: HOUR_NS, max_ns: DAY_NS };
+
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
@@ -23,6 +26,8 @@ pub struct TemplatesParams {
     /// Window of the per-minute counts, Unix ns (default: the hour before `to`; at most 24 h).
     pub from: Option<u64>,
     pub to: Option<u64>,
+    /// Page size, 1 to 1000 (default 100).
+    #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<u64>,
     pub cursor: Option<String>,
 }
@@ -54,7 +59,7 @@ pub async fn list(
     State(state): State<AppState>,
     Query(p): Query<TemplatesParams>,
 ) -> Result<Json<Page<Template>>, ApiError> {
-    let window = params::window(p.from, p.to, state.now(), HOUR_NS, DAY_NS)?;
+    let window = params::window(p.from, p.to, state.now(), WINDOW)?;
     let limit = params::limit(p.limit)?;
     let service = params::text("service", p.service)?;
     let after = params::cursor::<(u64, String, u64)>(p.cursor)?;

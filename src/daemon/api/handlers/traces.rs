@@ -19,6 +19,9 @@ use crate::store::{read, SpanRow};
 /// Attributes as a JSON object of typed values: numbers as numbers, arrays and maps as JSON.
 type TypedAttributes = serde_json::Map<String, serde_json::Value>;
 
+/// Spans that started in the hour before `to`, over at most 7 days (search and scatter).
+pub const WINDOW: params::WindowRule = params::WindowRule { default_ns: HOUR_NS, max_ns: 7 * DAY_NS };
+
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Span {
     pub span_id: String,
@@ -189,7 +192,7 @@ pub struct Trace {
 }
 
 #[utoipa::path(get, path = "/api/v1/traces/{trace_id}", tag = "traces",
-    params(("trace_id" = String, Path, description = "32 hex digits")),
+    params(("trace_id" = String, Path, description = "32 hex digits", pattern = "^[0-9a-fA-F]{32}$")),
     responses((status = 200, body = Trace), (status = 400, body = ErrorBody), (status = 404, body = ErrorBody), (status = 503, body = ErrorBody)))]
 pub async fn by_id(State(state): State<AppState>, Path(trace_id): Path<String>) -> Result<Json<Trace>, ApiError> {
     let trace_id = params::trace_id("trace_id", &trace_id)?;
@@ -303,7 +306,7 @@ pub async fn search(
     State(state): State<AppState>,
     Query(p): Query<TraceSearchParams>,
 ) -> Result<Json<Page<TraceHit>>, ApiError> {
-    let window = params::window(p.from, p.to, state.now(), HOUR_NS, 7 * DAY_NS)?;
+    let window = params::window(p.from, p.to, state.now(), WINDOW)?;
     let limit = params::limit(p.limit)?;
     let mut q = trace_search(&p)?;
     q.after = params::cursor::<(u64, String)>(p.cursor)?;
@@ -375,7 +378,7 @@ pub struct Scatter {
 #[utoipa::path(get, path = "/api/v1/traces/scatter", tag = "traces", params(ScatterParams),
     responses((status = 200, body = Scatter), (status = 400, body = ErrorBody), (status = 503, body = ErrorBody)))]
 pub async fn scatter(State(state): State<AppState>, Query(p): Query<ScatterParams>) -> Result<Json<Scatter>, ApiError> {
-    let window = params::window(p.from, p.to, state.now(), HOUR_NS, 7 * DAY_NS)?;
+    let window = params::window(p.from, p.to, state.now(), WINDOW)?;
     let limit = match p.limit.unwrap_or(1000) {
         n @ 1..=traces::MAX_POINTS => n,
         n => return Err(ApiError::bad("limit", format!("must be 1 to {}, is {n}", traces::MAX_POINTS))),
