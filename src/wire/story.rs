@@ -32,8 +32,9 @@ pub const MAX_EXCEPTION_MESSAGE_BYTES: usize = 1024;
 /// is then empty).
 pub const MISSING_ROOT: &str = "missing root";
 
-/// One assembled trace, as published on `<prefix>.stories` (keyed by [`Story::key`]).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// One assembled trace, as published on `<prefix>.stories` (keyed by [`Story::key`]), and
+/// as the API answers it: one type from topic to table to API.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Story {
     /// Always [`STORY_FORMAT_VERSION`] in what this build writes.
     pub version: u32,
@@ -41,6 +42,7 @@ pub struct Story {
     pub trace_id: String,
     /// The shape: `identity::story_fingerprint` of the trace's call edges.
     #[serde(with = "hex_id")]
+    #[schema(value_type = String, pattern = "^[0-9a-f]{16}$")]
     pub fingerprint: u64,
     /// The root span's service and operation; `""` and [`MISSING_ROOT`] without a root.
     pub root_service: String,

@@ -10,55 +10,11 @@ use super::{AppState, Page};
 use crate::daemon::api::error::{ApiError, ErrorBody};
 use crate::daemon::api::params::{self, Query, DAY_NS, HOUR_NS};
 use crate::store::query::stories;
-use crate::store::StoryRow;
+use crate::wire::story::Story;
 use crate::wire::alert::format_id;
 
 /// Stories that started in the hour before `to`, over at most 31 days.
 pub const WINDOW: params::WindowRule = params::WindowRule { default_ns: HOUR_NS, max_ns: 31 * DAY_NS };
-
-#[derive(Debug, Serialize, ToSchema)]
-pub struct Story {
-    pub trace_id: String,
-    /// The shape: a hash of the trace's service/operation call edges.
-    pub fingerprint: String,
-    pub root_service: String,
-    pub root_operation: String,
-    pub start_ns: u64,
-    pub duration_ns: u64,
-    pub span_count: u32,
-    pub services: Vec<String>,
-    pub edges: Vec<String>,
-    pub error: bool,
-    pub error_spans: u32,
-    pub log_count: u32,
-    /// The trace had more spans than the assembler keeps.
-    pub truncated: bool,
-    /// The first exception of an error trace: its type and message ('' when none).
-    pub exception_type: String,
-    pub exception_message: String,
-}
-
-impl Story {
-    fn from_row(r: StoryRow) -> Story {
-        Story {
-            trace_id: r.trace_id,
-            fingerprint: format_id(r.fingerprint),
-            root_service: r.root_service,
-            root_operation: r.root_operation,
-            start_ns: r.start_ns,
-            duration_ns: r.duration_ns,
-            span_count: r.span_count,
-            services: r.services,
-            edges: r.edges,
-            error: r.error != 0,
-            error_spans: r.error_spans,
-            log_count: r.log_count,
-            truncated: r.truncated != 0,
-            exception_type: r.exception_type,
-            exception_message: r.exception_message,
-        }
-    }
-}
 
 #[utoipa::path(get, path = "/api/v1/traces/{trace_id}/story", tag = "stories",
     params(("trace_id" = String, Path, description = "32 hex digits", pattern = "^[0-9a-fA-F]{32}$")),
@@ -66,7 +22,7 @@ impl Story {
 pub async fn by_trace(State(state): State<AppState>, Path(trace_id): Path<String>) -> Result<Json<Story>, ApiError> {
     let trace_id = params::trace_id("trace_id", &trace_id)?;
     match state.run(stories::story_by_trace(&state.store, &trace_id)).await? {
-        Some(row) => Ok(Json(Story::from_row(row))),
+        Some(row) => Ok(Json(Story::from_row(&row))),
         None => Err(ApiError::not_found(format!("story of trace {trace_id}"))),
     }
 }
@@ -172,6 +128,6 @@ pub async fn shape_stories(
     let after = params::cursor::<(u64, String)>(p.cursor)?;
     let rows = state.run(stories::shape_stories(&state.store, fingerprint, window, after, limit)).await?;
     let cursor = rows.last().map(|r| params::next_cursor(&(r.start_ns, r.trace_id.clone())));
-    let items = rows.into_iter().map(Story::from_row).collect();
+    let items = rows.iter().map(Story::from_row).collect();
     Ok(Json(Page::of(items, limit, cursor)))
 }

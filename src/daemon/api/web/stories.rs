@@ -135,7 +135,7 @@ pub async fn shape(State(state): State<AppState>, Path(fingerprint): Path<String
             Some(s) => {
                 h1 { (s.root_service) " · " (s.root_operation) }
                 p.edges { @for e in calls(&s.edges) { code { (e) } br; } }
-                (compare_link(&s.fingerprint, &endpoint_shapes, (from, now), window))
+                (compare_link(&crate::wire::alert::format_id(s.fingerprint), &endpoint_shapes, (from, now), window))
             }
             None => { h1 { "Shape " (fingerprint) } }
         }
