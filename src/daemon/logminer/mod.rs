@@ -38,7 +38,8 @@ mod ownership;
 mod passes;
 mod prompt;
 mod publish;
-mod shape_pass;
+pub mod shape_history;
+pub mod shape_pass;
 pub mod shapes;
 
 use std::sync::{Arc, Mutex};

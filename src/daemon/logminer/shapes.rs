@@ -354,9 +354,11 @@ pub struct Slowdown {
     pub p95_ms: f64,
 }
 
-/// Where the slowdown window starts at data time `clock_ns`, and where its baseline does.
+/// Where the slowdown window starts at data time `clock_ns`, and where its baseline does:
+/// on whole minutes (the durations are kept per minute, `shape_minutes`), so the window is
+/// the minute `slowdown_window_min` minutes ago and every minute after it.
 pub fn slowdown_bounds(rules: &ShapeRules, clock_ns: u64) -> (u64, u64) {
-    let window = clock_ns.saturating_sub(rules.slowdown_window_min.saturating_mul(MINUTE_NS));
+    let window = clock_ns.saturating_sub(rules.slowdown_window_min.saturating_mul(MINUTE_NS)) / MINUTE_NS * MINUTE_NS;
     (window, window.saturating_sub(rules.slowdown_baseline_min.saturating_mul(MINUTE_NS)))
 }
 
