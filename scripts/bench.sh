@@ -451,8 +451,9 @@ if "shapes" in ONLY:
                              capture_output=True, text=True).stdout
         t = [[int(x) for x in re.findall(r"(\d+) / (\d+)", l)[i]] for l in out.splitlines() if l.startswith("| frontend") for i in (0, 1)]
         with_, off = t[0::2], t[1::2]
+        n = int(re.search(r"(\d+) traces", out)[1])
         seeds.append(f"seed {seed}: {sum(a for a, _ in with_)} / {sum(b for _, b in with_)} with the defaults, "
-                     f"{sum(a for a, _ in off)} / {sum(b for _, b in off)} guards off ({re.search(r'(\d+) traces', out)[1]} traces)")
+                     f"{sum(a for a, _ in off)} / {sum(b for _, b in off)} guards off ({n:,} traces)")
     rows.append(("shapes, false alarms, other seeds (examples/shape_noise.rs, 12 h, all four endpoints): new_shape true / false",
                  "; ".join(seeds), "(no other side)", None, load()))
 

@@ -131,7 +131,12 @@ impl Logminer {
                 baseline_p95_ns: t.baseline_p95_ns,
             };
             let stored = ongoing.get(&t.fingerprint);
-            let current = stored.map(|a| Ongoing { alert_id: a.alert_id, first_at: a.first_at });
+            let current = stored.map(|a| Ongoing {
+                alert_id: a.alert_id,
+                first_at: a.first_at,
+                baseline_ms: a.baseline,
+                threshold_ms: a.threshold,
+            });
             let Some(s) = shapes::slowdown(rules, &timing, now, current) else { continue };
             let shape = endpoints.get(&endpoint).and_then(|e| e.shapes.iter().find(|s| s.fingerprint == t.fingerprint));
             let mut row = s.to_row(&endpoint, shape, now);
