@@ -6,7 +6,8 @@
 //! branches, fan-outs of any width and a rare new branch raise nothing; the same stories
 //! stored again (as an assembler re-reading `signals` stores them) and a fresh replica
 //! raise nothing twice. A slower shape raises one `shape_slowdown` that keeps its id across
-//! a kill.
+//! a kill. End to end with the Python SDK, both kinds are delivered once, and once the slow
+//! shape is fast again both resolve, each with one resolved notice.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;

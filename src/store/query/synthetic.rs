@@ -136,7 +136,8 @@ pub fn statements(s: &SyntheticData) -> Vec<(&'static str, String)> {
 /// `stories` traces evenly over `[end_ns - span_ns, end_ns)`, round-robin over `endpoints`
 /// endpoints (root operations of 8 root services), each taking up to 17 shapes with
 /// geometrically falling frequency (about half its traces the usual one, one in 65,536
-/// the rarest), a shape's edges growing with its rank (4 to 20), durations of 20 to 220 ms.
+/// the rarest), a shape's edges growing with its rank (4 to 20: the root's, then calls
+/// from a handler), durations of 20 to 220 ms.
 /// Like real stories, each fingerprint has one set of edges; the view fills `shape_minutes`.
 pub fn shape_stories_sql(stories: u64, endpoints: u64, end_ns: u64, span_ns: u64) -> String {
     let start = end_ns - span_ns;
@@ -145,14 +146,15 @@ pub fn shape_stories_sql(stories: u64, endpoints: u64, end_ns: u64, span_ns: u64
     let root = format!("concat('svc-', toString({e} % 8))");
     let op = format!("concat('GET /r', toString({e}))");
     let rank = "toUInt64(16 - floor(log2(1 + intHash64(number) % 65536)))";
+    let calls: Vec<String> = (0..19).map(|i| format!("'handler/run -> dep{i}/call {i}'")).collect();
+    let calls = calls.join(", ");
     format!(
         "INSERT INTO stories (trace_id, fingerprint, root_service, root_operation, start_ns, duration_ns, span_count, \
          services, edges, error, error_spans, log_count, truncated, version_ns) \
          SELECT {trace}, cityHash64({e}, {rank}), {root}, {op}, {start} + number * {step}, \
          20000000 + intHash64(number * 3) % 200000000, toUInt32(4 + {rank}), [{root}], \
-         arrayConcat([concat('ROOT -> ', {root}, '/', {op})], arrayMap(i -> concat({root}, '/', {op}, ' -> dep', \
-         toString(i), '/call ', toString(i)), range(3 + {rank}))), toUInt8(0), toUInt32(0), toUInt32(1), toUInt8(0), \
-         toUInt64(1) FROM numbers({stories})",
+         arrayConcat([concat('ROOT -> ', {root}, '/', {op})], arraySlice([{calls}], 1, 3 + {rank})), toUInt8(0), \
+         toUInt32(0), toUInt32(1), toUInt8(0), toUInt64(1) FROM numbers({stories})",
         trace = trace_of("number"),
     )
 }
