@@ -12,13 +12,17 @@
 #   - the writer and the assembler as daemons (`tayga serve writer|assembler`) draining a
 #     topic ingest filled: spans per daemon CPU-second and peak RSS;
 #   - end to end: a new log shape sent to ingest until its `new_template` webhook arrives,
-#     idle and under a steady background load (BENCH_SHAPES shapes each, default 20).
+#     idle and under a steady background load (BENCH_SHAPES shapes each, default 20);
+#   - shapes: the shape rules' false alarms on simulated traffic (examples/shape_noise.rs,
+#     12 h, seed 7, and seeds 1-3), a new trace path sent to ingest until its `new_shape`
+#     webhook arrives (BENCH_PATHS endpoints, default 10, each warmed up with backdated
+#     traffic), and one shape pass's cost over a day of stories (examples/shape_pass_bench.rs).
 # Each figure is the median of RUNS runs (default 3). Needs the local services
 # (scripts/services.sh start); Rotel and Drain3 are installed into a private venv
 # (target/bench-venv) by this script. Every run uses its own topic prefix and database and
 # removes them.
 #   scripts/bench.sh [RUNS] [SECONDS]
-# BENCH_ONLY=ingest,writer,mine,logminer,daemons,e2e picks sections; BENCH_OUT=FILE writes elsewhere;
+# BENCH_ONLY=ingest,writer,mine,logminer,daemons,e2e,shapes picks sections; BENCH_OUT=FILE writes elsewhere;
 # BENCH_BUILD=0 skips the release build (for a quick look at an existing one).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,7 +32,8 @@ ROTEL_VERSION=0.0.1a15
 DRAIN3_VERSION=0.9.11
 
 if [ "${BENCH_BUILD:-1}" != 0 ]; then
-  cargo build --release --locked --quiet --bin tayga --example writer_bench --example logminer_bench
+  cargo build --release --locked --quiet --bin tayga --example writer_bench --example logminer_bench \
+    --example shape_noise --example shape_pass_bench
 fi
 venv=target/bench-venv
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
@@ -45,7 +50,7 @@ exec "$venv/bin/python" - "$runs" "$seconds" "$rotel" "$tansu" <<'PY'
 import datetime, json, os, random, re, signal, statistics, subprocess, sys, time, urllib.request
 
 runs, seconds, rotel, tansu = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
-ONLY = set(os.environ.get("BENCH_ONLY", "ingest,writer,mine,logminer,daemons,e2e").split(","))
+ONLY = set(os.environ.get("BENCH_ONLY", "ingest,writer,mine,logminer,daemons,e2e,shapes").split(","))
 OUT = os.environ.get("BENCH_OUT", "docs/benchmarks.md")
 TAYGA = "target/release/tayga"
 HZ = os.sysconf("SC_CLK_TCK")
@@ -87,8 +92,9 @@ def wait_for(what, check, timeout=30):
 
 
 def drop_database(name):
+    # A drop waits for the database's merges; on a busy 18.16 that took more than 10 s.
     req = urllib.request.Request(f"{CH}/?query=DROP+DATABASE+IF+EXISTS+{name}", method="POST")
-    urllib.request.urlopen(req, timeout=10).read()
+    urllib.request.urlopen(req, timeout=120).read()
 
 
 def delete_topics(names):
@@ -223,6 +229,30 @@ def drain(prefix):
     return out
 
 
+def webhook_receiver(arrived):
+    """A webhook target on a free port: each body it receives, with when it first did."""
+    import http.server, threading
+
+    class Hook(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            body = self.rfile.read(int(self.headers.get("Content-Length", 0))).decode()
+            arrived.setdefault(body, time.time())
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    hook = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hook)
+    threading.Thread(target=hook.serve_forever, daemon=True).start()
+    return hook
+
+
+def p95(values):
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(0.95 * len(ordered) + 0.5) - 1)]
+
+
 def median(results, key):
     return statistics.median(r[key] for r in results)
 
@@ -342,7 +372,6 @@ if "daemons" in ONLY:
 # End to end: a log shape never seen before, from ingest to its webhook, idle and while a
 # steady background load runs through the same pipeline.
 if "e2e" in ONLY:
-    import http.server, threading
     arrived = {}
     SHAPES = int(os.environ.get("BENCH_SHAPES", "20"))
     # 200 requests/s alternating traces (10 traces x 10 spans) and logs (25 lines):
@@ -351,18 +380,7 @@ if "e2e" in ONLY:
     BACKGROUND = ["--rate", "200", "--concurrency", "32", "--traces-per-request", "10", "--spans-per-trace", "10",
                   "--logs-per-request", "25", "--services", "6"]
 
-    class Hook(http.server.BaseHTTPRequestHandler):
-        def do_POST(self):
-            body = self.rfile.read(int(self.headers.get("Content-Length", 0))).decode()
-            arrived.setdefault(body, time.time())
-            self.send_response(200)
-            self.end_headers()
-
-        def log_message(self, *args):
-            pass
-
-    hook = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hook)
-    threading.Thread(target=hook.serve_forever, daemon=True).start()
+    hook = webhook_receiver(arrived)
     prefix = f"bench_e2e_{os.getpid()}"
     tick = 10
     env = daemon_env(prefix, TAYGA_LOGMINER_TICK_SECS=str(tick),
@@ -401,10 +419,6 @@ if "e2e" in ONLY:
             print("e2e", phase, n, round(took[-1], 2), file=sys.stderr)
         return took
 
-    def p95(values):
-        ordered = sorted(values)
-        return ordered[min(len(ordered) - 1, int(0.95 * len(ordered) + 0.5) - 1)]
-
     try:
         wait_for("tayga serve all", ingest_answers, timeout=60)
         # One shape first, so every consumer has joined its group before the timed ones.
@@ -432,13 +446,119 @@ if "e2e" in ONLY:
         rows.append((f"end to end: a new log shape POSTed to ingest (OTLP/HTTP JSON) until its `new_template` webhook arrives, `tayga serve all` at default settings (prompt passes, tick {tick} s), {what}",
                      f"median {statistics.median(took):.2f} s, p95 {p95(took):.2f} s (min {min(took):.2f}, max {max(took):.2f}, {len(took)} shapes)", "(no other side)", None, load()))
 
+# Shapes: the rules' false alarms (pure, seeded), a new path end to end, a pass's cost.
+if "shapes" in ONLY:
+    noise = subprocess.run(["target/release/examples/shape_noise", "--hours", "12", "--seed", "7"], check=True,
+                           capture_output=True, text=True).stdout
+    total = re.search(r"seed 7: (\d+) traces", noise)[1]
+    for line in noise.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split(" | ")]
+        if line.startswith("| frontend"):
+            rows.append((f"shapes, false alarms (examples/shape_noise.rs, 12 h of simulated traffic, seed 7, {int(total):,} traces in all): {cells[0]}",
+                         f"{int(cells[1]):,} traces, {cells[2]} shapes ({cells[3]} first seen after its first minute); new_shape true / false: defaults {cells[4]}, guards off {cells[5]}",
+                         "(no other side)", None, load()))
+    seeds = []
+    for seed in (1, 2, 3):
+        out = subprocess.run(["target/release/examples/shape_noise", "--hours", "12", "--seed", str(seed)], check=True,
+                             capture_output=True, text=True).stdout
+        t = [[int(x) for x in re.findall(r"(\d+) / (\d+)", l)[i]] for l in out.splitlines() if l.startswith("| frontend") for i in (0, 1)]
+        with_, off = t[0::2], t[1::2]
+        n = int(re.search(r"(\d+) traces", out)[1])
+        seeds.append(f"seed {seed}: {sum(a for a, _ in with_)} / {sum(b for _, b in with_)} with the defaults, "
+                     f"{sum(a for a, _ in off)} / {sum(b for _, b in off)} guards off ({n:,} traces)")
+    rows.append(("shapes, false alarms, other seeds (examples/shape_noise.rs, 12 h, all four endpoints): new_shape true / false",
+                 "; ".join(seeds), "(no other side)", None, load()))
+
+    out = subprocess.run(["target/release/examples/shape_pass_bench"], check=True, capture_output=True, text=True).stdout
+    print(out, file=sys.stderr)
+    seeded = re.search(r"seeded (\d+) stories over 24 h, (\d+) endpoints", out)
+    what = f"{int(seeded[1]):,} stories over 24 h, {seeded[2]} endpoints, default [logminer.shapes]"
+    for key, label in [("before", "before `shape_minutes`: every pass read a day of `stories`"),
+                       ("after, a replica's first pass", "a replica's first pass (reads the day from `shape_minutes`, once)"),
+                       ("after, every later pass", "every later pass (the fresh minutes and the slowdown window only)")]:
+        line = next(l for l in out.splitlines() if l.startswith(key))
+        rows.append((f"shapes, one shape pass's reads (examples/shape_pass_bench.rs, {what}): {label}",
+                     line.split(": ", 1)[1], "(no other side)", None, load()))
+
+    # A new path end to end: each endpoint gets 40 backdated minutes of its usual traffic
+    # (a cache get), so it is warm (30 min, 200 traces); then, one endpoint at a time, new
+    # traces that also lock a row, one every 0.5 s, until its `new_shape` webhook arrives.
+    PATHS = int(os.environ.get("BENCH_PATHS", "10"))
+    arrived = {}
+
+    hook = webhook_receiver(arrived)
+    prefix = f"bench_shapes_{os.getpid()}"
+    env = daemon_env(prefix, TAYGA_NOTIFIER_TARGETS=f'[{{name="bench", url="http://127.0.0.1:{hook.server_port}/hook"}}]')
+    proc = subprocess.Popen([TAYGA, "serve", "all"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def span(trace, sid, parent, name, start, ms):
+        return {"traceId": trace, "spanId": sid, "parentSpanId": parent, "name": name, "kind": 2,
+                "startTimeUnixNano": str(start), "endTimeUnixNano": str(start + ms * 1_000_000)}
+
+    def traces(root, starts, lock):
+        """One request: OTLP/JSON traces of `root` GET /item calling cache (and the db lock)."""
+        by_service = {root: [], "cache": [], "db": []}
+        for start in starts:
+            trace = "%032x" % random.getrandbits(128)
+            rid = "%016x" % random.getrandbits(64)
+            by_service[root].append(span(trace, rid, "", "GET /item", start, 50))
+            by_service["cache"].append(span(trace, "%016x" % random.getrandbits(64), rid, "get", start + 1_000_000, 2))
+            if lock:
+                by_service["db"].append(span(trace, "%016x" % random.getrandbits(64), rid, "SELECT FOR UPDATE", start + 5_000_000, 30))
+        doc = {"resourceSpans": [{"resource": {"attributes": [{"key": "service.name", "value": {"stringValue": s}}]},
+                                  "scopeSpans": [{"spans": spans}]} for s, spans in by_service.items() if spans]}
+        req = urllib.request.Request("http://127.0.0.1:14518/v1/traces", data=json.dumps(doc).encode(),
+                                     headers={"Content-Type": "application/json"}, method="POST")
+        urllib.request.urlopen(req, timeout=10).read()
+
+    def webhook_for(root):
+        return next((t for body, t in arrived.items() if f'"service":"{root}"' in body.replace(" ", "") and "new_shape" in body), None)
+
+    took, after_evidence = [], []
+    min_count = 10
+    try:
+        wait_for("tayga serve all", ingest_answers, timeout=60)
+        now = time.time_ns()
+        for n in range(PATHS):
+            # 40 minutes, 8 a minute: 320 traces.
+            for minute in range(40, 0, -1):
+                traces(f"bench-shop-{n}", [now - minute * 60_000_000_000 + i * 7_500_000_000 for i in range(8)], False)
+        time.sleep(45)  # the baseline's stories closed (idle close 30 s) and judged: nothing new in it
+        for n in range(PATHS):
+            root = f"bench-shop-{n}"
+            sent, first = 0, time.time()
+            tenth = None
+            while webhook_for(root) is None and time.time() - first < 300:
+                traces(root, [time.time_ns()], True)
+                sent += 1
+                if sent == min_count:
+                    tenth = time.time()
+                time.sleep(0.5)
+            at = webhook_for(root)
+            if at is None:
+                raise SystemExit(f"bench: no new_shape webhook for {root} within 300 s")
+            took.append(at - first)
+            after_evidence.append(at - tenth)
+            print("shapes e2e", n, round(took[-1], 2), round(after_evidence[-1], 2), file=sys.stderr)
+    finally:
+        stop(proc)
+        hook.shutdown()
+        drop_database(prefix)
+        delete_topics(tayga_topics(prefix))
+
+    for what, values in [("from the new path's first trace (includes gathering its evidence)", took),
+                         (f"from its {min_count}th trace (`min_count`: the evidence complete once stored)", after_evidence)]:
+        rows.append((f"shapes, end to end: a new trace path POSTed to ingest (OTLP/HTTP JSON, one trace every 0.5 s) until its `new_shape` webhook arrives, `tayga serve all` at default settings (assembler idle close 30 s, tick 10 s), idle pipeline, {what}",
+                     f"median {statistics.median(values):.2f} s, p95 {p95(values):.2f} s (min {min(values):.2f}, max {max(values):.2f}, {len(values)} endpoints)",
+                     "(no other side)", None, load()))
+
 cores = os.cpu_count()
 date = started.strftime("%Y-%m-%d %H:%M UTC")
 rows = [(*row, date) for row in rows]
 # A run of some sections (BENCH_ONLY) keeps the other sections' rows of the file it
 # rewrites, each with the date it was measured on: a row is always one run's figures.
 SECTIONS = {"ingest": ("ingest",), "writer": ("writer:", "writer, for context"), "mine": ("`tayga mine`",),
-            "daemons": ("writer (`tayga serve", "assembler ("), "e2e": ("end to end",)}
+            "daemons": ("writer (`tayga serve", "assembler ("), "e2e": ("end to end",), "shapes": ("shapes",)}
 kept, kept_logminer = [], []
 if os.path.exists(OUT):
     old = open(OUT).read()

@@ -71,6 +71,15 @@ macro_rules! log_minutes_select {
     };
 }
 
+/// What `shape_minutes` gets from a block of stories: per minute of start and endpoint, each
+/// fingerprint's distinct traces, its first trace, its edges and its durations. Truncated
+/// stories and stories without a root are no endpoint's shape (`store::shapes`).
+macro_rules! shape_minutes_select {
+    () => {
+        "intDiv(start_ns, 60000000000) * 60000000000 AS minute_ns, root_service, root_operation, fingerprint, uniqExactState(trace_id) AS traces, minState(start_ns) AS first_ns, argMinState(trace_id, start_ns) AS first_trace_id, anyState(edges) AS edges, quantileExactState(0.95)(duration_ns) AS durations FROM stories WHERE truncated = 0 AND root_service != '' GROUP BY minute_ns, root_service, root_operation, fingerprint"
+    };
+}
+
 /// The columns migration 6 adds to `logs` and to its copy `trace_logs`, which must stay
 /// alike (the copy's view inserts `SELECT *` of `logs`).
 macro_rules! logs_columns_6 {
@@ -632,6 +641,37 @@ Migration {
         "ALTER TABLE log_alerts
     ADD COLUMN shape String DEFAULT ''",
     ],
+},
+Migration {
+    version: 11,
+    name: "shape_minutes: the stories' shapes per minute, for the shape rules",
+    statements: &[
+        // The shape pass read a day of `stories` (ordered by trace id, so any window read
+        // whole day partitions) every detection pass. Per minute of start, endpoint and
+        // fingerprint, summed at insert by a view: a pass reads the minutes it has not read
+        // before, and the rules' windows, never the day (docs/alerts.md, "What a pass
+        // reads"). `traces` keeps the trace ids' hashes, so a story stored twice within its
+        // minute still counts once, as the raw reads counted it.
+        concat!(
+            "CREATE TABLE IF NOT EXISTS shape_minutes (
+    minute_ns UInt64,
+    root_service String,
+    root_operation String,
+    fingerprint UInt64,
+    traces AggregateFunction(uniqExact, String),
+    first_ns AggregateFunction(min, UInt64),
+    first_trace_id AggregateFunction(argMin, String, UInt64),
+    edges AggregateFunction(any, Array(String)),
+    durations AggregateFunction(quantileExact(0.95), UInt64)
+) ENGINE = AggregatingMergeTree()
+PARTITION BY ",
+            day_of!("minute_ns"),
+            "
+ORDER BY (minute_ns, root_service, root_operation, fingerprint)"
+        ),
+        concat!("CREATE MATERIALIZED VIEW IF NOT EXISTS shape_minutes_mv TO shape_minutes AS SELECT ", shape_minutes_select!()),
+        concat!("INSERT INTO shape_minutes(minute_ns, root_service, root_operation, fingerprint, traces, first_ns, first_trace_id, edges, durations) SELECT ", shape_minutes_select!()),
+    ],
 }];
 
 /// Creates our database (a plain identifier, checked by `Config::validate`), on every server
@@ -707,6 +747,7 @@ pub const SHARDING_KEYS: &[(&str, &str)] = &[
     ("logs_by_time", "cityHash64(service)"),
     ("log_hits_by_time", "cityHash64(service)"),
     ("service_minutes", "cityHash64(service)"),
+    ("shape_minutes", "cityHash64(root_service)"),
 ];
 
 /// Tables whose replicated copy remembers [`DEDUP_WINDOW`] blocks instead of 18.16's 100:
@@ -867,6 +908,8 @@ pub const DAY_PARTITIONED: &[DayPartitioned] = &[
     DayPartitioned { table: "log_hits_by_time", column: "time_ns", retention: RetentionKey::LogHits },
     // Counts of spans and logs: kept as long as the longer of the two.
     DayPartitioned { table: "service_minutes", column: "minute_ns", retention: RetentionKey::Rollup },
+    // The stories' shapes per minute: kept as long as the stories.
+    DayPartitioned { table: "shape_minutes", column: "minute_ns", retention: RetentionKey::Stories },
 ];
 
 /// The partition column of a day-partitioned table; `None` for the small unpartitioned ones.
@@ -972,7 +1015,7 @@ mod tests {
             assert!(tables.iter().any(|t| t == table), "{table} is not created by any migration");
         }
         assert!(tables.contains(&"notifier_deliveries".to_string()));
-        assert_eq!(tables.len(), 19);
+        assert_eq!(tables.len(), 20);
         assert_eq!(
             view_names(),
             [
@@ -981,7 +1024,8 @@ mod tests {
                 "logs_by_time_mv",
                 "log_hits_by_time_mv",
                 "service_minutes_spans_mv",
-                "service_minutes_logs_mv"
+                "service_minutes_logs_mv",
+                "shape_minutes_mv"
             ]
         );
     }

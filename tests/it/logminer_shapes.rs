@@ -6,7 +6,8 @@
 //! branches, fan-outs of any width and a rare new branch raise nothing; the same stories
 //! stored again (as an assembler re-reading `signals` stores them) and a fresh replica
 //! raise nothing twice. A slower shape raises one `shape_slowdown` that keeps its id across
-//! a kill.
+//! a kill. End to end with the Python SDK, both kinds are delivered once, and once the slow
+//! shape is fast again both resolve, each with one resolved notice.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -15,7 +16,7 @@ use crate::common::{self, wait_for, ChildGuard, TestEnv};
 use crate::logminer::{alerts, count, prepare, MIN, WAIT};
 use tayga::bus::packed::plan::partition_for;
 use tayga::identity::{new_path_subject, story_fingerprint};
-use tayga::store::logminer::{heartbeat_key, State};
+use tayga::store::logminer::{self as lm, heartbeat_key, State};
 use tayga::store::{now_ns, AlertRow, Store, StoryRow};
 use tayga::wire::alert::{AlertKind, ShapeChange};
 
@@ -315,6 +316,10 @@ async fn a_slower_shape_raises_one_slowdown_that_keeps_its_id_across_a_kill() {
 struct SdkSent {
     traces: u64,
     slow: u64,
+    /// Traces of the shape that slowed down, at its usual speed, and the start of its last
+    /// slow one.
+    usual: u64,
+    last_slow_ns: u64,
     lock: u64,
     exports: u64,
     failed: Vec<String>,
@@ -327,13 +332,18 @@ const LOCK_EDGE: &str = "shop/GET /item -> db/SELECT item FOR UPDATE";
 /// endpoint's steady traffic with noisy branches (a cache hit or miss, an optional quote, a
 /// fan-out of varying width), one shape that turns slow, then a genuinely new path (on a
 /// hit and on a miss) and a rare new branch, to `tayga serve all`: exactly one new_shape,
-/// naming the new edge, and one shape_slowdown, each delivered once to the webhook.
+/// naming the new edge, and one shape_slowdown, each delivered once to the webhook. Then the
+/// slow shape is fast again (the SDK sends its usual traffic in real time): the slowdown
+/// resolves 5 minutes after its last slow window, the new path 5 minutes after it was first
+/// seen (docs/alerts.md, "An alert's life"), and the target, which asked for resolved
+/// notices, receives one of each. About ten minutes: the active window is 5 minutes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_python_sdk_endpoint_raises_one_new_path_and_one_slowdown_each_delivered_once() {
-    use crate::notifier_support::Hook;
+async fn the_python_sdk_endpoint_raises_one_new_path_and_one_slowdown_each_delivered_once_and_resolved_once() {
+    use crate::notifier_support::{Hook, Received};
     let env = TestEnv::new("shapes_sdk");
     let hook = Hook::always(200).await;
-    let targets = format!(r#"[{{name="hook", url="{}", kinds=["new_shape", "shape_slowdown"]}}]"#, hook.url);
+    let targets =
+        format!(r#"[{{name="hook", url="{}", kinds=["new_shape", "shape_slowdown"], send_resolved=true}}]"#, hook.url);
     let serve = common::ServeAll::start(
         &env,
         &[
@@ -359,6 +369,14 @@ async fn the_python_sdk_endpoint_raises_one_new_path_and_one_slowdown_each_deliv
     assert!(output.status.success() && sent.failed.is_empty() && sent.exports > 0, "{sent:?}");
     assert_eq!((sent.traces, sent.lock), (253, 6), "{sent:?}");
     assert!(sent.slow >= 10, "{sent:?}");
+    // At once, the endpoint's usual traffic in real time, the slow shape fast again: the
+    // slowdown is judged with enough traces in its window until its slow ones have left it.
+    let recovery = tokio::spawn(
+        tokio::process::Command::new("python3")
+            .args([SDK_SCRIPT, "http", &format!("http://{}", serve.http_addr), "recover", "300"])
+            .output(),
+    );
+    let recovery_started = now_ns();
 
     let store = env.store();
     let raised = wait_for("one new_shape and one shape_slowdown", WAIT, || {
@@ -376,15 +394,7 @@ async fn the_python_sdk_endpoint_raises_one_new_path_and_one_slowdown_each_deliv
     })
     .await;
     // More passes, and more time for the notifier, change nothing.
-    let later = now_ns() + 3_000_000_000;
-    wait_for("three more seconds of passes", WAIT, || {
-        let store = store.clone();
-        async move {
-            let state = State::load(&store).await.ok()?;
-            state.heartbeats().iter().any(|h| h.at_ns > later).then_some(())
-        }
-    })
-    .await;
+    three_more_seconds_of_passes(&store).await;
     let all = alerts(&store).await;
     let kinds: Vec<&str> = all.iter().map(|a| a.kind.as_str()).collect();
     assert_eq!(kinds.len(), 2, "one new_shape and one shape_slowdown, nothing else: {all:#?}");
@@ -428,5 +438,74 @@ async fn the_python_sdk_endpoint_raises_one_new_path_and_one_slowdown_each_deliv
     assert_eq!(diff.1["calls_a"], 0);
     assert!(diff.1["self_ns_b"].as_u64().unwrap() >= 30_000_000, "the lock's 30 ms are its own: {}", diff.1);
     assert_ne!(diff.0["a"]["trace_id"], diff.0["b"]["trace_id"]);
+
+    // Recovery: the slowdown resolves once its window is fast again.
+    let resolved = |kind: AlertKind| {
+        let store = store.clone();
+        async move { of_kind(&alerts(&store).await, kind).into_iter().find(|a| a.resolved_at > 0) }
+    };
+    let recovered = wait_for("the slowdown resolved", RECOVERY, || resolved(AlertKind::ShapeSlowdown)).await;
+    let first_shape = wait_for("the new path resolved", WAIT, || resolved(AlertKind::NewShape)).await;
+    let output = recovery.await.unwrap().expect("python3 runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let fast: SdkSent = serde_json::from_str(stdout.trim())
+        .unwrap_or_else(|e| panic!("no report ({e}):\n{stdout}\n{}", String::from_utf8_lossy(&output.stderr)));
+    assert!(output.status.success() && fast.failed.is_empty() && fast.slow == 0, "{fast:?}");
+    assert!(fast.usual >= 40, "the window had the shape's fast traces to judge: {fast:?}");
+    // The last slow trace leaves the 3-minute window (on whole minutes) at `gone`. The
+    // slowdown was refreshed, judged on a window with the fast traces in it, until a slow
+    // share under 5 % no longer moved the p95 (the last minute or two of slow traces), and
+    // never once the window was all fast; it resolved 5 minutes after its last refresh,
+    // with its id and start.
+    let gone = (sent.last_slow_ns / MIN + 4) * MIN;
+    assert_eq!((recovered.alert_id, recovered.first_at), (slow.alert_id, slow.first_at));
+    assert!(recovered.last_at > recovery_started, "judged with the fast traffic in the window: {recovered:?}");
+    assert!(
+        (gone - 2 * MIN..gone + 5_000_000_000).contains(&recovered.last_at),
+        "last refreshed {} s from the slow traces' leaving the window: {recovered:?}",
+        (recovered.last_at as i128 - gone as i128) / 1_000_000_000
+    );
+    assert_eq!(recovered.resolved_at, recovered.last_at + lm::ACTIVE_WINDOW_NS);
+    assert!(recovered.resolved_at <= now_ns());
+    assert_eq!(first_shape.alert_id, new.alert_id);
+    assert_eq!(first_shape.resolved_at, new.last_at + lm::ACTIVE_WINDOW_NS, "5 minutes after it was first seen");
+    let resolved_notices = wait_for("a resolved notice of each", WAIT, || {
+        let hook = &hook;
+        async move {
+            let got: Vec<Received> = hook.received().into_iter().filter(|r| r.body["state"] == "resolved").collect();
+            (got.len() >= 2).then_some(got)
+        }
+    })
+    .await;
+    // More passes, and more time for the notifier: nothing more.
+    three_more_seconds_of_passes(&store).await;
+    let all = alerts(&store).await;
+    assert_eq!(all.len(), 2, "recovery raised nothing: {all:#?}");
+    assert!(all.iter().all(|a| a.resolved_at > 0), "{all:#?}");
+    let received = hook.received();
+    assert_eq!(received.len(), 4, "each alert once firing and once resolved: {received:#?}");
+    for alert in [&recovered, &first_shape] {
+        let notices: Vec<&Received> = resolved_notices
+            .iter()
+            .filter(|r| r.body["alert_id"] == tayga::wire::alert::format_id(alert.alert_id))
+            .collect();
+        assert_eq!(notices.len(), 1, "one resolved notice for {}: {resolved_notices:#?}", alert.kind);
+        assert_eq!(notices[0].body["resolved_at"], alert.resolved_at, "{:?}", notices[0].body);
+        assert_eq!(notices[0].body["kind"], alert.kind.as_str());
+    }
     drop(serve);
 }
+
+/// Waits until a replica completed a pass starting three seconds from now.
+async fn three_more_seconds_of_passes(store: &Store) {
+    let later = now_ns() + 3_000_000_000;
+    wait_for("three more seconds of passes", WAIT, || async move {
+        let state = State::load(store).await.ok()?;
+        state.heartbeats().iter().any(|h| h.at_ns > later).then_some(())
+    })
+    .await;
+}
+
+/// How long the SDK test waits for its slowdown to resolve: the slow traces leave the
+/// 3-minute window (up to 4 minutes on whole minutes), then the 5-minute active window.
+const RECOVERY: Duration = Duration::from_secs(12 * 60);

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Send an endpoint's traffic with the standard OpenTelemetry Python SDK, unchanged, to a
-Tayga ingest: `otel_shapes.py http|grpc ENDPOINT`.
+Tayga ingest: `otel_shapes.py http|grpc ENDPOINT [recover SECONDS]`.
 
 The endpoint is `shop` `GET /item`. For the 20 minutes before now (backdated, as the SDK
 allows with explicit start and end times) it takes noisy conditional branches, 12 requests a
@@ -23,6 +23,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from otel_checked import Checked, exporters
 
 protocol, endpoint = sys.argv[1], sys.argv[2]
+recover_secs = int(sys.argv[4]) if len(sys.argv) > 4 and sys.argv[3] == "recover" else None
 results = []
 tracers = {}
 providers = []
@@ -36,7 +37,7 @@ for service in ["shop", "cache", "db", "pricing", "reco", "audit"]:
 MS = 1_000_000
 rng = random.Random(7)
 now = time.time_ns()
-sent = {"traces": 0, "slow": 0, "lock": 0, "rare": 0}
+sent = {"traces": 0, "slow": 0, "lock": 0, "rare": 0, "usual": 0, "last_slow_ns": 0}
 
 
 def request(start, slow=False, lock=False, rare=False):
@@ -66,19 +67,28 @@ def request(start, slow=False, lock=False, rare=False):
     if slow and hit and not quote and not lock:
         cursor += 400 * MS
         sent["slow"] += 1
+        sent["last_slow_ns"] = max(sent["last_slow_ns"], start)
+    elif hit and not quote and not lock:
+        sent["usual"] += 1
     root.end(end_time=cursor + MS)
     sent["traces"] += 1
 
 
-for minutes_ago in range(20, 0, -1):
+if recover_secs is None:
+    for minutes_ago in range(20, 0, -1):
+        for i in range(12):
+            request(now - minutes_ago * 60_000_000_000 + i * 5_000_000_000, slow=minutes_ago <= 3)
     for i in range(12):
-        request(now - minutes_ago * 60_000_000_000 + i * 5_000_000_000, slow=minutes_ago <= 3)
-for i in range(12):
-    lock = i % 2 == 0
-    sent["lock"] += lock
-    request(now - 30_000_000_000 + i * 2_000_000_000, slow=True, lock=lock)
-request(now - 5_000_000_000, rare=True)
-sent["rare"] = 1
+        lock = i % 2 == 0
+        sent["lock"] += lock
+        request(now - 30_000_000_000 + i * 2_000_000_000, slow=True, lock=lock)
+    request(now - 5_000_000_000, rare=True)
+    sent["rare"] = 1
+else:
+    # Real time: each request when it happens, so it falls in the pass's current window.
+    for i in range(recover_secs * 2 // 5):
+        time.sleep(max(0.0, (now + i * 2_500_000_000 - time.time_ns()) / 1e9))
+        request(time.time_ns())
 
 for provider in providers:
     provider.force_flush()

@@ -67,6 +67,8 @@ pub(super) struct Logminer {
     pub(super) shape_watermark: Option<u64>,
     pub(super) logs_partitions: i32,
     pub(super) shape_roots: Vec<String>,
+    /// What earlier shape passes read (`shape_history.rs`).
+    pub(super) shape_history: super::shape_history::ShapeHistory,
 }
 
 /// What `serve` prepares for a replica before the store and the member exist.
@@ -118,6 +120,7 @@ impl Logminer {
             shape_watermark: None,
             logs_partitions: 0,
             shape_roots: Vec::new(),
+            shape_history: Default::default(),
         })
     }
 }

@@ -26,7 +26,7 @@
 //! - **Shapes** (`shapes.rs` the rules, pure; `shape_pass.rs`): every detection pass also
 //!   judges the stored stories of the endpoints whose root service hashes to a held
 //!   partition of the logs topic, raising `new_shape` and `shape_slowdown` through the same
-//!   outbox, with a watermark per partition (`new_shape_watermark_ns:p<N>`).
+//!   `AlertPublisher`, with a watermark per partition (`new_shape_watermark_ns:p<N>`).
 //! - **Clean stop** (`consumer.rs`): whatever the loop was doing gives way at once; then a
 //!   flush bounded by `shutdown_flush_timeout_secs` and a new-template pass bounded by
 //!   `shutdown_pass_timeout_secs`.
@@ -38,7 +38,8 @@ mod ownership;
 mod passes;
 mod prompt;
 mod publish;
-mod shape_pass;
+pub mod shape_history;
+pub mod shape_pass;
 pub mod shapes;
 
 use std::sync::{Arc, Mutex};

@@ -17,10 +17,11 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::consumer::Logminer;
-use super::shapes::{self, Endpoint, EndpointShapes, Ongoing, ShapeMinute, ShapeSeen, ShapeTiming};
+use super::shape_history::ShapeHistory;
+use super::shapes::{self, Endpoint, EndpointShapes, Ongoing, ShapeRules, ShapeTiming, MINUTE_NS};
 use crate::store::logminer::{self as lm, AlertQuery};
 use crate::store::shapes as sq;
-use crate::store::{now_ns, AlertRow};
+use crate::store::{now_ns, AlertRow, Store, StoreError};
 use crate::wire::alert::AlertKind;
 
 use crate::time::HOUR_NS;
@@ -34,27 +35,12 @@ impl Logminer {
         let rules = self.shape_rules;
         let now = now_ns();
         let watermark = *self.shape_watermark.get_or_insert(now);
-        let seen = sq::shapes_seen(&self.store, rules.history_since(now)).await?;
-        let mut endpoints: BTreeMap<Endpoint, EndpointShapes> = BTreeMap::new();
-        for row in seen.into_iter().filter(|r| self.ownership.holds_key(&r.root_service, self.logs_partitions)) {
-            let endpoint = Endpoint { service: row.root_service, operation: row.root_operation };
-            endpoints.entry(endpoint).or_default().shapes.push(ShapeSeen {
-                fingerprint: row.fingerprint,
-                first_seen_ns: row.first_seen_ns,
-                traces: row.traces,
-                edges: row.first_edges,
-                trace_id: row.first_trace_id,
-            });
-        }
+        let (ownership, partitions) = (&self.ownership, self.logs_partitions);
+        let holds = |root: &str| ownership.holds_key(root, partitions);
+        let endpoints = read_shapes(&self.store, &mut self.shape_history, &rules, watermark, now, holds).await?;
         let mut roots: Vec<String> = endpoints.keys().map(|e| e.service.clone()).collect();
         roots.dedup();
         self.shape_roots = roots.clone();
-        for m in sq::shape_minutes(&self.store, &roots, rules.minutes_since(watermark)).await? {
-            let endpoint = Endpoint { service: m.root_service, operation: m.root_operation };
-            if let Some(e) = endpoints.get_mut(&endpoint) {
-                e.minutes.push(ShapeMinute { fingerprint: m.fingerprint, minute: m.minute, traces: m.traces });
-            }
-        }
         let mut rows = self.new_shape_rows(&endpoints, &roots, watermark, now).await?;
         rows.extend(self.slowdown_rows(&endpoints, &roots, now).await?);
         self.alert_publisher.store_and_publish(&self.store, &self.metrics, rows).await?;
@@ -145,7 +131,12 @@ impl Logminer {
                 baseline_p95_ns: t.baseline_p95_ns,
             };
             let stored = ongoing.get(&t.fingerprint);
-            let current = stored.map(|a| Ongoing { alert_id: a.alert_id, first_at: a.first_at });
+            let current = stored.map(|a| Ongoing {
+                alert_id: a.alert_id,
+                first_at: a.first_at,
+                baseline_ms: a.baseline,
+                threshold_ms: a.threshold,
+            });
             let Some(s) = shapes::slowdown(rules, &timing, now, current) else { continue };
             let shape = endpoints.get(&endpoint).and_then(|e| e.shapes.iter().find(|s| s.fingerprint == t.fingerprint));
             let mut row = s.to_row(&endpoint, shape, now);
@@ -156,6 +147,36 @@ impl Logminer {
         }
         Ok(rows)
     }
+}
+
+/// What the stored stories say about the endpoints `holds` says a pass judges at `now` with
+/// its new-shape `watermark`: the history's shapes and the minute counts from
+/// [`ShapeRules::minutes_since`] the watermark on. The day of history is read once into
+/// `history`; then each pass reads the minutes that left the fresh ones since, and the fresh
+/// ones again (`shape_history.rs`). Also `examples/shape_pass_bench.rs`'s pass.
+pub async fn read_shapes(
+    store: &Store,
+    history: &mut ShapeHistory,
+    rules: &ShapeRules,
+    watermark: u64,
+    now: u64,
+    holds: impl Fn(&str) -> bool,
+) -> Result<BTreeMap<Endpoint, EndpointShapes>, StoreError> {
+    let since = rules.history_since(now) / MINUTE_NS * MINUTE_NS;
+    let fresh = rules.minutes_since(watermark).max(since);
+    if let Some((from, until)) = history.to_settle(since, fresh) {
+        let rows = sq::shape_minutes(store, from, until).await?;
+        history.settle(rows, until);
+    }
+    let fresh_rows = sq::shape_minutes(store, fresh, u64::MAX).await?;
+    let missing = history.missing_edges(&fresh_rows);
+    if !missing.is_empty() {
+        let edges = sq::shape_edges(store, &missing, since).await?;
+        history.add_edges(edges);
+    }
+    let (endpoints, present) = history.endpoints(&fresh_rows, holds, fresh);
+    history.forget_edges_except(&present);
+    Ok(endpoints)
 }
 
 /// The services whose alerts a replica answers for (it republishes and resolves them): those

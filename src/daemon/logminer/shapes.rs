@@ -26,8 +26,12 @@
 //!   minutes reaches `slowdown_factor` × its p95 over the `slowdown_baseline_min` minutes
 //!   before, and exceeds it by at least `slowdown_min_delta_ms`, with at least
 //!   `slowdown_min_count` traces in the window and in the baseline. An ongoing slowdown
-//!   (stored, still active) keeps its id and start; a new one is named by the minute its
-//!   window began.
+//!   (stored, still active) keeps its id and start, and is judged against the threshold it
+//!   was raised with: the baseline right behind the window soon holds the slowdown's own
+//!   slow traces (5 % of them lift its p95), and judged against it a slowdown that goes on
+//!   ended within minutes, as if the shape had recovered. It ends when the window's p95 is
+//!   back under that threshold (or the window has too few traces to tell). A new one is
+//!   named by the minute its window began.
 //!
 //! Time: a story's first sighting is its start (data time); the slowdown window ends at the
 //! pass's wall clock, as stories are stored within `assembler.idle_close_secs` of their
@@ -333,11 +337,14 @@ pub struct ShapeTiming {
     pub baseline_p95_ns: u64,
 }
 
-/// An ongoing slowdown, as stored.
+/// An ongoing slowdown, as stored: its id, its start, and the baseline and threshold it was
+/// raised with (milliseconds).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Ongoing {
     pub alert_id: u64,
     pub first_at: u64,
+    pub baseline_ms: f64,
+    pub threshold_ms: f64,
 }
 
 /// A slowdown the rules raise or refresh.
@@ -354,35 +361,48 @@ pub struct Slowdown {
     pub p95_ms: f64,
 }
 
-/// Where the slowdown window starts at data time `clock_ns`, and where its baseline does.
+/// Where the slowdown window starts at data time `clock_ns`, and where its baseline does:
+/// on whole minutes (the durations are kept per minute, `shape_minutes`), so the window is
+/// the minute `slowdown_window_min` minutes ago and every minute after it.
 pub fn slowdown_bounds(rules: &ShapeRules, clock_ns: u64) -> (u64, u64) {
-    let window = clock_ns.saturating_sub(rules.slowdown_window_min.saturating_mul(MINUTE_NS));
+    let window = clock_ns.saturating_sub(rules.slowdown_window_min.saturating_mul(MINUTE_NS)) / MINUTE_NS * MINUTE_NS;
     (window, window.saturating_sub(rules.slowdown_baseline_min.saturating_mul(MINUTE_NS)))
 }
 
-/// The slowdown rule for one fingerprint at data time `clock_ns`.
+/// The slowdown rule for one fingerprint at data time `clock_ns`: a new slowdown against
+/// the baseline before the window, an `ongoing` one against the threshold it was raised with.
 pub fn slowdown(rules: &ShapeRules, t: &ShapeTiming, clock_ns: u64, ongoing: Option<Ongoing>) -> Option<Slowdown> {
-    if t.window_traces < rules.slowdown_min_count || t.baseline_traces < rules.slowdown_min_count {
+    if t.window_traces < rules.slowdown_min_count {
         return None;
     }
-    let baseline_ms = t.baseline_p95_ns as f64 / MS_NS;
     let p95_ms = t.window_p95_ns as f64 / MS_NS;
-    let threshold_ms = (baseline_ms * rules.slowdown_factor).max(baseline_ms + rules.slowdown_min_delta_ms as f64);
-    if p95_ms < threshold_ms {
+    let (window_start, _) = slowdown_bounds(rules, clock_ns);
+    let ongoing = match ongoing {
+        Some(o) => o,
+        None if t.baseline_traces < rules.slowdown_min_count => return None,
+        None => {
+            let baseline_ms = t.baseline_p95_ns as f64 / MS_NS;
+            let start = window_start / MINUTE_NS * MINUTE_NS;
+            Ongoing {
+                alert_id: alert_id(AlertKind::ShapeSlowdown, t.fingerprint, start),
+                first_at: start,
+                baseline_ms,
+                threshold_ms: (baseline_ms * rules.slowdown_factor)
+                    .max(baseline_ms + rules.slowdown_min_delta_ms as f64),
+            }
+        }
+    };
+    if p95_ms < ongoing.threshold_ms {
         return None;
     }
-    let (window_start, _) = slowdown_bounds(rules, clock_ns);
-    let start = window_start / MINUTE_NS * MINUTE_NS;
-    let ongoing = ongoing
-        .unwrap_or(Ongoing { alert_id: alert_id(AlertKind::ShapeSlowdown, t.fingerprint, start), first_at: start });
     Some(Slowdown {
         alert_id: ongoing.alert_id,
         fingerprint: t.fingerprint,
         first_at: ongoing.first_at,
         last_at: clock_ns.max(ongoing.first_at),
         traces: t.window_traces,
-        baseline_ms,
-        threshold_ms,
+        baseline_ms: ongoing.baseline_ms,
+        threshold_ms: ongoing.threshold_ms,
         p95_ms,
     })
 }
@@ -694,9 +714,24 @@ mod tests {
 
     #[test]
     fn an_ongoing_slowdown_keeps_its_id_and_start() {
-        let ongoing = Ongoing { alert_id: 42, first_at: 90 * MINUTE_NS };
+        let ongoing = Ongoing { alert_id: 42, first_at: 90 * MINUTE_NS, baseline_ms: 100.0, threshold_ms: 200.0 };
         let s = slowdown(&rules(), &timing(400, 100), 103 * MINUTE_NS, Some(ongoing)).unwrap();
         assert_eq!((s.alert_id, s.first_at, s.last_at), (42, 90 * MINUTE_NS, 103 * MINUTE_NS));
+    }
+
+    #[test]
+    fn an_ongoing_slowdown_is_judged_against_the_baseline_it_was_raised_on_until_it_recovers() {
+        let ongoing = Ongoing { alert_id: 42, first_at: 90 * MINUTE_NS, baseline_ms: 100.0, threshold_ms: 200.0 };
+        // Its own slow traces now lift the baseline behind the window to 380 ms: still slow.
+        let s = slowdown(&rules(), &timing(400, 380), 103 * MINUTE_NS, Some(ongoing)).expect("still slow");
+        assert_eq!((s.baseline_ms, s.threshold_ms, s.p95_ms), (100.0, 200.0, 400.0));
+        assert!(slowdown(&rules(), &timing(400, 380), 103 * MINUTE_NS, None).is_none(), "a new one would not be");
+        // Back under its threshold: it ends, whatever the baseline behind the window says.
+        assert!(slowdown(&rules(), &timing(150, 380), 110 * MINUTE_NS, Some(ongoing)).is_none());
+        let no_baseline = ShapeTiming { baseline_traces: 0, ..timing(400, 0) };
+        assert!(slowdown(&rules(), &no_baseline, 103 * MINUTE_NS, Some(ongoing)).is_some(), "needs no baseline");
+        let few = ShapeTiming { window_traces: 9, ..timing(400, 100) };
+        assert!(slowdown(&rules(), &few, 103 * MINUTE_NS, Some(ongoing)).is_none(), "too few to tell");
     }
 
     #[test]

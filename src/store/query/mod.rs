@@ -139,6 +139,10 @@ pub fn statements() -> Vec<Statement> {
             .map(|(table, sql)| Statement::new(format!("query.synthetic_{table}"), sql)),
     );
     all.push(Statement::new("query.synthetic_trace_id", synthetic::trace_id_sql(1)));
+    all.push(Statement::new(
+        "query.synthetic_shape_stories",
+        synthetic::shape_stories_sql(40, 3, tiny.end_ns, tiny.span_ns),
+    ));
     all.push(Statement::new("query.synthetic_optimize", synthetic::optimize_sql("spans")));
     all
 }

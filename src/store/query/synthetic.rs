@@ -2,7 +2,8 @@
 //! read-cost tests and the API benchmark (`examples/api_bench.rs`): millions of rows in
 //! seconds, without shipping them over HTTP. Shaped like real traffic where the API's costs
 //! depend on it: 5 spans per trace over several services, logs that belong to traces and
-//! match a few templates per service, one story per trace, alerts of every kind.
+//! match a few templates per service, one story per trace, alerts of every kind; and a day of
+//! stories of many shapes for the shape pass's benchmark (`examples/shape_pass_bench.rs`).
 
 use crate::store::{Store, StoreError};
 
@@ -131,6 +132,49 @@ pub fn statements(s: &SyntheticData) -> Vec<(&'static str, String)> {
     ]
 }
 
+/// A day of an install's stories for the shape pass's benchmark (`examples/shape_pass_bench.rs`):
+/// `stories` traces evenly over `[end_ns - span_ns, end_ns)`, round-robin over `endpoints`
+/// endpoints (root operations of 8 root services), each taking up to 17 shapes with
+/// geometrically falling frequency (about half its traces the usual one, one in 65,536
+/// the rarest), a shape's edges growing with its rank (4 to 20: the root's, then calls
+/// from a handler), durations of 20 to 220 ms.
+/// Like real stories, each fingerprint has one set of edges; the view fills `shape_minutes`.
+pub fn shape_stories_sql(stories: u64, endpoints: u64, end_ns: u64, span_ns: u64) -> String {
+    let start = end_ns - span_ns;
+    let step = (span_ns / stories.max(1)).max(1);
+    let e = format!("number % {endpoints}");
+    let root = format!("concat('svc-', toString({e} % 8))");
+    let op = format!("concat('GET /r', toString({e}))");
+    let rank = "toUInt64(16 - floor(log2(1 + intHash64(number) % 65536)))";
+    let calls: Vec<String> = (0..19).map(|i| format!("'handler/run -> dep{i}/call {i}'")).collect();
+    let calls = calls.join(", ");
+    format!(
+        "INSERT INTO stories (trace_id, fingerprint, root_service, root_operation, start_ns, duration_ns, span_count, \
+         services, edges, error, error_spans, log_count, truncated, version_ns) \
+         SELECT {trace}, cityHash64({e}, {rank}), {root}, {op}, {start} + number * {step}, \
+         20000000 + intHash64(number * 3) % 200000000, toUInt32(4 + {rank}), [{root}], \
+         arrayConcat([concat('ROOT -> ', {root}, '/', {op})], arraySlice([{calls}], 1, 3 + {rank})), toUInt8(0), \
+         toUInt32(0), toUInt32(1), toUInt8(0), toUInt64(1) FROM numbers({stories})",
+        trace = trace_of("number"),
+    )
+}
+
+/// Fills `stories` (and so `shape_minutes`) with [`shape_stories_sql`]'s day, then merges
+/// both into one part per partition.
+pub async fn fill_shape_stories(
+    store: &Store,
+    stories: u64,
+    endpoints: u64,
+    end_ns: u64,
+    span_ns: u64,
+) -> Result<(), StoreError> {
+    store.execute("filling stories", &shape_stories_sql(stories, endpoints, end_ns, span_ns)).await?;
+    for table in ["stories", "shape_minutes"] {
+        store.execute(&format!("merging {table}"), &optimize_sql(table)).await?;
+    }
+    Ok(())
+}
+
 /// Fills every table of `store`, then merges each into one part per day partition, as a
 /// settled table is.
 pub async fn fill(store: &Store, s: &SyntheticData) -> Result<(), StoreError> {
@@ -144,7 +188,7 @@ pub async fn fill(store: &Store, s: &SyntheticData) -> Result<(), StoreError> {
 }
 
 /// The tables [`fill`] fills, and those their views fill, merged afterwards.
-const MERGED_TABLES: [&str; 13] = [
+const MERGED_TABLES: [&str; 14] = [
     "spans",
     "logs",
     "trace_logs",
@@ -158,6 +202,7 @@ const MERGED_TABLES: [&str; 13] = [
     "logs_by_time",
     "log_hits_by_time",
     "service_minutes",
+    "shape_minutes",
 ];
 
 /// Merges `table` into one part per partition, as a settled table is (on one server: the
