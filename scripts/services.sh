@@ -253,12 +253,13 @@ start_nisshi() {
   mkdir -p "$BROKER_DIR"
   local bin; bin=$(nisshi_bin)
   local advertised=${BROKER_TLS_PORT:-$BROKER_PORT}
-  # No initial rebalance delay: a group's first join answers at once, as Tansu's does.
-  nohup "$bin" broker </dev/null \
+  # No initial rebalance delay: a group's first join answers at once, as Tansu's does. The
+  # path of a sqlite:// URL is read relative to the working folder (even with three slashes).
+  (cd "$BROKER_DIR" && exec nohup "$bin" broker </dev/null \
     --listener-url "tcp://127.0.0.1:$BROKER_PORT" \
     --advertised-listener-url "tcp://127.0.0.1:$advertised" \
-    --storage-engine "sqlite://$BROKER_DIR/nisshi.db" \
-    --group-initial-rebalance-delay 0s >>"$BROKER_DIR/broker.log" 2>&1 &
+    --storage-engine "sqlite://nisshi.db" \
+    --group-initial-rebalance-delay 0s >>"$BROKER_DIR/broker.log" 2>&1) &
   echo $! >"$BROKER_DIR/pid"
   wait_for "durable broker" broker_answers 30 "$BROKER_DIR/broker.log"
 }

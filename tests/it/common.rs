@@ -486,9 +486,11 @@ fn spawn_nisshi(port: u16, dir: &Path) -> ChildGuard {
     ChildGuard::spawn_logged(
         Command::new(bin)
             .args(["broker", "--listener-url", &url, "--advertised-listener-url", &url])
-            .arg("--storage-engine")
-            .arg(format!("sqlite://{}", dir.join("nisshi.db").display()))
+            // nisshi reads the path of a sqlite:// URL as relative to its folder, even
+            // sqlite:///an/absolute/one: so it runs in its storage folder.
+            .args(["--storage-engine", "sqlite://nisshi.db"])
             .args(["--group-initial-rebalance-delay", "0s"])
+            .current_dir(dir)
             .stdin(std::process::Stdio::null()),
         "the test's durable broker",
     )
