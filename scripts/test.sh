@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, on a fresh machine or a developer's: installs what is missing
-# (ClickHouse 18.16, the Tansu broker, Chromium and chromedriver for the web app's browser
-# tests, chdb-core for the portability test, the stock OpenTelemetry Python SDK exporters
+# (ClickHouse 18.16, the Tansu broker and the soak's durable one, Chromium and chromedriver
+# for the web app's browser tests, chdb-core for the portability test, the stock
+# OpenTelemetry Python SDK exporters
 # for the ingest compatibility test and the JavaScript SDK for the Node.js one, the
 # Standard Webhooks and Slack SDK verifiers for the notifier's payloads, schemathesis for
 # the API's contract), starts the services that are not already answering, runs every
@@ -18,6 +19,8 @@ cleanup() {
 trap cleanup EXIT
 
 "$svc" install # ClickHouse, the broker, and Chromium + chromedriver (install-browser)
+# The soak's durable broker (nisshi, built by cargo once per machine: about 12 minutes).
+"$svc" install-durable-broker
 python3 -c 'import chdb' 2>/dev/null || python3 -m pip install -q chdb-core
 python3 -c 'import opentelemetry.exporter.otlp.proto.grpc, opentelemetry.exporter.otlp.proto.http' 2>/dev/null ||
   python3 -m pip install -q opentelemetry-sdk opentelemetry-exporter-otlp-proto-http opentelemetry-exporter-otlp-proto-grpc

@@ -396,11 +396,15 @@ fn listens_on(pid: u32, port: u16) -> bool {
 }
 
 /// A broker of the test's own, for tests that stop, freeze or start one: the shared broker
-/// is never touched. Memory storage, like the shared one; killed when dropped (a
+/// is never touched. [`OwnBroker::start`] is Tansu with memory storage, like the shared one;
+/// [`OwnBroker::start_durable`] is nisshi with SQLite storage, which a test can kill -9 and
+/// restart with its topics, records and committed offsets kept. Killed when dropped (a
 /// [`ChildGuard`]).
 pub struct OwnBroker {
     pub port: u16,
     child: ChildGuard,
+    /// The durable broker's storage, kept across its restarts; None for Tansu's memory.
+    storage: Option<tempfile::TempDir>,
 }
 
 impl OwnBroker {
@@ -431,17 +435,16 @@ impl OwnBroker {
                 .stderr(std::process::Stdio::null()),
             "the test's broker",
         );
-        // Waits for *this* broker's listener: a port picked free can be taken by another
-        // test's listener meanwhile, and a test that freezes "its" broker must not be talking
-        // to somebody else's.
-        let mut child = child;
-        let deadline = std::time::Instant::now() + Duration::from_secs(20);
-        while !listens_on(child.id(), port) {
-            assert!(child.try_wait().is_none(), "the test's broker exited at start: is port {port} taken?");
-            assert!(std::time::Instant::now() < deadline, "the test's broker on port {port} did not start");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        OwnBroker { port, child }
+        OwnBroker { port, child: listening(child, port), storage: None }
+    }
+
+    /// Starts the durable broker (nisshi, SQLite in a folder of the test's own) on a port
+    /// below the ephemeral range, so that [`OwnBroker::restart`] finds it free again.
+    pub fn start_durable() -> OwnBroker {
+        let port = ports_below_ephemeral(&[0]);
+        let storage = tempfile::Builder::new().prefix("tayga-broker-").tempdir().unwrap();
+        let child = listening(spawn_nisshi(port, storage.path()), port);
+        OwnBroker { port, child, storage: Some(storage) }
     }
 
     pub fn address(&self) -> String {
@@ -457,6 +460,53 @@ impl OwnBroker {
         let status = Command::new("kill").arg(format!("-{signal}")).arg(self.pid().to_string()).status().unwrap();
         assert!(status.success(), "kill -{signal} failed");
     }
+
+    /// SIGKILL, and waits until the process is gone.
+    pub fn kill(&mut self) {
+        self.child.kill();
+    }
+
+    /// Starts the durable broker again on its port and storage (after [`OwnBroker::kill`]),
+    /// and waits until it listens.
+    pub fn restart(&mut self) {
+        let storage = self.storage.as_ref().expect("only the durable broker restarts with its data");
+        self.child.kill();
+        self.child = listening(spawn_nisshi(self.port, storage.path()), self.port);
+    }
+}
+
+/// nisshi on `port` with its SQLite database in `dir` (the binary scripts/services.sh
+/// installs), its log kept for a failing test.
+fn spawn_nisshi(port: u16, dir: &Path) -> ChildGuard {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/services.sh");
+    let out = Command::new(script).arg("durable-broker-bin").output().expect("scripts/services.sh runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let bin = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    let url = format!("tcp://127.0.0.1:{port}");
+    ChildGuard::spawn_logged(
+        Command::new(bin)
+            .args(["broker", "--listener-url", &url, "--advertised-listener-url", &url])
+            // nisshi reads the path of a sqlite:// URL as relative to its folder, even
+            // sqlite:///an/absolute/one: so it runs in its storage folder.
+            .args(["--storage-engine", "sqlite://nisshi.db"])
+            .args(["--group-initial-rebalance-delay", "0s"])
+            .current_dir(dir)
+            .stdin(std::process::Stdio::null()),
+        "the test's durable broker",
+    )
+}
+
+/// Waits for *this* broker's listener: a port picked free can be taken by another test's
+/// listener meanwhile, and a test that freezes "its" broker must not be talking to somebody
+/// else's.
+fn listening(mut child: ChildGuard, port: u16) -> ChildGuard {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !listens_on(child.id(), port) {
+        assert!(child.try_wait().is_none(), "the test's broker exited at start: is port {port} taken?");
+        assert!(std::time::Instant::now() < deadline, "the test's broker on port {port} did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child
 }
 
 /// Runs `items` in chdb-core, a current ClickHouse engine, through scripts/chdb_check.py:
@@ -510,22 +560,28 @@ pub struct PrivateClickHouse {
 }
 
 /// Ports for a private server: HTTP, TCP, and the interserver port services.sh derives
-/// (TCP + 9), all free now. They are taken below Linux's ephemeral range (32768 and up):
-/// an OS-assigned port can be reused at once as the local port of some outgoing connection
-/// (the suite makes hundreds), and the derived one was never checked at all, so the server
-/// sometimes could not bind and never answered.
+/// (TCP + 9), all free now (see [`ports_below_ephemeral`]: the derived one was never checked
+/// at all once, so the server sometimes could not bind and never answered).
 fn clickhouse_ports() -> (u16, u16) {
+    let http = ports_below_ephemeral(&[0, 1, 10]);
+    (http, http + 1)
+}
+
+/// A base port such that base + each of `offsets` is free now, below Linux's ephemeral range
+/// (32768 and up): an OS-assigned port can be reused at once as the local port of some
+/// outgoing connection (the suite makes hundreds), so a server that restarts on its port, or
+/// starts on one picked earlier, would sometimes find it taken.
+fn ports_below_ephemeral(offsets: &[u16]) -> u16 {
     let free = |port: u16| std::net::TcpListener::bind(("127.0.0.1", port)).is_ok();
     let seed = std::process::id() as u64
         ^ std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64;
     for attempt in 0..500u64 {
-        let http = 20_000 + ((seed.wrapping_mul(6364136223846793005).wrapping_add(attempt * 7919)) % 12_000) as u16;
-        let tcp = http + 1;
-        if free(http) && free(tcp) && free(tcp + 9) {
-            return (http, tcp);
+        let base = 20_000 + ((seed.wrapping_mul(6364136223846793005).wrapping_add(attempt * 7919)) % 12_000) as u16;
+        if offsets.iter().all(|&offset| free(base + offset)) {
+            return base;
         }
     }
-    panic!("no free ports for a private ClickHouse between 20000 and 32010");
+    panic!("no free ports between 20000 and 32010");
 }
 
 impl PrivateClickHouse {
@@ -615,6 +671,18 @@ impl PrivateClickHouse {
         let pid = self.pid().expect("the private ClickHouse runs");
         let status = Command::new("kill").arg(format!("-{signal}")).arg(&pid).status().unwrap();
         assert!(status.success(), "kill -{signal} of the private ClickHouse failed");
+    }
+
+    /// SIGKILL, as a crash or the OOM killer ends it, and waits (at most 10 s) until the
+    /// process is gone, so that [`PrivateClickHouse::up`] finds its ports free.
+    pub fn kill(&self) {
+        let pid = self.pid().expect("the private ClickHouse runs");
+        self.signal("KILL");
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Path::new(&format!("/proc/{pid}")).exists() {
+            assert!(Instant::now() < deadline, "the private ClickHouse (pid {pid}) outlived SIGKILL by 10 s");
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// The server's pid, as services.sh recorded it while the server runs.

@@ -1,14 +1,15 @@
 //! The soak: the whole pipeline as separate `tayga serve <service>` processes, on a
-//! ClickHouse 18.16 and a broker of its own (`PrivateClickHouse`, `OwnBroker`: the shared ones
-//! are never stopped), fed at a steady rate by three clients (this harness's own OTLP/HTTP
+//! ClickHouse 18.16 and a durable broker of its own (`PrivateClickHouse`,
+//! `OwnBroker::start_durable`: the shared ones are never stopped), fed at a steady rate by three clients (this harness's own OTLP/HTTP
 //! client, `tayga loadgen`, the stock OpenTelemetry Python SDK over gRPC) with bad input mixed
 //! in, two webhook targets (one healthy; one that turns dead, then answers 503, then 429 with
-//! Retry-After, then recovers), and faults on a schedule: ClickHouse stopped and restarted,
-//! the broker frozen and thawed, kill -9 of each daemon and restart, a logminer replica
-//! added and removed, ingest restarted mid-load. At the end it reconciles from what the
+//! Retry-After, then recovers), and faults on a schedule: ClickHouse stopped, killed -9 and
+//! frozen, the (durable) broker frozen and killed -9 under load, each restarted or thawed;
+//! kill -9 of each daemon and restart, a logminer replica added and removed, ingest
+//! restarted mid-load. At the end it reconciles from what the
 //! clients were acknowledged and prints one table; any discrepancy fails the test, named.
 //!
-//! One implementation, two profiles: `short_soak_reconciles` in the suite (under 3
+//! One implementation, two profiles: `short_soak_reconciles` in the suite (about 3
 //! minutes), and `soak` (ignored; `scripts/soak.sh --minutes N` runs it with
 //! `TAYGA_SOAK_MINUTES`). docs/reliability.md has the faults and a long run's figures.
 
@@ -30,10 +31,10 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::common::{free_addr, resource, stories, ChildGuard, OwnBroker, PrivateClickHouse, TestEnv};
 
-/// The suite's profile: about 100 s of traffic, every fault once.
+/// The suite's profile: about 120 s of traffic, every fault once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn short_soak_reconciles() {
-    run_soak(Duration::from_secs(100)).await;
+    run_soak(Duration::from_secs(120)).await;
 }
 
 /// The long profile: `TAYGA_SOAK_MINUTES` (default 30) of traffic, the faults in cycles.
@@ -572,23 +573,33 @@ async fn sample_rss(
 #[derive(Clone, Copy, Debug)]
 enum Fault {
     Kill9(&'static str),
+    /// SIGTERM, as services.sh stops it, and start again.
     ClickHouseOutage,
+    /// SIGKILL, and start again: parts written without their final rename, a crash.
+    ClickHouseKill,
+    /// SIGSTOP, SIGCONT after a while: connections accepted and never answered.
+    ClickHouseFreeze,
     BrokerFreeze,
+    /// SIGKILL of the durable broker under load, and start again on its storage.
+    BrokerKill,
     AddReplica,
     RemoveReplica,
     RestartIngest,
 }
 
-const SCHEDULE: [Fault; 11] = [
+const SCHEDULE: [Fault; 14] = [
     Fault::Kill9("writer"),
     Fault::ClickHouseOutage,
     Fault::Kill9("assembler"),
     Fault::AddReplica,
     Fault::BrokerFreeze,
     Fault::Kill9("logminer"),
+    Fault::BrokerKill,
     Fault::RestartIngest,
+    Fault::ClickHouseFreeze,
     Fault::Kill9("notifier"),
     Fault::RemoveReplica,
+    Fault::ClickHouseKill,
     Fault::Kill9("ingest"),
     Fault::Kill9("api"),
 ];
@@ -633,7 +644,7 @@ async fn run_soak(traffic: Duration) {
     let dir = tempfile::Builder::new().prefix("tayga-soak-").tempdir().unwrap();
     let keep = std::env::var("TAYGA_SOAK_KEEP").is_ok();
     let ch = PrivateClickHouse::start();
-    let broker = OwnBroker::start(crate::common::free_port());
+    let mut broker = OwnBroker::start_durable();
     let mut env = TestEnv::new("soak");
     env.config.clickhouse.url = ch.url();
     env.config.kafka.brokers = broker.address();
@@ -736,6 +747,28 @@ async fn run_soak(traffic: Duration) {
                 tokio::time::sleep(Duration::from_secs_f64(outage)).await;
                 let back = clickhouse_back(&ch).await;
                 format!("ClickHouse stopped for {outage:.0} s (answering again {back:.0} s after the start)")
+            }
+            Fault::ClickHouseKill => {
+                ch.kill();
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                let back = clickhouse_back(&ch).await;
+                format!("ClickHouse kill -9, restarted after 2 s (answering again {back:.0} s after the start)")
+            }
+            Fault::ClickHouseFreeze => {
+                ch.signal("STOP");
+                tokio::time::sleep(Duration::from_secs_f64(outage)).await;
+                ch.signal("CONT");
+                format!("ClickHouse SIGSTOP for {outage:.0} s, SIGCONT")
+            }
+            Fault::BrokerKill => {
+                broker.kill();
+                tokio::time::sleep(Duration::from_secs_f64(outage)).await;
+                let restart = Instant::now();
+                broker.restart();
+                format!(
+                    "broker kill -9 under load, restarted after {outage:.0} s (listening {:.1} s later)",
+                    elapsed_secs(restart)
+                )
             }
             Fault::BrokerFreeze => {
                 broker.signal("STOP");
