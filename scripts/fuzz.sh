@@ -22,7 +22,7 @@ while [ $# -gt 0 ]; do
     *) targets+=("$1"); shift ;;
   esac
 done
-[ ${#targets[@]} -gt 0 ] || targets=(otlp_http_decode otlp_split masking config_load)
+[ ${#targets[@]} -gt 0 ] || targets=(otlp_http_decode otlp_split masking config_load otlp_grpc_request rowbinary_rows otlp_schema broker_answers)
 
 rustup toolchain list | grep -q '^nightly' || { echo "fuzz.sh: the nightly toolchain is missing: rustup toolchain install nightly" >&2; exit 2; }
 cargo fuzz --version >/dev/null 2>&1 || cargo install cargo-fuzz --locked
