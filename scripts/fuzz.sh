@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the cargo-fuzz targets in fuzz/ (docs/reliability.md, *Fuzzing*): `scripts/fuzz.sh
-# [--seconds N] [TARGET...]`, N seconds per target (default 30: the four targets in two
+# [--seconds N] [TARGET...]`, N seconds per target (default 30: the eight targets in four
 # minutes), every target when none is named. Needs the nightly toolchain; installs
 # cargo-fuzz when it is missing (about 5 minutes). Each run starts from the committed seeds
 # (fuzz/seeds/<target>, made from the tests by fuzz/make_seeds.py), the kept crashes

@@ -66,3 +66,17 @@ impl<T: Send + 'static> Decoder for RawCodec<T> {
         Ok(Some(buf.copy_to_bytes(buf.remaining())))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_tonic_s_input_codes_become_invalid_argument() {
+        assert_eq!(input_code(Code::OutOfRange), Code::InvalidArgument);
+        assert_eq!(input_code(Code::Internal), Code::InvalidArgument);
+        for kept in [Code::Ok, Code::Unimplemented, Code::ResourceExhausted, Code::Unavailable, Code::Unauthenticated] {
+            assert_eq!(input_code(kept), kept);
+        }
+    }
+}

@@ -321,8 +321,8 @@ async fn handshake(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bytes::Buf;
     use crate::config::SaslMechanism;
+    use bytes::Buf;
     use std::sync::Arc;
 
     /// A broker scripted as far as SASL, written byte by byte from Kafka's protocol guide (the
