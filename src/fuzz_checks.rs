@@ -441,7 +441,8 @@ pub fn otlp_schema(data: &[u8]) {
     fn prost_accepts<M: Message + Default>(bytes: &[u8]) -> bool {
         M::decode(bytes).is_ok()
     }
-    const MESSAGES: [(Msg, fn(&[u8]) -> bool); 18] = [
+    type Accepts = fn(&[u8]) -> bool;
+    const MESSAGES: [(Msg, Accepts); 18] = [
         (Msg::TraceRequest, prost_accepts::<ExportTraceServiceRequest>),
         (Msg::ResourceSpans, prost_accepts::<trace::ResourceSpans>),
         (Msg::ScopeSpans, prost_accepts::<trace::ScopeSpans>),

@@ -341,13 +341,13 @@ pub fn split_encoded_by<R: OtlpRequest>(
     Ok(groupings.iter().map(|g| parts.split(*g, R::TRACE_ID_TAG, max_bytes)).collect())
 }
 
+/// The records of a request by trace, and for logs by service too.
+pub type IngestSplits = (Split<Vec<u8>>, Option<Split<Vec<u8>>>);
+
 /// What ingest makes of a request's bytes, over HTTP and gRPC alike: the records by trace
 /// id, and for logs the records by service too (`R::INGEST_GROUPINGS`). Bytes prost would
 /// refuse are refused.
-pub fn ingest_split<R: OtlpRequest>(
-    bytes: &[u8],
-    max_bytes: usize,
-) -> Result<(Split<Vec<u8>>, Option<Split<Vec<u8>>>), WireError> {
+pub fn ingest_split<R: OtlpRequest>(bytes: &[u8], max_bytes: usize) -> Result<IngestSplits, WireError> {
     let mut splits = split_encoded_by::<R>(bytes, R::INGEST_GROUPINGS, max_bytes)?.into_iter();
     Ok((splits.next().unwrap_or_default(), splits.next()))
 }
