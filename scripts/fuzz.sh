@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the cargo-fuzz targets in fuzz/ (docs/reliability.md, *Fuzzing*): `scripts/fuzz.sh
-# [--seconds N] [TARGET...]`, N seconds per target (default 30: the four targets in two
+# [--seconds N] [TARGET...]`, N seconds per target (default 30: the eight targets in four
 # minutes), every target when none is named. Needs the nightly toolchain; installs
 # cargo-fuzz when it is missing (about 5 minutes). Each run starts from the committed seeds
 # (fuzz/seeds/<target>, made from the tests by fuzz/make_seeds.py), the kept crashes
@@ -22,7 +22,7 @@ while [ $# -gt 0 ]; do
     *) targets+=("$1"); shift ;;
   esac
 done
-[ ${#targets[@]} -gt 0 ] || targets=(otlp_http_decode otlp_split masking config_load)
+[ ${#targets[@]} -gt 0 ] || targets=(otlp_http_decode otlp_split masking config_load otlp_grpc_request rowbinary_rows otlp_schema broker_answers)
 
 rustup toolchain list | grep -q '^nightly' || { echo "fuzz.sh: the nightly toolchain is missing: rustup toolchain install nightly" >&2; exit 2; }
 cargo fuzz --version >/dev/null 2>&1 || cargo install cargo-fuzz --locked

@@ -7,6 +7,7 @@
 pub mod critical;
 pub mod decode;
 pub mod flatten;
+pub mod grpc;
 pub mod protobuf;
 pub mod rowbinary;
 pub mod split;

@@ -85,16 +85,21 @@ pub trait OtlpRequest: Message + Default + Sized {
     const MESSAGE: Msg;
     /// The field number of an item's `trace_id`.
     const TRACE_ID_TAG: u32;
+    /// The splits ingest makes of a request ([`ingest_split`]): by trace for the signals
+    /// topic, and for logs also by service, for the logminer's topic.
+    const INGEST_GROUPINGS: &'static [Grouping];
 }
 
 impl OtlpRequest for ExportTraceServiceRequest {
     const MESSAGE: Msg = Msg::TraceRequest;
     const TRACE_ID_TAG: u32 = 1;
+    const INGEST_GROUPINGS: &'static [Grouping] = &[Grouping::ByTrace];
 }
 
 impl OtlpRequest for ExportLogsServiceRequest {
     const MESSAGE: Msg = Msg::LogsRequest;
     const TRACE_ID_TAG: u32 = 9;
+    const INGEST_GROUPINGS: &'static [Grouping] = &[Grouping::ByTrace, Grouping::ByService];
 }
 
 /// Field numbers shared by both requests: `resource_spans`/`resource_logs` in the request,
@@ -334,6 +339,17 @@ pub fn split_encoded_by<R: OtlpRequest>(
     protobuf::check(bytes, R::MESSAGE)?;
     let parts = Parts::of(bytes);
     Ok(groupings.iter().map(|g| parts.split(*g, R::TRACE_ID_TAG, max_bytes)).collect())
+}
+
+/// The records of a request by trace, and for logs by service too.
+pub type IngestSplits = (Split<Vec<u8>>, Option<Split<Vec<u8>>>);
+
+/// What ingest makes of a request's bytes, over HTTP and gRPC alike: the records by trace
+/// id, and for logs the records by service too (`R::INGEST_GROUPINGS`). Bytes prost would
+/// refuse are refused.
+pub fn ingest_split<R: OtlpRequest>(bytes: &[u8], max_bytes: usize) -> Result<IngestSplits, WireError> {
+    let mut splits = split_encoded_by::<R>(bytes, R::INGEST_GROUPINGS, max_bytes)?.into_iter();
+    Ok((splits.next().unwrap_or_default(), splits.next()))
 }
 
 /// The service of every resource of an `R` that holds at least one item, once each, in

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use tayga::fuzz_checks::{Check, TARGETS};
 
-/// Mutated inputs per target: a few seconds for all four in a debug build.
+/// Mutated inputs per target: a few seconds for all eight in a debug build.
 const MUTATIONS: usize = 4000;
 
 fn inputs(target: &str) -> Vec<(PathBuf, Vec<u8>)> {

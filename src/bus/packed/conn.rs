@@ -5,11 +5,11 @@
 
 use std::time::Duration;
 
-use bytes::{Buf, BufMut, BytesMut};
+use bytes::{BufMut, BytesMut};
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::{
     ApiKey, ApiVersionsRequest, ApiVersionsResponse, InitProducerIdRequest, InitProducerIdResponse, MetadataRequest,
-    MetadataResponse, ProduceRequest, ProduceResponse, RequestHeader, ResponseHeader, SaslAuthenticateRequest,
+    MetadataResponse, ProduceRequest, ProduceResponse, RequestHeader, SaslAuthenticateRequest,
     SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, HeaderVersion, StrBytes};
@@ -267,22 +267,8 @@ impl Conn {
             Ok(Ok(Err(len))) => return Err(self.protocol(format!("an answer of {len} bytes"))),
             Ok(Ok(Ok(()))) => {}
         }
-        let mut body = self.buf.split().freeze();
-        let header = ResponseHeader::decode(&mut body, Resp::header_version(version))
-            .map_err(|e| self.protocol(format!("an unreadable answer header: {e}")))?;
-        if header.correlation_id != correlation_id {
-            return Err(self.protocol(format!(
-                "the answer to request {} where {correlation_id} was asked",
-                header.correlation_id
-            )));
-        }
-        let response = Resp::decode(&mut body, version)
-            .map_err(|e| self.protocol(format!("an unreadable {api:?} v{version} answer: {e}")))?;
-        if body.has_remaining() {
-            // Bytes left over mean the answer was misread: say so rather than act on it.
-            return Err(self.protocol(format!("{} bytes left after a {api:?} v{version} answer", body.remaining())));
-        }
-        Ok(response)
+        let body = self.buf.split().freeze();
+        super::plan::read_answer(body, api, version, correlation_id).map_err(|reason| self.protocol(reason))
     }
 
     fn protocol(&self, reason: String) -> ConnError {
@@ -336,6 +322,7 @@ async fn handshake(
 mod tests {
     use super::*;
     use crate::config::SaslMechanism;
+    use bytes::Buf;
     use std::sync::Arc;
 
     /// A broker scripted as far as SASL, written byte by byte from Kafka's protocol guide (the

@@ -436,10 +436,9 @@ impl Sender {
         ));
         let conn = self.control_conn().await?;
         let answer = conn.metadata(&request, CONTROL_TIMEOUT).await.map_err(|e| e.to_string())?;
-        for b in &answer.brokers {
-            let host = b.host.as_str();
-            let addr = if host.contains(':') { format!("[{host}]:{}", b.port) } else { format!("{host}:{}", b.port) };
-            let broker = self.brokers.entry(b.node_id.0).or_default();
+        let plan::Layout { brokers, topics, missing } = plan::layout(&answer);
+        for (id, addr) in brokers {
+            let broker = self.brokers.entry(id).or_default();
             if broker.addr != addr {
                 // A request out to the old address comes back to it; its connection is
                 // then dropped (`answered`).
@@ -447,24 +446,15 @@ impl Sender {
                 broker.conn = None;
             }
         }
-        let mut missing = Vec::new();
-        for t in &answer.topics {
-            let Some(name) = t.name.as_ref().map(|n| n.0.to_string()) else { continue };
-            if t.error_code != 0 || t.partitions.is_empty() {
-                let error = ResponseError::try_from_code(t.error_code).map(|e| e.to_string());
-                missing.push(format!("{name}: {}", error.unwrap_or_else(|| "no partitions".into())));
-                continue;
-            }
-            let count = t.partitions.iter().map(|p| p.partition_index + 1).max().unwrap_or(0).max(0) as usize;
+        for plan::TopicLayout { name, leaders } in topics {
             let topic =
                 self.topics.entry(name).or_insert_with(|| Topic { partitions: Vec::new(), leaders: Vec::new() });
-            if topic.partitions.len() < count {
-                topic.partitions.resize_with(count, PartitionQueue::default);
+            if topic.partitions.len() < leaders.len() {
+                topic.partitions.resize_with(leaders.len(), PartitionQueue::default);
             }
             topic.leaders = vec![-1; topic.partitions.len()];
-            for p in &t.partitions {
-                let known = p.error_code == 0 && self.brokers.contains_key(&p.leader_id.0);
-                topic.leaders[p.partition_index as usize] = if known { p.leader_id.0 } else { -1 };
+            for (i, leader) in leaders.into_iter().enumerate() {
+                topic.leaders[i] = if self.brokers.contains_key(&leader) { leader } else { -1 };
             }
         }
         for (name, pending) in std::mem::take(&mut self.unrouted) {
@@ -563,20 +553,13 @@ impl Sender {
                 return;
             }
         };
-        let mut codes = HashMap::new();
-        for t in &answer.responses {
-            for p in &t.partition_responses {
-                codes.insert((t.name.0.as_str(), p.index), p.error_code);
-            }
-        }
+        let codes = plan::ProduceAnswer::of(&answer);
         let mut retry_reason = None;
         let mut retried = 0;
         let mut failed = Vec::new();
         let mut written = Vec::new();
         for (topic, partition, batch) in sent {
-            // A partition the answer leaves out was not written: ask again where it lives.
-            let code = codes.get(&(topic.as_str(), partition)).copied();
-            let outcome = code.map_or(Outcome::Retry { refresh: true }, plan::outcome);
+            let (code, outcome) = codes.outcome(&topic, partition);
             let queue = self.queue(&topic, partition);
             queue.in_flight = false;
             match outcome {

@@ -1,12 +1,13 @@
 //! The pure part of the packed producer: which partition a key goes to, how queued records
 //! become one record batch per partition, and what a partition's answer means. No I/O.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::{Buf, BufMut, Bytes, BytesMut};
 use indexmap::IndexMap;
 use kafka_protocol::error::ResponseError;
-use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::messages::{ApiKey, MetadataResponse, ProduceResponse, ResponseHeader};
+use kafka_protocol::protocol::{Decodable, HeaderVersion, StrBytes};
 use kafka_protocol::records::{Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType};
 
 /// Most bytes of records (keys, values, headers, before compression) one partition's batch
@@ -236,6 +237,112 @@ pub fn outcome(error_code: i16) -> Outcome {
     }
 }
 
+/// Reads a broker's answer (the bytes after its length) to request `correlation_id` of `api`
+/// at `version`: the header, then a `Resp` that uses every byte. The error is the reason
+/// the answer cannot be acted on.
+pub fn read_answer<Resp: Decodable + HeaderVersion>(
+    mut body: Bytes,
+    api: ApiKey,
+    version: i16,
+    correlation_id: i32,
+) -> Result<Resp, String> {
+    let header = ResponseHeader::decode(&mut body, Resp::header_version(version))
+        .map_err(|e| format!("an unreadable answer header: {e}"))?;
+    if header.correlation_id != correlation_id {
+        return Err(format!("the answer to request {} where {correlation_id} was asked", header.correlation_id));
+    }
+    let response =
+        Resp::decode(&mut body, version).map_err(|e| format!("an unreadable {api:?} v{version} answer: {e}"))?;
+    if body.has_remaining() {
+        // Bytes left over mean the answer was misread: say so rather than act on it.
+        return Err(format!("{} bytes left after a {api:?} v{version} answer", body.remaining()));
+    }
+    Ok(response)
+}
+
+/// A produce answer's error code for each partition it names.
+pub struct ProduceAnswer<'a>(HashMap<(&'a str, i32), i16>);
+
+impl<'a> ProduceAnswer<'a> {
+    pub fn of(answer: &'a ProduceResponse) -> ProduceAnswer<'a> {
+        let mut codes = HashMap::new();
+        for t in &answer.responses {
+            for p in &t.partition_responses {
+                codes.insert((t.name.0.as_str(), p.index), p.error_code);
+            }
+        }
+        ProduceAnswer(codes)
+    }
+
+    /// The code given for a partition a batch was sent to, and what it means. A partition
+    /// the answer leaves out was not written: ask again where it lives.
+    pub fn outcome(&self, topic: &str, partition: i32) -> (Option<i16>, Outcome) {
+        let code = self.0.get(&(topic, partition)).copied();
+        (code, code.map_or(Outcome::Retry { refresh: true }, outcome))
+    }
+}
+
+/// Most partitions a topic may have here: a queue is kept for each, so an answer naming
+/// partition 2,000,000,000 must not make two billion of them. Kafka tops out far below
+/// (its guidance is thousands per broker).
+pub const MAX_PARTITIONS: usize = 1 << 16;
+
+/// What a metadata answer says, as the producer uses it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Layout {
+    /// Every broker named: its node id and address.
+    pub brokers: Vec<(i32, String)>,
+    pub topics: Vec<TopicLayout>,
+    /// The topics the answer gives no usable partitions for, each with why.
+    pub missing: Vec<String>,
+}
+
+/// A topic's partitions: `leaders[i]` is partition i's leader, -1 when the answer names
+/// none (a partition left out, or given with an error).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TopicLayout {
+    pub name: String,
+    pub leaders: Vec<i32>,
+}
+
+pub fn layout(answer: &MetadataResponse) -> Layout {
+    let mut layout = Layout::default();
+    for b in &answer.brokers {
+        let host = b.host.as_str();
+        let addr = if host.contains(':') { format!("[{host}]:{}", b.port) } else { format!("{host}:{}", b.port) };
+        layout.brokers.push((b.node_id.0, addr));
+    }
+    for t in &answer.topics {
+        let Some(name) = t.name.as_ref().map(|n| n.0.to_string()) else { continue };
+        if t.error_code != 0 || t.partitions.is_empty() {
+            let error = ResponseError::try_from_code(t.error_code).map(|e| e.to_string());
+            layout.missing.push(format!("{name}: {}", error.unwrap_or_else(|| "no partitions".into())));
+            continue;
+        }
+        // An index outside what a topic can have is a broker's (or the network's) mistake:
+        // the topic is left out, as one with an error is, rather than sized by it (or, for
+        // a negative index, indexed by it).
+        let mut count = 0;
+        let mut out_of_range = None;
+        for p in &t.partitions {
+            match usize::try_from(p.partition_index) {
+                Ok(i) if i < MAX_PARTITIONS => count = count.max(i + 1),
+                _ => drop(out_of_range.get_or_insert(p.partition_index)),
+            }
+        }
+        if let Some(index) = out_of_range {
+            layout.missing.push(format!("{name}: a partition index of {index}"));
+            continue;
+        }
+        let mut leaders = vec![-1; count];
+        for p in &t.partitions {
+            leaders[p.partition_index as usize] = if p.error_code == 0 { p.leader_id.0 } else { -1 };
+        }
+        layout.topics.push(TopicLayout { name, leaders });
+    }
+    layout
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -247,6 +354,47 @@ mod tests {
     }
 
     const SESSION: Session = Session { producer_id: 7, producer_epoch: 1 };
+
+    /// A metadata answer for one topic whose partitions have these indexes.
+    fn metadata(indexes: &[i32]) -> MetadataResponse {
+        use kafka_protocol::messages::metadata_response::{
+            MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
+        };
+        use kafka_protocol::messages::BrokerId;
+        let partitions = indexes
+            .iter()
+            .map(|&i| MetadataResponsePartition::default().with_partition_index(i).with_leader_id(BrokerId(1)));
+        let topic = MetadataResponseTopic::default()
+            .with_name(Some(kafka_protocol::messages::TopicName(StrBytes::from_static_str("t"))))
+            .with_partitions(partitions.collect());
+        let broker = MetadataResponseBroker::default()
+            .with_node_id(BrokerId(1))
+            .with_host(StrBytes::from_static_str("h"))
+            .with_port(9092);
+        MetadataResponse::default().with_brokers(vec![broker]).with_topics(vec![topic])
+    }
+
+    #[test]
+    fn a_layout_has_a_leader_per_partition_and_none_for_one_left_out() {
+        let layout = layout(&metadata(&[0, 2]));
+        assert_eq!(layout.brokers, vec![(1, "h:9092".to_string())]);
+        assert_eq!(layout.topics, vec![TopicLayout { name: "t".into(), leaders: vec![1, -1, 1] }]);
+        assert!(layout.missing.is_empty());
+    }
+
+    /// The broker_answers fuzz target's finding: the producer sized (and indexed) a topic's
+    /// queues by the partition indexes an answer named, so one index of 2^31 - 1 asked
+    /// for two billion queues, and a negative one panicked the producer's task.
+    #[test]
+    fn an_answer_naming_a_partition_out_of_range_leaves_its_topic_out() {
+        for index in [-1, i32::MIN, MAX_PARTITIONS as i32, i32::MAX] {
+            let layout = layout(&metadata(&[0, index]));
+            assert!(layout.topics.is_empty(), "{index}");
+            assert_eq!(layout.missing, vec![format!("t: a partition index of {index}")]);
+        }
+        let layout = layout(&metadata(&[MAX_PARTITIONS as i32 - 1]));
+        assert_eq!(layout.topics[0].leaders.len(), MAX_PARTITIONS);
+    }
 
     #[test]
     fn partitions_match_librdkafka_consistent_random() {

@@ -7,8 +7,7 @@ use std::sync::Arc;
 
 use opentelemetry_proto::tonic::collector::logs::v1::ExportLogsServiceRequest;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
-use prost::bytes::{Buf, Bytes};
-use tonic::codec::{Codec, CompressionEncoding, DecodeBuf, Decoder, EnabledCompressionEncodings, EncodeBuf, Encoder};
+use prost::bytes::Bytes;
 use tonic::codegen::{http, BoxFuture};
 use tonic::{Request, Response, Status};
 
@@ -174,14 +173,7 @@ impl<R: GrpcExport> tonic::codegen::Service<http::Request<tonic::body::Body>> fo
         }
         let method = ExportMethod::<R> { grpc: self.grpc.clone(), request: PhantomData };
         let limit = self.limit;
-        Box::pin(async move {
-            let mut accept = EnabledCompressionEncodings::default();
-            accept.enable(CompressionEncoding::Gzip);
-            let mut server = tonic::server::Grpc::new(RawCodec::<R::Response>(PhantomData))
-                .apply_compression_config(accept, EnabledCompressionEncodings::default())
-                .apply_max_message_size_config(Some(limit), None);
-            Ok(server.unary(method, request).await)
-        })
+        Box::pin(async move { Ok(crate::otlp::grpc::server::<R::Response>(limit).unary(method, request).await) })
     }
 }
 
@@ -201,42 +193,6 @@ impl<R: GrpcExport> tonic::server::UnaryService<Bytes> for ExportMethod<R> {
     fn call(&mut self, request: Request<Bytes>) -> Self::Future {
         let grpc = self.grpc.clone();
         Box::pin(async move { grpc.export::<R>(request).await })
-    }
-}
-
-/// Reads a message as its bytes; writes a response with prost.
-struct RawCodec<T>(PhantomData<fn(T)>);
-
-impl<T: prost::Message + Send + 'static> Codec for RawCodec<T> {
-    type Encode = T;
-    type Decode = Bytes;
-    type Encoder = RawCodec<T>;
-    type Decoder = RawCodec<T>;
-
-    fn encoder(&mut self) -> Self::Encoder {
-        RawCodec(PhantomData)
-    }
-
-    fn decoder(&mut self) -> Self::Decoder {
-        RawCodec(PhantomData)
-    }
-}
-
-impl<T: prost::Message> Encoder for RawCodec<T> {
-    type Item = T;
-    type Error = Status;
-
-    fn encode(&mut self, item: T, buf: &mut EncodeBuf<'_>) -> Result<(), Status> {
-        item.encode(buf).map_err(|e| Status::internal(e.to_string()))
-    }
-}
-
-impl<T: Send + 'static> Decoder for RawCodec<T> {
-    type Item = Bytes;
-    type Error = Status;
-
-    fn decode(&mut self, buf: &mut DecodeBuf<'_>) -> Result<Option<Bytes>, Status> {
-        Ok(Some(buf.copy_to_bytes(buf.remaining())))
     }
 }
 
@@ -276,10 +232,7 @@ pub fn services(
     )
 }
 
-/// Gives input the codes OTLP clients read right. Tonic answers a message over the size
-/// limit with OUT_OF_RANGE, which OTLP exporters retry (forever, for the same message), and
-/// one it cannot decode with INTERNAL; both are the client's data: INVALID_ARGUMENT, which
-/// is not retried. Ingest's own answers never use either code.
+/// Gives input the codes OTLP clients read right (`otlp::grpc::input_code`).
 #[derive(Clone)]
 pub struct InputCodes<S>(S);
 
@@ -305,11 +258,13 @@ where
         let answer = self.0.call(request);
         Box::pin(async move {
             let mut response = answer.await?;
-            let code = response.headers().get("grpc-status").and_then(|v| v.to_str().ok());
-            let input = [tonic::Code::OutOfRange, tonic::Code::Internal].map(|c| (c as i32).to_string());
-            if code.is_some_and(|c| input.iter().any(|i| i == c)) {
-                let invalid = (tonic::Code::InvalidArgument as i32).to_string();
-                response.headers_mut().insert("grpc-status", invalid.parse().expect("a digit is a header value"));
+            let code = response.headers().get("grpc-status").and_then(|v| v.to_str().ok()?.parse::<i32>().ok());
+            if let Some(code) = code.map(tonic::Code::from_i32) {
+                let answered = crate::otlp::grpc::input_code(code);
+                if answered != code {
+                    let answered = (answered as i32).to_string();
+                    response.headers_mut().insert("grpc-status", answered.parse().expect("a digit is a header value"));
+                }
             }
             Ok(response)
         })

@@ -23,7 +23,7 @@ use crate::bus::producer::OutRecord;
 use crate::config::Names;
 use crate::otlp::decode::DecodeError;
 use crate::otlp::flatten::{log_rows, span_rows};
-use crate::otlp::split::{split_encoded_by, Grouping, OtlpRequest, Split};
+use crate::otlp::split::{ingest_split, OtlpRequest, Split};
 use crate::otlp::{ExportLogsServiceRequest, ExportTraceServiceRequest};
 use crate::store::Store;
 use crate::wire::record::{header_pairs, SignalKind};
@@ -152,17 +152,11 @@ impl Pipeline {
     }
 
     /// Splits the protobuf encoding of a request into its records, without decoding it
-    /// (`otlp::split::split_encoded`); bytes that are not a valid `R` are refused.
+    /// (`otlp::split::ingest_split`); bytes that are not a valid `R` are refused.
     pub fn prepare<R: ExportRequest>(&self, bytes: &[u8]) -> Result<Prepared, DecodeError> {
-        let groupings: &[Grouping] = match R::KIND {
-            SignalKind::Traces => &[Grouping::ByTrace],
-            SignalKind::Logs => &[Grouping::ByTrace, Grouping::ByService],
-        };
-        let mut splits = split_encoded_by::<R>(bytes, groupings, self.max_record_bytes)
-            .map_err(|e| DecodeError::Protobuf(e.to_string()))?
-            .into_iter();
-        let signals = splits.next().unwrap_or_default();
-        Ok(Prepared { kind: R::KIND, signals, logs: splits.next() })
+        let (signals, logs) =
+            ingest_split::<R>(bytes, self.max_record_bytes).map_err(|e| DecodeError::Protobuf(e.to_string()))?;
+        Ok(Prepared { kind: R::KIND, signals, logs })
     }
 
     /// Makes a prepared request durable on the first usable path.

@@ -1,0 +1,5 @@
+//! `tayga::fuzz_checks::rowbinary_rows`: what it checks is said there, where the suite's replay
+//! (tests/it/fuzz_replay.rs) runs the same check.
+#![no_main]
+
+libfuzzer_sys::fuzz_target!(|data: &[u8]| tayga::fuzz_checks::rowbinary_rows(data));
