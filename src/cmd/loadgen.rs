@@ -54,14 +54,13 @@ enum Payload {
 
 impl Payload {
     /// The lines `--acked-ids` writes for this request once it is acknowledged: each span's
-    /// trace and span id, each log line's id as the store computes it.
+    /// trace and span id and each log line's id, from the rows the store would keep.
     fn identities(&self) -> String {
         let mut lines = String::new();
         match self {
             Payload::Traces(request, _) => {
-                let spans = request.resource_spans.iter().flat_map(|r| &r.scope_spans).flat_map(|s| &s.spans);
-                for span in spans {
-                    lines.push_str(&format!("span {} {}\n", hex(&span.trace_id), hex(&span.span_id)));
+                for row in flatten::span_rows(request, 0) {
+                    lines.push_str(&format!("span {} {}\n", row.trace_id, row.span_id));
                 }
             }
             Payload::Logs(request, _) => {
@@ -72,10 +71,6 @@ impl Payload {
         }
         lines
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 impl Client {
