@@ -249,7 +249,7 @@ pub struct ChildGuard {
 }
 
 /// How much of a logged child's stderr a failing test prints.
-const LOG_TAIL_LINES: usize = 60;
+const LOG_TAIL_LINES: usize = 150;
 
 impl ChildGuard {
     pub fn spawn(cmd: &mut Command, what: &str) -> ChildGuard {
@@ -768,20 +768,18 @@ pub async fn record_two_replicas(
 
 /// `tayga serve all` for this test on free loopback ports, with fast ticks (1 s scrapes,
 /// logminer ticks and assembler idle close), answering on its API and ingest; killed when
-/// dropped. Its output is in `dir` (`serve-all.log`, `serve-all.err`).
+/// dropped. Its log's last lines are printed if the test fails.
 pub struct ServeAll {
     pub http_addr: String,
     pub grpc_addr: String,
     pub api_addr: String,
     pub logminer_port: u16,
-    pub dir: tempfile::TempDir,
     _daemons: ChildGuard,
 }
 
 impl ServeAll {
     /// Starts it with `extra` environment and waits until the API and ingest answer.
     pub async fn start(env: &TestEnv, extra: &[(&str, &str)]) -> ServeAll {
-        let dir = tempfile::tempdir().unwrap();
         let (http_addr, grpc_addr, api_addr) = (free_addr(), free_addr(), free_addr());
         let logminer_port = free_port();
         let mut cmd = env.tayga();
@@ -797,10 +795,8 @@ impl ServeAll {
             .env("TAYGA_API_SCRAPE_INTERVAL_SECS", "1")
             .env("TAYGA_ASSEMBLER_IDLE_CLOSE_SECS", "1")
             .env("TAYGA_LOGMINER_TICK_SECS", "1")
-            .envs(extra.iter().copied())
-            .stdout(std::fs::File::create(dir.path().join("serve-all.log")).unwrap())
-            .stderr(std::fs::File::create(dir.path().join("serve-all.err")).unwrap());
-        let daemons = ChildGuard::spawn(&mut cmd, "tayga serve all");
+            .envs(extra.iter().copied());
+        let daemons = ChildGuard::spawn_logged(&mut cmd, "tayga serve all");
         let http = reqwest::Client::builder().timeout(Duration::from_secs(5)).build().unwrap();
         for (what, url) in
             [("the API", format!("http://{api_addr}/health")), ("ingest", format!("http://{http_addr}/health"))]
@@ -810,7 +806,7 @@ impl ServeAll {
             })
             .await;
         }
-        ServeAll { http_addr, grpc_addr, api_addr, logminer_port, dir, _daemons: daemons }
+        ServeAll { http_addr, grpc_addr, api_addr, logminer_port, _daemons: daemons }
     }
 }
 

@@ -10,8 +10,8 @@ use super::{AppState, Page};
 use crate::daemon::api::error::{ApiError, ErrorBody};
 use crate::daemon::api::params::{self, Query, DAY_NS, HOUR_NS};
 use crate::store::query::stories;
-use crate::wire::story::Story;
 use crate::wire::alert::format_id;
+use crate::wire::story::Story;
 
 /// Stories that started in the hour before `to`, over at most 31 days.
 pub const WINDOW: params::WindowRule = params::WindowRule { default_ns: HOUR_NS, max_ns: 31 * DAY_NS };
