@@ -104,10 +104,10 @@ async fn list(
             let alert =
                 Alert::from_row(row).with_context(|| format!("alert {} in log_alerts", format_id(row.alert_id)))?;
             Ok(Listed {
-                alert,
                 active: row.last_at >= cutoff,
                 published: marks.contains(&(row.alert_id, row.updated_ns)),
-                silenced_by: silences::matching_row(&silences, row, now).map(|s| s.silence_id),
+                silenced_by: silences::matching(&silences, &alert, now).map(|s| s.silence_id),
+                alert,
             })
         })
         .collect::<anyhow::Result<Vec<_>>>()?;

@@ -6,7 +6,7 @@
 //! the moment it was expired, and reads take the latest version with `argMax`.
 
 use super::statements::Statement;
-use super::{AlertRow, SilenceRow, Store, StoreError};
+use super::{SilenceRow, Store, StoreError};
 use crate::wire::alert::{format_id, Alert};
 
 /// The latest version of every silence that ends after a time, optionally one silence,
@@ -37,17 +37,7 @@ pub async fn list(store: &Store, ends_after_ns: u64) -> Result<Vec<SilenceRow>, 
 /// The silence that holds `alert` back at `now_ns`, if any: of those running that match it,
 /// the one that ends last (so a delivery row names the silence that will hold it longest).
 pub fn matching<'a>(silences: &'a [SilenceRow], alert: &Alert, now_ns: u64) -> Option<&'a SilenceRow> {
-    running_longest(silences, now_ns, |s| s.matches(alert))
-}
-
-/// [`matching`] for a stored alert: what the app and `tayga alerts list` mark an alert
-/// silenced by.
-pub fn matching_row<'a>(silences: &'a [SilenceRow], alert: &AlertRow, now_ns: u64) -> Option<&'a SilenceRow> {
-    running_longest(silences, now_ns, |s| s.matches_subject(&alert.service, &alert.kind, alert.template_id))
-}
-
-fn running_longest(silences: &[SilenceRow], now_ns: u64, matches: impl Fn(&SilenceRow) -> bool) -> Option<&SilenceRow> {
-    silences.iter().filter(|s| s.is_active(now_ns) && matches(s)).max_by_key(|s| (s.ends_ns, s.silence_id))
+    silences.iter().filter(|s| s.is_active(now_ns) && s.matches(alert)).max_by_key(|s| (s.ends_ns, s.silence_id))
 }
 
 /// One silence's latest version.
@@ -164,13 +154,9 @@ impl SilenceRow {
 
     /// Whether it matches `alert`: the same service, and the kind and template when it names them.
     pub fn matches(&self, alert: &Alert) -> bool {
-        self.matches_subject(&alert.service, alert.kind.as_str(), alert.template_id)
-    }
-
-    fn matches_subject(&self, service: &str, kind: &str, template_id: u64) -> bool {
-        self.service == service
-            && (self.kind.is_empty() || self.kind == kind)
-            && (self.template_id == 0 || self.template_id == template_id)
+        self.service == alert.service
+            && (self.kind.is_empty() || self.kind == alert.kind.as_str())
+            && (self.template_id == 0 || self.template_id == alert.template_id)
     }
 
     /// `active` while it runs, `expired` once ended early, `ended` once it ran its course.

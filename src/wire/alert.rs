@@ -29,7 +29,7 @@ pub const SHAPE_ALERT_FORMAT_VERSION: u32 = 2;
 
 /// What an alert says happened (docs/logminer.md, "The alert rules"). Adding a kind is a new format version:
 /// consumers switch on it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum AlertKind {
     /// A template first seen after the watermark.
@@ -88,17 +88,22 @@ impl FromStr for AlertKind {
     }
 }
 
-/// One alert, as published on `<prefix>.alerts` and sent to webhooks.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One alert, as published on `<prefix>.alerts` and sent to webhooks; the API shows the
+/// same document with what it judges beside it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[schema(as = AlertRecord)]
 pub struct Alert {
-    /// Always [`ALERT_FORMAT_VERSION`] in what this build writes.
+    /// [`ALERT_FORMAT_VERSION`], or [`SHAPE_ALERT_FORMAT_VERSION`] for a shape alert.
     pub version: u32,
     /// Deterministic: a hash of the alert's kind, subject and start (docs/design.md#identity).
     #[serde(with = "hex_id")]
+    #[schema(value_type = String, pattern = "^[0-9a-f]{16}$")]
     pub alert_id: u64,
     pub kind: AlertKind,
     pub service: String,
+    /// The template's id; for a shape alert, the shape's fingerprint.
     #[serde(with = "hex_id")]
+    #[schema(value_type = String, pattern = "^[0-9a-f]{16}$")]
     pub template_id: u64,
     pub template: String,
     /// Nanoseconds since the Unix epoch.
@@ -129,7 +134,7 @@ fn is_zero(n: &u64) -> bool {
 }
 
 /// Where an alert is in its life: each state is delivered to a target at most once.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum AlertState {
     #[default]
@@ -163,10 +168,11 @@ impl Alert {
 
 /// What a shape alert says about its shape (version 2). For a shape alert, `service` is the
 /// endpoint's root service, `template` its root operation and `template_id` the fingerprint.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ShapeChange {
     /// The endpoint's usual (most frequent) shape; for a slowdown, the shape itself.
     #[serde(with = "hex_id")]
+    #[schema(value_type = String, pattern = "^[0-9a-f]{16}$")]
     pub usual_fingerprint: u64,
     /// Call edges the shape has and the usual one does not, and the reverse (sorted; the
     /// `edges` text of docs/stories.md). Empty for a slowdown.

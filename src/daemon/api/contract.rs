@@ -282,7 +282,7 @@ mod tests {
             }
         }
         assert_eq!(doc["security"], json!([{"bearer": []}]));
-        let alert = &doc["components"]["schemas"]["Alert"]["properties"];
+        let alert = &doc["components"]["schemas"]["AlertRecord"]["properties"];
         assert_eq!(alert["last_at"]["format"], "uint64", "{alert}");
     }
 

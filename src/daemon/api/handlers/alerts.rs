@@ -15,16 +15,16 @@ use crate::daemon::api::params::{self, Query};
 use crate::store::deliveries::history;
 use crate::store::logminer::{active_cutoff_ns, alerts, published_versions, AlertQuery};
 use crate::store::query::alerts::{publications, sample_lines, SAMPLE_LOOKBACK_NS};
-use crate::store::silences::{self, matching_row};
+use crate::store::silences::{self, matching};
 use crate::store::{AlertRow, SilenceRow};
-use crate::wire::alert::{format_id, AlertKind, ShapeChange};
+use crate::wire::alert::{self as wire, format_id, AlertKind};
 
 /// Sample lines shown with one alert.
 pub const SAMPLE_LINES: u64 = 20;
 
 #[derive(Debug, Clone, Copy, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum AlertState {
+pub enum Activity {
     /// `last_at` within the last 5 minutes: still refreshed by the logminer.
     Active,
     Inactive,
@@ -40,26 +40,19 @@ pub struct AlertsParams {
     pub service: Option<String>,
     /// `active` or `inactive`.
     #[param(inline)]
-    pub state: Option<AlertState>,
+    pub state: Option<Activity>,
     /// Page size, 1 to 1000 (default 100).
     #[param(minimum = 1, maximum = 1000)]
     pub limit: Option<u64>,
     pub cursor: Option<String>,
 }
 
+/// An alert as the API shows it: the document the alerts topic and webhooks carry
+/// (docs/alerts.md), and beside it what only the store and the clock tell.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Alert {
-    pub alert_id: String,
-    pub kind: String,
-    pub service: String,
-    pub template_id: String,
-    pub template: String,
-    pub first_at: u64,
-    pub last_at: u64,
-    /// The minute count that raised it (spike), or lines seen (new template).
-    pub count: u64,
-    pub baseline: f64,
-    pub threshold: f64,
+    #[serde(flatten)]
+    pub record: wire::Alert,
     pub stored_ns: u64,
     /// The version of the alert shown (its latest update).
     pub updated_ns: u64,
@@ -69,19 +62,12 @@ pub struct Alert {
     pub active: bool,
     /// This version reached the alerts topic (it has a publication mark).
     pub published: bool,
-    /// When the logminer resolved it (Unix ns; docs/alerts.md): 0 while it is not resolved.
-    pub resolved_at: u64,
     /// The running operator's silence that holds its deliveries back now (16 hex digits);
     /// empty when none matches it.
     pub silenced_by: String,
-    /// Shape alerts (`new_shape`, `shape_slowdown`): what the shape changed, as in the
-    /// alert record's `shape` object (docs/alerts.md, "Shape alerts").
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<Object>)]
-    pub shape: Option<ShapeChange>,
 }
 
-/// What [`Alert::from_row`] judges a row by, read once per request.
+/// What [`Alert::judged`] judges a row by, read once per request.
 struct Judged<'a> {
     cutoff_ns: u64,
     now_ns: u64,
@@ -89,27 +75,20 @@ struct Judged<'a> {
 }
 
 impl Alert {
-    fn from_row(r: &AlertRow, judged: &Judged<'_>, published: bool) -> Alert {
-        let silenced_by = matching_row(judged.silences, r, judged.now_ns).map(|s| format_id(s.silence_id));
-        Alert {
-            alert_id: format_id(r.alert_id),
-            kind: r.kind.clone(),
-            service: r.service.clone(),
-            template_id: format_id(r.template_id),
-            template: r.template.clone(),
-            first_at: r.first_at,
-            last_at: r.last_at,
-            count: r.count,
-            baseline: r.baseline,
-            threshold: r.threshold,
+    /// The stored alert `r` with its judgement; an error for a kind this build does not
+    /// know (a row a newer Tayga wrote).
+    fn judged(r: &AlertRow, judged: &Judged<'_>, published: bool) -> Result<Alert, ApiError> {
+        let record = wire::Alert::from_row(r)
+            .map_err(|e| ApiError::Internal(format!("alert {}: {e}", format_id(r.alert_id))))?;
+        let silenced_by = matching(judged.silences, &record, judged.now_ns).map(|s| format_id(s.silence_id));
+        Ok(Alert {
             stored_ns: r.stored_ns,
             updated_ns: r.updated_ns,
             active: r.last_at >= judged.cutoff_ns,
             published,
-            resolved_at: r.resolved_at,
             silenced_by: silenced_by.unwrap_or_default(),
-            shape: ShapeChange::from_column(&r.shape),
-        }
+            record,
+        })
     }
 }
 
@@ -130,8 +109,8 @@ pub async fn list(State(state): State<AppState>, Query(p): Query<AlertsParams>) 
     let query = AlertQuery {
         service: params::text("service", p.service)?,
         kind,
-        last_at_since_ns: matches!(p.state, Some(AlertState::Active)).then_some(cutoff),
-        last_at_before_ns: matches!(p.state, Some(AlertState::Inactive)).then_some(cutoff),
+        last_at_since_ns: matches!(p.state, Some(Activity::Active)).then_some(cutoff),
+        last_at_before_ns: matches!(p.state, Some(Activity::Inactive)).then_some(cutoff),
         after,
         limit: Some(limit),
         ..Default::default()
@@ -143,8 +122,10 @@ pub async fn list(State(state): State<AppState>, Query(p): Query<AlertsParams>) 
     )?;
     let judged = Judged { cutoff_ns: cutoff, now_ns: now, silences: &silences };
     let cursor = rows.last().map(|r| params::next_cursor(&(r.last_at, r.alert_id)));
-    let items: Vec<Alert> =
-        rows.iter().map(|r| Alert::from_row(r, &judged, marks.contains(&(r.alert_id, r.updated_ns)))).collect();
+    let items = rows
+        .iter()
+        .map(|r| Alert::judged(r, &judged, marks.contains(&(r.alert_id, r.updated_ns))))
+        .collect::<Result<Vec<Alert>, ApiError>>()?;
     Ok(Json(Page::of(items, limit, cursor)))
 }
 
@@ -189,7 +170,7 @@ pub async fn by_id(State(state): State<AppState>, Path(alert_id): Path<String>) 
     let published = marks.iter().any(|m| m.alert_updated_ns == row.updated_ns);
     let judged = Judged { cutoff_ns: active_cutoff_ns(now), now_ns: now, silences: &silences };
     Ok(Json(AlertDetail {
-        alert: Alert::from_row(&row, &judged, published),
+        alert: Alert::judged(&row, &judged, published)?,
         publications: marks
             .iter()
             .map(|m| Publication { alert_updated_ns: m.alert_updated_ns, published_ns: m.published_ns })

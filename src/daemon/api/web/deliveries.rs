@@ -18,12 +18,13 @@ use serde::Deserialize;
 use super::format::{self, MINUTE_NS};
 use super::layout::{chip, csrf_field, may_write, respond, shell, status_chip, template_text, time, Nav, PageResult};
 use super::{given, query};
-use crate::daemon::api::handlers::alerts::{self, Alert, AlertsParams};
+use crate::daemon::api::handlers::alerts::{self, AlertsParams};
 use crate::daemon::api::handlers::deliveries::{self, DeliveriesParams, Delivery, RetryParams};
 use crate::daemon::api::handlers::pipeline::{self, PipelineParams};
 use crate::daemon::api::handlers::AppState;
 use crate::daemon::api::params::Query;
 use crate::daemon::api::params::MAX_LIMIT;
+use crate::wire::alert::{self as wire, format_id};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -129,7 +130,7 @@ pub async fn page(State(state): State<AppState>, uri: Uri) -> PageResult {
     .0;
     let breaker: HashMap<String, (u64, f64)> =
         breakers.series.iter().filter_map(|s| Some((s.labels.get("target")?.clone(), *s.total.last()?))).collect();
-    let alerts: HashMap<String, Alert> = alerts::list(
+    let alerts: HashMap<String, wire::Alert> = alerts::list(
         State(state.clone()),
         Query(AlertsParams { kind: None, service: None, state: None, limit: Some(MAX_LIMIT), cursor: None }),
     )
@@ -137,7 +138,7 @@ pub async fn page(State(state): State<AppState>, uri: Uri) -> PageResult {
     .0
     .items
     .into_iter()
-    .map(|a| (a.alert_id.clone(), a))
+    .map(|a| (format_id(a.record.alert_id), a.record))
     .collect();
     let body = html! {
         h1 { "Deliveries" }

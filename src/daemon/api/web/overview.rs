@@ -7,7 +7,7 @@ use maud::{html, Markup};
 
 use super::format;
 use super::layout::{self, respond, shell, time, Nav, PageResult};
-use crate::daemon::api::handlers::alerts::{self, AlertState, AlertsParams};
+use crate::daemon::api::handlers::alerts::{self, Activity, AlertsParams};
 use crate::daemon::api::handlers::services::{self, ServicesParams};
 use crate::daemon::api::handlers::templates::{self, TemplatesParams};
 use crate::daemon::api::handlers::AppState;
@@ -26,7 +26,7 @@ pub async fn page(State(state): State<AppState>) -> PageResult {
         Query(AlertsParams {
             kind: None,
             service: None,
-            state: Some(AlertState::Active),
+            state: Some(Activity::Active),
             limit: Some(1000),
             cursor: None,
         }),

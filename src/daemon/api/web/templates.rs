@@ -22,6 +22,7 @@ use crate::daemon::api::handlers::services::{self, ServicesParams};
 use crate::daemon::api::handlers::templates::{self, Template, TemplatesParams};
 use crate::daemon::api::handlers::AppState;
 use crate::daemon::api::params::{self, Query, MAX_LIMIT};
+use crate::wire::alert::format_id;
 
 /// The "new" filter's only value.
 const NEW_24H: &str = "24h";
@@ -197,7 +198,8 @@ pub async fn detail(
     .0
     .items
     .into_iter()
-    .filter(|a| a.template_id == t.template_id)
+    .map(|a| a.record)
+    .filter(|a| format_id(a.template_id) == t.template_id)
     .collect();
     let base = format!("/templates/{}/{}", format::encode(&service), t.template_id);
     let body = html! {
@@ -224,7 +226,7 @@ pub async fn detail(
                 h2 { "Alerts" }
                 ul.plain {
                     @for a in &its_alerts {
-                        li { a href={ "/alerts/" (a.alert_id) } { (a.kind) " · " (time(a.first_at)) } }
+                        li { a href={ "/alerts/" (format_id(a.alert_id)) } { (a.kind) " · " (time(a.first_at)) } }
                     }
                 }
             }
