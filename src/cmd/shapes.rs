@@ -48,36 +48,9 @@ pub async fn run(
     }
 }
 
-#[derive(Debug, Serialize)]
-struct ListedShape<'a> {
-    fingerprint: String,
-    count: u64,
-    p50_duration_ns: f64,
-    p95_duration_ns: f64,
-    error_rate: f64,
-    root_service: &'a str,
-    root_operation: &'a str,
-    example_trace_id: &'a str,
-    edges: &'a [String],
-}
-
 fn write_list(rows: &[Shape], json: bool, out: &mut dyn Write) -> anyhow::Result<()> {
     if json {
-        let listed: Vec<ListedShape> = rows
-            .iter()
-            .map(|s| ListedShape {
-                fingerprint: format_id(s.fingerprint),
-                count: s.count,
-                p50_duration_ns: s.p50_duration_ns,
-                p95_duration_ns: s.p95_duration_ns,
-                error_rate: s.error_rate,
-                root_service: &s.root_service,
-                root_operation: &s.root_operation,
-                example_trace_id: &s.example_trace_id,
-                edges: &s.edges,
-            })
-            .collect();
-        writeln!(out, "{}", serde_json::to_string_pretty(&listed)?)?;
+        writeln!(out, "{}", serde_json::to_string_pretty(rows)?)?;
         return Ok(());
     }
     if rows.is_empty() {

@@ -20,21 +20,12 @@ use crate::store::query::traces::{search, TraceHit, TraceSearch};
 use crate::store::Store;
 use crate::time::duration;
 
+/// A hit as the API shows it, with its start in words.
 #[derive(Debug, Serialize)]
 struct Listed<'a> {
-    trace_id: &'a str,
     start: String,
-    start_ns: u64,
-    /// From the first start to the last end of its spans in the window.
-    duration_ns: u64,
-    /// '' when the root span started outside the window.
-    root_service: &'a str,
-    root_operation: &'a str,
-    span_count: u64,
-    matching_spans: u64,
-    error: bool,
-    services: &'a [String],
-    operations: &'a [String],
+    #[serde(flatten)]
+    hit: &'a TraceHit,
 }
 
 pub async fn run(
@@ -64,22 +55,7 @@ pub async fn run(
         .await
         .with_context(|| format!("searching the traces of database `{}`", config.clickhouse.database))?;
     if json {
-        let listed: Vec<Listed> = hits
-            .iter()
-            .map(|h| Listed {
-                trace_id: &h.trace_id,
-                start: format_time(h.start_ns),
-                start_ns: h.start_ns,
-                duration_ns: h.duration_ns,
-                root_service: &h.root_service,
-                root_operation: &h.root_operation,
-                span_count: h.span_count,
-                matching_spans: h.matching_spans,
-                error: h.error != 0,
-                services: &h.services,
-                operations: &h.operations,
-            })
-            .collect();
+        let listed: Vec<Listed> = hits.iter().map(|hit| Listed { start: format_time(hit.start_ns), hit }).collect();
         writeln!(out, "{}", serde_json::to_string_pretty(&listed)?)?;
         return Ok(());
     }
@@ -108,7 +84,7 @@ pub async fn run(
             table_time(h.start_ns, now, layout),
             if layout.is_terminal() { duration(h.duration_ns as f64) } else { h.duration_ns.to_string() },
             count(h.span_count, layout),
-            if h.error != 0 { "error" } else { "" }.to_string(),
+            if h.error { "error" } else { "" }.to_string(),
             root,
         ];
         if !narrow {

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::{Window, MAX_LIMIT};
 use crate::store::statements::Statement;
 use crate::store::{SpanRow, Store, StoreError, StoryRow};
+use crate::wire::alert::hex_id;
 
 /// After `FROM stories`: the newest version of one trace's story. Binds: trace id.
 pub const STORY_BY_TRACE_REST: &str = "FINAL WHERE trace_id = ? LIMIT 1";
@@ -23,8 +24,11 @@ pub async fn story_by_trace(store: &Store, trace_id: &str) -> Result<Option<Stor
         .map_err(|e| store.query_error("reading a story", e))
 }
 
-#[derive(Debug, Clone, PartialEq, Row, Deserialize)]
+/// A shape as the API, the app and `tayga shapes list --json` show it, read in one query.
+#[derive(Debug, Clone, PartialEq, Row, Deserialize, Serialize, utoipa::ToSchema)]
 pub struct Shape {
+    #[serde(serialize_with = "hex_id::serialize")]
+    #[schema(value_type = String, pattern = "^[0-9a-f]{16}$")]
     pub fingerprint: u64,
     pub count: u64,
     pub p50_duration_ns: f64,
@@ -36,10 +40,23 @@ pub struct Shape {
     pub root_operation: String,
     pub edges: Vec<String>,
     pub last_start_ns: u64,
-    /// The most frequent (exception type, message) of its error stories: one element, or
-    /// none when no story of the shape told an exception. `topK`, so approximate when a
-    /// shape's stories tell very many different exceptions.
-    pub top_exception: Vec<(String, String)>,
+    /// The exception its error stories tell most often; absent when none tells one. (`topK`,
+    /// so approximate when a shape's stories tell very many different exceptions.)
+    #[serde(deserialize_with = "first_exception")]
+    pub top_exception: Option<ShapeException>,
+}
+
+/// An exception, as stories tell it.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+pub struct ShapeException {
+    pub r#type: String,
+    pub message: String,
+}
+
+/// The query's `topK(1)` of (type, message): an array of one tuple, or empty.
+fn first_exception<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<ShapeException>, D::Error> {
+    let top = <Vec<(String, String)> as Deserialize>::deserialize(d)?;
+    Ok(top.into_iter().next().map(|(r#type, message)| ShapeException { r#type, message }))
 }
 
 /// Binds: from, to, [service], [cursor: count, count, fingerprint], limit. Ordered by count,

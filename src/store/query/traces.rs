@@ -6,7 +6,7 @@
 //! time").
 
 use clickhouse::Row;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::{any_of, attribute_conditions, bind_all, literals, window_conditions, Bind, Window, MAX_LIMIT};
 use crate::search::{Query, Range};
@@ -66,26 +66,36 @@ pub struct TraceSearch {
     pub after: Option<(u64, String)>,
 }
 
-/// One trace of a search: what its matching spans say, and what the trace is.
-#[derive(Debug, Clone, PartialEq, Row, Deserialize)]
+/// One trace of a search: what its matching spans say, and what the trace is. The API
+/// and `tayga traces --json` show it as it is read.
+#[derive(Debug, Clone, PartialEq, Row, Deserialize, Serialize, utoipa::ToSchema)]
 pub struct TraceHit {
     pub trace_id: String,
-    /// The latest start among the matching spans (the page order).
+    /// The latest start among the matching spans (the list's order, newest first).
     pub last_start_ns: u64,
     pub first_start_ns: u64,
     pub max_duration_ns: u64,
     pub matching_spans: u64,
-    pub error: u8,
+    /// Whether any span of the trace failed.
+    #[serde(deserialize_with = "bool_from_u8")]
+    pub error: bool,
+    /// The services of the trace's spans in the window.
     pub services: Vec<String>,
+    /// The names of the matching spans.
     pub operations: Vec<String>,
-    /// The root span's service and name ('' when the root started outside the window).
+    /// The root span's service and name ('' when the root span started outside the window).
     pub root_service: String,
     pub root_operation: String,
     /// The trace's spans that started in the window.
     pub span_count: u64,
-    /// From the first start to the last end among them.
+    /// The trace's first start, and from it to its last end (of its spans in the window).
     pub start_ns: u64,
     pub duration_ns: u64,
+}
+
+/// ClickHouse 18.16 has no Bool: a flag is read as the UInt8 it is stored as.
+fn bool_from_u8<'de, D: serde::Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+    Ok(<u8 as Deserialize>::deserialize(d)? != 0)
 }
 
 /// The conditions of `search` on one span (none: every span matches), and their binds.

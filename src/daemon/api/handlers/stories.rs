@@ -3,14 +3,14 @@
 
 use axum::extract::{Path, State};
 use axum::Json;
-use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
+use serde::Deserialize;
+use utoipa::IntoParams;
 
 use super::{AppState, Page};
 use crate::daemon::api::error::{ApiError, ErrorBody};
 use crate::daemon::api::params::{self, Query, DAY_NS, HOUR_NS};
 use crate::store::query::stories;
-use crate::wire::alert::format_id;
+pub use crate::store::query::stories::{Shape, ShapeException};
 use crate::wire::story::Story;
 
 /// Stories that started in the hour before `to`, over at most 31 days.
@@ -42,31 +42,6 @@ pub struct ShapesParams {
     pub cursor: Option<String>,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
-pub struct Shape {
-    pub fingerprint: String,
-    pub count: u64,
-    pub p50_duration_ns: f64,
-    pub p95_duration_ns: f64,
-    /// The share of its stories with an error, 0 to 1.
-    pub error_rate: f64,
-    pub example_trace_id: String,
-    pub root_service: String,
-    pub root_operation: String,
-    pub edges: Vec<String>,
-    pub last_start_ns: u64,
-    /// The exception its error stories tell most often (type and message); absent when none
-    /// tells one.
-    pub top_exception: Option<ShapeException>,
-}
-
-/// An exception, as stories tell it.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct ShapeException {
-    pub r#type: String,
-    pub message: String,
-}
-
 #[utoipa::path(get, path = "/api/v1/shapes", tag = "stories", params(ShapesParams),
     responses((status = 200, body = Page<Shape>), (status = 400, body = ErrorBody), (status = 503, body = ErrorBody)))]
 pub async fn shapes(
@@ -79,27 +54,7 @@ pub async fn shapes(
     let after = params::cursor::<(u64, u64)>(p.cursor)?;
     let rows = state.run(stories::shapes(&state.store, window, service.as_deref(), after, limit)).await?;
     let cursor = rows.last().map(|r| params::next_cursor(&(r.count, r.fingerprint)));
-    let items: Vec<Shape> = rows
-        .into_iter()
-        .map(|r| Shape {
-            fingerprint: format_id(r.fingerprint),
-            count: r.count,
-            p50_duration_ns: r.p50_duration_ns,
-            p95_duration_ns: r.p95_duration_ns,
-            error_rate: r.error_rate,
-            example_trace_id: r.example_trace_id,
-            root_service: r.root_service,
-            root_operation: r.root_operation,
-            edges: r.edges,
-            last_start_ns: r.last_start_ns,
-            top_exception: r
-                .top_exception
-                .into_iter()
-                .next()
-                .map(|(r#type, message)| ShapeException { r#type, message }),
-        })
-        .collect();
-    Ok(Json(Page::of(items, limit, cursor)))
+    Ok(Json(Page::of(rows, limit, cursor)))
 }
 
 #[derive(Debug, Deserialize, IntoParams)]

@@ -13,6 +13,7 @@ use crate::daemon::api::error::{ApiError, ErrorBody};
 use crate::daemon::api::params::{self, Query, DAY_NS, HOUR_NS};
 use crate::model::attributes::{attribute_list, typed_attributes};
 use crate::search::{self, Range};
+pub use crate::store::query::traces::TraceHit;
 use crate::store::query::traces::{self, TraceSearch};
 use crate::store::{read, SpanRow};
 
@@ -252,30 +253,6 @@ pub struct TraceSearchParams {
     pub cursor: Option<String>,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
-pub struct TraceHit {
-    pub trace_id: String,
-    /// The latest start among the matching spans (the list's order, newest first).
-    pub last_start_ns: u64,
-    pub first_start_ns: u64,
-    pub max_duration_ns: u64,
-    pub matching_spans: u64,
-    /// Whether any span of the trace failed.
-    pub error: bool,
-    /// The services of the trace's spans in the window.
-    pub services: Vec<String>,
-    /// The names of the matching spans.
-    pub operations: Vec<String>,
-    /// The root span's service and name ('' when the root span started outside the window).
-    pub root_service: String,
-    pub root_operation: String,
-    /// The trace's spans that started in the window.
-    pub span_count: u64,
-    /// The trace's first start, and from it to its last end (of its spans in the window).
-    pub start_ns: u64,
-    pub duration_ns: u64,
-}
-
 /// The search the parameters ask for: `q` with the other filters added.
 pub fn trace_search(p: &TraceSearchParams) -> Result<TraceSearch, ApiError> {
     let mut query = match params::text("q", p.q.clone())? {
@@ -312,25 +289,8 @@ pub async fn search(
     q.after = params::cursor::<(u64, String)>(p.cursor)?;
     let rows = state.run(traces::search(&state.store, window, &q, limit)).await?;
     let cursor = rows.last().map(|r| params::next_cursor(&(r.last_start_ns, r.trace_id.clone())));
-    let items = rows
-        .into_iter()
-        .map(|r| TraceHit {
-            trace_id: r.trace_id,
-            last_start_ns: r.last_start_ns,
-            first_start_ns: r.first_start_ns,
-            max_duration_ns: r.max_duration_ns,
-            matching_spans: r.matching_spans,
-            error: r.error != 0,
-            services: r.services,
-            operations: r.operations,
-            root_service: r.root_service,
-            root_operation: r.root_operation,
-            span_count: r.span_count,
-            start_ns: r.start_ns,
-            duration_ns: r.duration_ns,
-        })
-        .collect();
-    Ok(Json(Page::of(items, limit, cursor)))
+
+    Ok(Json(Page::of(rows, limit, cursor)))
 }
 
 #[derive(Debug, Deserialize, IntoParams)]

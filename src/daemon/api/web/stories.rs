@@ -16,6 +16,7 @@ use crate::daemon::api::handlers::stories::{self, ShapeStoriesParams, ShapesPara
 use crate::daemon::api::handlers::traces;
 use crate::daemon::api::handlers::AppState;
 use crate::daemon::api::params::Query;
+use crate::wire::alert::format_id;
 
 /// Shapes and a shape's traces listed on one page.
 const LISTED: u64 = 200;
@@ -59,10 +60,10 @@ pub async fn shapes(State(state): State<AppState>, uri: Uri) -> PageResult {
             table.list.shapes {
                 thead { tr { th { "root" } th { "calls" } th.num { "traces" } th.num { "p50" } th.num { "p95" } th.num { "errors" } th { "last" } th { "" } } }
                 tbody {
-                    @for s in &shapes {
-                        tr.shape data-fingerprint=(s.fingerprint) {
+                    @for (s, fingerprint) in shapes.iter().map(|s| (s, format_id(s.fingerprint))) {
+                        tr.shape data-fingerprint=(fingerprint) {
                             td.nowrap {
-                                a href={ "/stories/" (s.fingerprint) "?window=" (window.as_str()) } { strong { (s.root_service) } " · " (s.root_operation) }
+                                a href={ "/stories/" (fingerprint) "?window=" (window.as_str()) } { strong { (s.root_service) } " · " (s.root_operation) }
                                 @if let Some(e) = &s.top_exception {
                                     br;
                                     span.shape-exception title="the exception this shape's error traces tell most often" {
@@ -135,7 +136,7 @@ pub async fn shape(State(state): State<AppState>, Path(fingerprint): Path<String
             Some(s) => {
                 h1 { (s.root_service) " · " (s.root_operation) }
                 p.edges { @for e in calls(&s.edges) { code { (e) } br; } }
-                (compare_link(&crate::wire::alert::format_id(s.fingerprint), &endpoint_shapes, (from, now), window))
+                (compare_link(&format_id(s.fingerprint), &endpoint_shapes, (from, now), window))
             }
             None => { h1 { "Shape " (fingerprint) } }
         }
@@ -287,7 +288,7 @@ async fn endpoint_shapes(
     Ok(shapes
         .into_iter()
         .filter(|s| s.root_service == service && s.root_operation == operation)
-        .map(|s| s.fingerprint)
+        .map(|s| format_id(s.fingerprint))
         .collect())
 }
 
