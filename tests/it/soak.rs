@@ -721,6 +721,16 @@ fn long_life_row(report: &mut Report, name: &str, samples: &[RssSample], long_ru
     let last = second.last().map_or(0, |p| p.1);
     let peak = mine.iter().map(|s| s.kib).max().unwrap_or(0);
     let slope = slope_mib_per_min(&second);
+    // The curve's shape: the median of each tenth of the run, to tell a warm-up that levels
+    // off from a steady climb.
+    let tenths: Vec<String> = (0..10)
+        .filter_map(|i| {
+            let (a, b) = (from + (to - from) * i as f64 / 10.0, from + (to - from) * (i + 1) as f64 / 10.0);
+            let mut part: Vec<u64> = mine.iter().filter(|s| s.at >= a && (s.at < b || i == 9)).map(|s| s.kib).collect();
+            part.sort_unstable();
+            part.get(part.len() / 2).map(|k| format!("{:.0}", *k as f64 / 1024.0))
+        })
+        .collect();
     let ok = if long_run {
         slope <= 0.5 && last as f64 <= 1.2 * median as f64
     } else {
@@ -730,10 +740,11 @@ fn long_life_row(report: &mut Report, name: &str, samples: &[RssSample], long_ru
     report.row(
         &check,
         format!(
-            "{} samples over {:.0}–{:.0} s; after warm-up (from {warm:.0} s) median {:.1} MiB, last {:.1} MiB, slope {slope:+.2} MiB/min; first {:.1}, peak {:.1} MiB ({} rule)",
+            "{} samples over {:.0}–{:.0} s (by tenths {} MiB); after warm-up (from {warm:.0} s) median {:.1} MiB, last {:.1} MiB, slope {slope:+.2} MiB/min; first {:.1}, peak {:.1} MiB ({} rule)",
             mine.len(),
             from,
             to,
+            tenths.join(" "),
             mib(median),
             mib(last),
             mib(mine[0].kib),
@@ -1084,6 +1095,8 @@ async fn run_soak(traffic: Duration) {
     for name in LONG_LIVED {
         long_life_row(&mut report, name, &samples, traffic >= LONG_RUN);
     }
+    let tsv: String = samples.iter().map(|s| format!("{:.1}\t{}\t{}\n", s.at, s.daemon, s.kib)).collect();
+    std::fs::write(dir.path().join("rss.tsv"), format!("seconds\tdaemon\tkib\n{tsv}")).unwrap();
     let a = &acked;
     let clients = format!(
         "own {} requests ({} retries, {} abandoned); loadgen {} of {} requests ok ({}); sdk exit {}",
