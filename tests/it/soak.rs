@@ -6,8 +6,10 @@
 //! Retry-After, then recovers), and faults on a schedule: ClickHouse stopped, killed -9 and
 //! frozen, the (durable) broker frozen and killed -9 under load, each restarted or thawed;
 //! kill -9 of each daemon and restart, a logminer replica added and removed, ingest
-//! restarted mid-load. At the end it reconciles from what the
-//! clients were acknowledged and prints one table; any discrepancy fails the test, named.
+//! restarted mid-load. A second replica of each daemon is never killed, and its memory is
+//! judged over the whole run. The own client scripts alerts known beforehand (a new
+//! template per milestone, a spike, a new trace path). At the end it reconciles from what
+//! the clients were acknowledged and prints one table; any discrepancy fails the test, named.
 //!
 //! One implementation, two profiles: `short_soak_reconciles` in the suite (about 3
 //! minutes), and `soak` (ignored; `scripts/soak.sh --minutes N` runs it with
@@ -27,6 +29,7 @@ use opentelemetry_proto::tonic::trace::v1::{ResourceSpans, ScopeSpans, Span};
 use prost::Message as _;
 use tayga::otlp::{hex_id, ExportLogsServiceRequest, ExportTraceServiceRequest};
 use tayga::store::{AlertRow, DeliveryRow, HitRow, LogRow, SpanRow, Store, StoryRow};
+use tayga::wire::alert::AlertKind;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::common::{free_addr, resource, stories, ChildGuard, OwnBroker, PrivateClickHouse, TestEnv};
@@ -51,6 +54,19 @@ const OWN_LOG_SERVICE: &str = "soak-app";
 const SDK_SERVICE: &str = "soak-sdk";
 const BAD_SERVICE: &str = "soak-bad";
 const DAEMONS: [&str; 6] = ["ingest", "writer", "assembler", "logminer", "notifier", "api"];
+/// A second replica of each daemon that the fault schedule never touches: its memory is
+/// judged over the whole run (loadgen sends to `ingest-long`, the harness reads from
+/// `api-long`).
+const LONG_LIVED: [&str; 6] =
+    ["ingest-long", "writer-long", "assembler-long", "logminer-long", "notifier-long", "api-long"];
+/// The service of the scripted spike: a probe line every 4 s (15 a minute, under
+/// `spike_min_count`, so its steady minutes never spike), then one burst.
+const SPIKE_SERVICE: &str = "soak-spike";
+/// Lines in the burst: far over the probe template's threshold (20: its baseline is under 1).
+const SPIKE_BURST: usize = 60;
+/// The scripted new path: from a point of the run, one of the own client's two traces per
+/// request also calls `reserve` from `call-1`, an edge its endpoint never took.
+const NEW_EDGE: &str = "soak-back/call-1 -> soak-back/reserve";
 
 pub(crate) fn elapsed_secs(since: Instant) -> f64 {
     since.elapsed().as_secs_f64()
@@ -131,7 +147,8 @@ impl Pipeline {
     }
 
     /// Where daemon `name` (a consuming service, or a further replica of one) serves
-    /// `/metrics`.
+    /// `/metrics`; for a further replica of ingest, its OTLP/HTTP address (`/metrics` is
+    /// served there too; `<name>/grpc` is its OTLP/gRPC one), and of the api, its address.
     pub(crate) fn metrics_addr(&mut self, name: &str) -> String {
         match name.split_once('-') {
             None => self.var(&format!("TAYGA_{}_METRICS_ADDR", name.to_uppercase())).to_string(),
@@ -154,8 +171,21 @@ impl Pipeline {
             .stdout(log.try_clone().unwrap())
             .stderr(log);
         if let Some(replica) = replica {
+            // A further replica listens where the first does not: ingest on OTLP ports of
+            // its own, the api on an address of its own, the consumers on their metrics.
             let addr = self.metrics_addr(name);
-            cmd.env(format!("TAYGA_{}_METRICS_ADDR", service.to_uppercase()), addr);
+            match service {
+                "ingest" => {
+                    let grpc = self.metrics_addr(&format!("{name}/grpc"));
+                    cmd.env("TAYGA_INGEST_HTTP_ADDR", addr).env("TAYGA_INGEST_GRPC_ADDR", grpc);
+                }
+                "api" => {
+                    cmd.env("TAYGA_API_LISTEN_ADDR", addr);
+                }
+                _ => {
+                    cmd.env(format!("TAYGA_{}_METRICS_ADDR", service.to_uppercase()), addr);
+                }
+            }
             if service == "logminer" {
                 cmd.env("TAYGA_LOGMINER_REPLICA_ID", format!("soak-{replica}"));
             }
@@ -335,9 +365,27 @@ pub(crate) struct Acked {
     bad_refused: u64,
     bad_accepted: Vec<String>,
     bad_unanswered: u64,
+    /// The scripted spike's burst, once acknowledged: its lines' time and when it was sent
+    /// (seconds into the client's run).
+    pub(crate) spike_burst: Option<(u64, f64)>,
+    /// The scripted new path: its first acknowledged trace's start and when it was sent,
+    /// and how many of its traces were acknowledged.
+    pub(crate) new_path: Option<(u64, f64)>,
+    pub(crate) new_path_traces: u64,
 }
 
-fn own_traces(n: u64) -> (ExportTraceServiceRequest, Vec<(String, String)>) {
+/// What the own client scripts on top of its steady traffic, so that the soak knows each
+/// alert the traffic must raise: the spike's probe lines from the start and its burst at
+/// `spike_at`, the new path from `new_path_at`.
+#[derive(Clone, Copy)]
+pub(crate) struct Script {
+    pub(crate) spike_at: Instant,
+    pub(crate) new_path_at: Instant,
+}
+
+/// Two traces of `checkout` (front) calling `call-1` and `call-2` (back); with `new_path`,
+/// the second also has `call-1` call `reserve` ([`NEW_EDGE`]).
+fn own_traces(n: u64, new_path: bool) -> (ExportTraceServiceRequest, Vec<(String, String)>) {
     let mut spans_by_service: [Vec<Span>; 2] = Default::default();
     let mut ids = Vec::new();
     let now = tayga::store::now_ns();
@@ -345,15 +393,22 @@ fn own_traces(n: u64) -> (ExportTraceServiceRequest, Vec<(String, String)>) {
         let mut trace_id = vec![0x50, 0xa4];
         trace_id.extend_from_slice(&[0; 6]);
         trace_id.extend_from_slice(&(n * 2 + t).to_be_bytes());
-        for s in 0..3u64 {
+        let spans = if new_path && t == 1 { 4 } else { 3 };
+        for s in 0..spans {
             let span_id = ((n * 2 + t) * 4 + s + 1).to_be_bytes().to_vec();
-            let parent = if s == 0 { vec![] } else { ((n * 2 + t) * 4 + 1).to_be_bytes().to_vec() };
+            // `reserve` (span 3) is a child of `call-1` (span 1); the others of the root.
+            let parent_of = if s == 3 { 2 } else { 1 };
+            let parent = if s == 0 { vec![] } else { ((n * 2 + t) * 4 + parent_of).to_be_bytes().to_vec() };
             ids.push((hex_id(&trace_id), hex_id(&span_id)));
             spans_by_service[(s > 0) as usize].push(Span {
                 trace_id: trace_id.clone(),
                 span_id,
                 parent_span_id: parent,
-                name: if s == 0 { "checkout".into() } else { format!("call-{s}") },
+                name: match s {
+                    0 => "checkout".into(),
+                    3 => "reserve".into(),
+                    _ => format!("call-{s}"),
+                },
                 kind: 2,
                 start_time_unix_nano: now + s * 1_000,
                 end_time_unix_nano: now + s * 1_000 + 500,
@@ -375,8 +430,11 @@ fn own_traces(n: u64) -> (ExportTraceServiceRequest, Vec<(String, String)>) {
 
 /// Four log lines of a few steady templates, and on every `new_every`-th request one line
 /// of a shape never seen before (a longer run of words: a new Drain length group), so the
-/// logminer raises `new_template` alerts throughout the run.
-fn own_logs(n: u64, new_every: u64) -> (ExportLogsServiceRequest, Vec<String>) {
+/// logminer raises `new_template` alerts throughout the run. With `probes`, every 8th
+/// request (every 4 s) also carries a line of [`SPIKE_SERVICE`]'s one template, and with
+/// `burst` [`SPIKE_BURST`] of them at once; every such line is unique (its number).
+/// Returns the lines' time too.
+fn own_logs(n: u64, new_every: u64, probes: bool, burst: bool) -> (ExportLogsServiceRequest, Vec<String>, u64) {
     let now = tayga::store::now_ns();
     let mut bodies = vec![
         format!("payment {n} accepted for user {} in {} ms", n % 97, n % 13 + 1),
@@ -391,24 +449,36 @@ fn own_logs(n: u64, new_every: u64) -> (ExportLogsServiceRequest, Vec<String>) {
             "now"
         ));
     }
-    let log_records = bodies
-        .iter()
-        .enumerate()
-        .map(|(i, body)| LogRecord {
-            time_unix_nano: now + i as u64,
-            severity_number: 9,
-            body: Some(AnyValue { value: Some(any_value::Value::StringValue(body.clone())) }),
+    let probe_count = match (probes && n.is_multiple_of(8), burst) {
+        (_, true) => SPIKE_BURST,
+        (true, false) => 1,
+        (false, false) => 0,
+    };
+    let probe_lines: Vec<String> =
+        (0..probe_count).map(|i| format!("spike probe {} handled in {} ms", n * 1000 + i as u64, i % 7 + 1)).collect();
+    let records = |lines: &[String]| -> Vec<LogRecord> {
+        lines
+            .iter()
+            .enumerate()
+            .map(|(i, body)| LogRecord {
+                time_unix_nano: now + i as u64,
+                severity_number: 9,
+                body: Some(AnyValue { value: Some(any_value::Value::StringValue(body.clone())) }),
+                ..Default::default()
+            })
+            .collect()
+    };
+    let resource_logs = [(OWN_LOG_SERVICE, &bodies), (SPIKE_SERVICE, &probe_lines)]
+        .into_iter()
+        .filter(|(_, lines)| !lines.is_empty())
+        .map(|(service, lines)| ResourceLogs {
+            resource: resource(service),
+            scope_logs: vec![ScopeLogs { log_records: records(lines), ..Default::default() }],
             ..Default::default()
         })
         .collect();
-    let request = ExportLogsServiceRequest {
-        resource_logs: vec![ResourceLogs {
-            resource: resource(OWN_LOG_SERVICE),
-            scope_logs: vec![ScopeLogs { log_records, ..Default::default() }],
-            ..Default::default()
-        }],
-    };
-    (request, bodies)
+    bodies.extend(probe_lines);
+    (ExportLogsServiceRequest { resource_logs }, bodies, now)
 }
 
 /// The bad requests mixed into the traffic (docs/ingest.md's "Bad input"), each of
@@ -482,13 +552,28 @@ async fn send_until_acked(
 }
 
 pub(crate) async fn own_client(base: String, until: Instant, new_every: u64, limit: usize, acked: Arc<Mutex<Acked>>) {
+    own_client_scripted(base, until, new_every, limit, acked, None).await;
+}
+
+/// The own client, with `script`'s alerts scripted into its traffic.
+pub(crate) async fn own_client_scripted(
+    base: String,
+    until: Instant,
+    new_every: u64,
+    limit: usize,
+    acked: Arc<Mutex<Acked>>,
+    script: Option<Script>,
+) {
     let http = reqwest::Client::builder().timeout(Duration::from_secs(15)).build().unwrap();
     let bad = bad_requests(limit);
     let give_up = until + Duration::from_secs(60);
     let mut n = 0u64;
     let started = Instant::now();
+    let mut burst_sent = false;
     while Instant::now() < until {
-        let (traces, span_ids) = own_traces(n);
+        let new_path = script.is_some_and(|s| Instant::now() >= s.new_path_at);
+        let sent_ns = tayga::store::now_ns();
+        let (traces, span_ids) = own_traces(n, new_path);
         let ok = send_until_acked(&http, &format!("{base}/v1/traces"), traces.encode_to_vec(), give_up, &acked).await;
         {
             let mut a = acked.lock().unwrap();
@@ -498,17 +583,26 @@ pub(crate) async fn own_client(base: String, until: Instant, new_every: u64, lim
                     *a.traces.entry(t.clone()).or_default() += 1;
                     a.spans.insert((t, s));
                 }
+                if new_path {
+                    a.new_path.get_or_insert((sent_ns, elapsed_secs(started)));
+                    a.new_path_traces += 1;
+                }
             } else {
                 a.abandoned += 1;
             }
         }
-        let (logs, bodies) = own_logs(n, new_every);
+        let burst = script.is_some_and(|s| !burst_sent && Instant::now() >= s.spike_at);
+        burst_sent |= burst;
+        let (logs, bodies, lines_ns) = own_logs(n, new_every, script.is_some(), burst);
         let ok = send_until_acked(&http, &format!("{base}/v1/logs"), logs.encode_to_vec(), give_up, &acked).await;
         {
             let mut a = acked.lock().unwrap();
             a.requests += 1;
             if ok {
                 a.logs.extend(bodies);
+                if burst {
+                    a.spike_burst = Some((lines_ns, elapsed_secs(started)));
+                }
             } else {
                 a.abandoned += 1;
             }
@@ -539,6 +633,8 @@ struct RssSample {
     /// The daemon's start, so samples of one incarnation are told apart.
     incarnation: Instant,
     age: f64,
+    /// Seconds into the run.
+    at: f64,
     kib: u64,
 }
 
@@ -550,21 +646,113 @@ fn rss_kib(pid: u32) -> Option<u64> {
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
 }
 
+/// Every 2 s, each running daemon's VmRSS; with `api`, also a read of the alerts and the
+/// services from that api, so the never-killed api serves all along (its recorder alone
+/// would leave its request path idle).
 async fn sample_rss(
     pids: Arc<Mutex<BTreeMap<String, (u32, Instant)>>>,
     stop: Arc<AtomicBool>,
     out: Arc<Mutex<Vec<RssSample>>>,
+    started: Instant,
+    api: Option<String>,
 ) {
+    let http = reqwest::Client::builder().timeout(Duration::from_secs(2)).build().unwrap();
     while !stop.load(Ordering::Relaxed) {
         let now: Vec<(String, u32, Instant)> =
             pids.lock().unwrap().iter().map(|(n, (p, s))| (n.clone(), *p, *s)).collect();
         for (daemon, pid, incarnation) in now {
             if let Some(kib) = rss_kib(pid) {
-                out.lock().unwrap().push(RssSample { daemon, incarnation, age: elapsed_secs(incarnation), kib });
+                let (age, at) = (elapsed_secs(incarnation), elapsed_secs(started));
+                out.lock().unwrap().push(RssSample { daemon, incarnation, age, at, kib });
+            }
+        }
+        if let Some(api) = &api {
+            for path in ["/api/v1/alerts?limit=100", "/api/v1/services"] {
+                let _ = http.get(format!("{api}{path}")).send().await;
             }
         }
         tokio::time::sleep(Duration::from_secs(2)).await;
     }
+}
+
+/// The least-squares slope of `(seconds, KiB)` points, in MiB per minute.
+fn slope_mib_per_min(points: &[(f64, u64)]) -> f64 {
+    let n = points.len() as f64;
+    if points.len() < 2 {
+        return 0.0;
+    }
+    let mean_t = points.iter().map(|p| p.0).sum::<f64>() / n;
+    let mean_k = points.iter().map(|p| p.1 as f64).sum::<f64>() / n;
+    let (mut num, mut den) = (0.0, 0.0);
+    for (t, k) in points {
+        num += (t - mean_t) * (*k as f64 - mean_k);
+        den += (t - mean_t) * (t - mean_t);
+    }
+    if den == 0.0 {
+        return 0.0;
+    }
+    num / den * 60.0 / 1024.0
+}
+
+/// Whether a run is long enough for the strict rule on the never-killed daemons' memory.
+const LONG_RUN: Duration = Duration::from_secs(600);
+
+/// The row of one never-killed daemon: its RSS over the whole run, judged on the second
+/// half of its samples (the first half is its warm-up: caches, the allocator's pages and
+/// the consumers' buffers fill while the load starts). A long run (≥ 10 minutes of
+/// traffic) passes when the second half's least-squares slope is at most 0.5 MiB a minute
+/// and its last sample at most 1.2 × the second half's median; a short run, too short to
+/// tell a leak from a warm-up, when the last sample is at most 1.5 × that median and at
+/// most 64 MiB above it (the slope is shown).
+fn long_life_row(report: &mut Report, name: &str, samples: &[RssSample], long_run: bool) {
+    let mine: Vec<&RssSample> = samples.iter().filter(|s| s.daemon == name).collect();
+    let lives = mine.iter().map(|s| s.incarnation).collect::<BTreeSet<_>>().len();
+    let check = format!("rss {name} (never killed)");
+    if mine.len() < 6 || lives != 1 {
+        report.row(&check, format!("{} samples in {lives} lives: not one whole life", mine.len()), false);
+        return;
+    }
+    let (from, to) = (mine[0].at, mine[mine.len() - 1].at);
+    let warm = (from + to) / 2.0;
+    let second: Vec<(f64, u64)> = mine.iter().filter(|s| s.at >= warm).map(|s| (s.at, s.kib)).collect();
+    let mut sorted: Vec<u64> = second.iter().map(|p| p.1).collect();
+    sorted.sort_unstable();
+    let median = sorted[sorted.len() / 2];
+    let last = second.last().map_or(0, |p| p.1);
+    let peak = mine.iter().map(|s| s.kib).max().unwrap_or(0);
+    let slope = slope_mib_per_min(&second);
+    // The curve's shape: the median of each tenth of the run, to tell a warm-up that levels
+    // off from a steady climb.
+    let tenths: Vec<String> = (0..10)
+        .filter_map(|i| {
+            let (a, b) = (from + (to - from) * i as f64 / 10.0, from + (to - from) * (i + 1) as f64 / 10.0);
+            let mut part: Vec<u64> = mine.iter().filter(|s| s.at >= a && (s.at < b || i == 9)).map(|s| s.kib).collect();
+            part.sort_unstable();
+            part.get(part.len() / 2).map(|k| format!("{:.0}", *k as f64 / 1024.0))
+        })
+        .collect();
+    let ok = if long_run {
+        slope <= 0.5 && last as f64 <= 1.2 * median as f64
+    } else {
+        last as f64 <= 1.5 * median as f64 && last <= median + 64 * 1024
+    };
+    let mib = |k: u64| k as f64 / 1024.0;
+    report.row(
+        &check,
+        format!(
+            "{} samples over {:.0}–{:.0} s (by tenths {} MiB); after warm-up (from {warm:.0} s) median {:.1} MiB, last {:.1} MiB, slope {slope:+.2} MiB/min; first {:.1}, peak {:.1} MiB ({} rule)",
+            mine.len(),
+            from,
+            to,
+            tenths.join(" "),
+            mib(median),
+            mib(last),
+            mib(mine[0].kib),
+            mib(peak),
+            if long_run { "long-run" } else { "short-run, lenient" }
+        ),
+        ok,
+    );
 }
 
 // ---------------------------------------------------------------------------------------
@@ -641,6 +829,7 @@ const LOADGEN_SERVICES: &str = "service LIKE 'svc-%'";
 
 async fn run_soak(traffic: Duration) {
     let started = Instant::now();
+    let started_ns = tayga::store::now_ns();
     let dir = tempfile::Builder::new().prefix("tayga-soak-").tempdir().unwrap();
     let keep = std::env::var("TAYGA_SOAK_KEEP").is_ok();
     let ch = PrivateClickHouse::start();
@@ -668,13 +857,24 @@ async fn run_soak(traffic: Duration) {
 
     let mut p = Pipeline::new(env, dir.path(), &targets);
     p.vars.push(("TAYGA_INGEST_MAX_BODY_BYTES".into(), limit.to_string()));
-    for name in DAEMONS {
+    // The scripted new path must be judged within the run: an endpoint is warm after a
+    // minute and 40 traces (the own client sends 240 a minute), not 30 minutes and 200.
+    p.vars.push(("TAYGA_LOGMINER_SHAPES_WARMUP_MIN".into(), "1".into()));
+    p.vars.push(("TAYGA_LOGMINER_SHAPES_WARMUP_TRACES".into(), "40".into()));
+    for name in DAEMONS.iter().chain(&LONG_LIVED) {
         p.start(name);
     }
     let base = format!("http://{}", p.ingest_http);
-    let api = format!("http://{}/health", p.var("TAYGA_API_LISTEN_ADDR"));
-    assert!(wait_http_ok(&format!("{base}/health"), Duration::from_secs(60)).await, "ingest did not answer");
-    assert!(wait_http_ok(&api, Duration::from_secs(60)).await, "the api did not answer");
+    let long_base = format!("http://{}", p.metrics_addr("ingest-long"));
+    let long_api = format!("http://{}", p.metrics_addr("api-long"));
+    for (url, what) in [
+        (format!("{base}/health"), "ingest"),
+        (format!("{long_base}/health"), "ingest-long"),
+        (format!("http://{}/health", p.var("TAYGA_API_LISTEN_ADDR")), "the api"),
+        (format!("{long_api}/health"), "api-long"),
+    ] {
+        assert!(wait_http_ok(&url, Duration::from_secs(60)).await, "{what} did not answer");
+    }
     let mut timeline = Timeline::default();
     timeline.events.push((elapsed_secs(started), "pipeline up".into()));
 
@@ -685,13 +885,32 @@ async fn run_soak(traffic: Duration) {
     let until = traffic_start + traffic;
     let acked: Arc<Mutex<Acked>> = Arc::default();
     let new_every = (traffic.as_secs() / 40).clamp(4, 40);
-    let own = tokio::spawn(own_client(base.clone(), until, new_every, limit, acked.clone()));
+    // The spike's burst and the new path come after a minute of traffic (a spike needs a
+    // minute of its template before it, a new path a warm endpoint), early enough to be
+    // raised and delivered before the traffic ends.
+    let script = Script {
+        spike_at: traffic_start + traffic.mul_f64(0.45).max(Duration::from_secs(65)),
+        new_path_at: traffic_start + traffic.mul_f64(0.55).max(Duration::from_secs(75)),
+    };
+    let own = tokio::spawn(own_client_scripted(base.clone(), until, new_every, limit, acked.clone(), Some(script)));
+    let clock = RunClock { started_ns, traffic_start_ns: tayga::store::now_ns() };
     let loadgen_out = dir.path().join("loadgen.json");
     let loadgen_ids = dir.path().join("loadgen-ids.txt");
     let mut loadgen = ChildGuard::spawn(
         p.env
             .tayga()
-            .args(["loadgen", "--json", "--endpoint", &base, "--rate", "4", "--concurrency", "2", "--services", "2"])
+            .args([
+                "loadgen",
+                "--json",
+                "--endpoint",
+                &long_base,
+                "--rate",
+                "4",
+                "--concurrency",
+                "2",
+                "--services",
+                "2",
+            ])
             .arg("--acked-ids")
             .arg(&loadgen_ids)
             .args(["--traces-per-request", "5", "--spans-per-trace", "4", "--logs-per-request", "10"])
@@ -712,7 +931,8 @@ async fn run_soak(traffic: Duration) {
     );
     let rss: Arc<Mutex<Vec<RssSample>>> = Arc::default();
     let stop_sampling = Arc::new(AtomicBool::new(false));
-    let sampler = tokio::spawn(sample_rss(p.pids.clone(), stop_sampling.clone(), rss.clone()));
+    let sampler =
+        tokio::spawn(sample_rss(p.pids.clone(), stop_sampling.clone(), rss.clone(), started, Some(long_api.clone())));
 
     // Faults, one every `gap`, in cycles of the whole schedule.
     let cycles = (traffic.as_secs_f64() / 300.0).floor().max(1.0) as usize;
@@ -799,6 +1019,18 @@ async fn run_soak(traffic: Duration) {
 
     // Traffic ends; the clients finish their last batches.
     own.await.unwrap();
+    {
+        let a = acked.lock().unwrap();
+        if let Some((_, at)) = a.spike_burst {
+            timeline
+                .events
+                .push((setup + at, format!("scripted spike: {SPIKE_BURST} lines of {SPIKE_SERVICE} at once")));
+        }
+        if let Some((_, at)) = a.new_path {
+            timeline.events.push((setup + at, format!("scripted new path: {NEW_EDGE} in half the own traces")));
+        }
+        timeline.events.sort_by(|x, y| x.0.total_cmp(&y.0));
+    }
     let loadgen_status = tokio::task::block_in_place(|| loadgen.wait_within(Duration::from_secs(120)));
     let sdk_status = tokio::task::block_in_place(|| sdk.wait_within(Duration::from_secs(120)));
     let mut loadgen_report: LoadgenReport =
@@ -818,7 +1050,7 @@ async fn run_soak(traffic: Duration) {
             p.kill9(&name);
             p.start(&name);
         }
-        report = reconcile(&store, &acked, &sdk_acked, &loadgen_report, &healthy, &flaky, &timeline).await;
+        report = reconcile(&store, &acked, &sdk_acked, &loadgen_report, (&healthy, &flaky), &timeline, &clock).await;
         if report.failures().is_empty() || Instant::now() > settle_deadline {
             break;
         }
@@ -860,6 +1092,11 @@ async fn run_soak(traffic: Duration) {
             !grew,
         );
     }
+    for name in LONG_LIVED {
+        long_life_row(&mut report, name, &samples, traffic >= LONG_RUN);
+    }
+    let tsv: String = samples.iter().map(|s| format!("{:.1}\t{}\t{}\n", s.at, s.daemon, s.kib)).collect();
+    std::fs::write(dir.path().join("rss.tsv"), format!("seconds\tdaemon\tkib\n{tsv}")).unwrap();
     let a = &acked;
     let clients = format!(
         "own {} requests ({} retries, {} abandoned); loadgen {} of {} requests ok ({}); sdk exit {}",
@@ -991,9 +1228,9 @@ async fn reconcile(
     own: &Acked,
     (sdk_spans, sdk_logs): &SdkAcked,
     loadgen: &LoadgenReport,
-    healthy: &Hook,
-    flaky: &Hook,
+    (healthy, flaky): (&Hook, &Hook),
     timeline: &Timeline,
+    clock: &RunClock,
 ) -> Report {
     let mut r = Report::default();
     let services = |list: &[&str]| list.iter().map(|s| format!("'{s}'")).collect::<Vec<_>>().join(",");
@@ -1037,7 +1274,7 @@ async fn reconcile(
         lost == 0 && doubled == 0 && loadgen.acked_spans.len() as u64 == loadgen.spans,
     );
     // Logs: stored once, and each has its hit.
-    let logged = services(&[OWN_LOG_SERVICE, SDK_SERVICE]);
+    let logged = services(&[OWN_LOG_SERVICE, SPIKE_SERVICE, SDK_SERVICE]);
     let final_logs: Vec<LogRow> = fetch!(store, LogRow, format!("FINAL WHERE service IN ({logged})"));
     let raw_logs = fetch!(store, LogRow, format!("WHERE service IN ({logged})")).len();
     let by_body: BTreeMap<&str, Vec<&LogRow>> = final_logs.iter().fold(BTreeMap::new(), |mut m, l| {
@@ -1127,22 +1364,7 @@ async fn reconcile(
     // Alerts and deliveries (docs/design.md#notifier).
     let alerts: Vec<AlertRow> = fetch!(store, AlertRow, "FINAL");
     let deliveries: Vec<DeliveryRow> = fetch!(store, DeliveryRow, "FINAL");
-    let by_kind = alerts.iter().fold(BTreeMap::<&str, usize>::new(), |mut m, a| {
-        *m.entry(a.kind.as_str()).or_default() += 1;
-        m
-    });
-    let new_templates = alerts
-        .iter()
-        .filter(|a| a.kind == "new_template" && a.service == OWN_LOG_SERVICE && a.template.contains("milestone"))
-        .count();
-    // Each acknowledged milestone is a template of its own: one new_template alert each (a
-    // batch given up on may still have been stored, and its milestone announced).
-    let milestones = own.logs.iter().filter(|b| b.starts_with("soak milestone")).count();
-    r.row(
-        "alerts raised",
-        format!("{} {:?}; own milestones {new_templates} of {milestones} acknowledged", alerts.len(), by_kind),
-        new_templates == milestones || (new_templates > milestones && own.abandoned > 0),
-    );
+    alert_rows(&mut r, &alerts, own, healthy, timeline, clock);
     delivered_once_row(&mut r, "alerts delivered to the healthy target", &alerts, healthy, timeline);
     let now = tayga::store::now_ns();
     // The flaky target: every row final, and its status agrees with what the target answered.
@@ -1182,6 +1404,201 @@ async fn reconcile(
         not_delivered == 0,
     );
     r
+}
+
+/// The run's clock in the store's time: when it started and when the traffic did.
+struct RunClock {
+    started_ns: u64,
+    traffic_start_ns: u64,
+}
+
+impl RunClock {
+    /// Seconds into the run of a store time.
+    fn secs(&self, ns: u64) -> f64 {
+        ns.saturating_sub(self.started_ns) as f64 / 1e9
+    }
+}
+
+/// Background spikes come only from the ramp: a template's baseline is the mean of its last
+/// 30 minutes, the minutes before the run counting 0, so a steady template's k-th minute
+/// is hot (≥ 5 × baseline = k/6 of its own rate) until about its sixth minute, and a
+/// noisy one (loadgen picks its templates at random) a little later. After this many
+/// minutes of traffic a minute would have to be 5/3 of its template's mean.
+const RAMP_MIN: u64 = 10;
+
+/// The rows "each alert the scripted traffic must raise is raised once and delivered once
+/// to the healthy target" (one per expectation), and "the other alerts are of the kinds
+/// the background traffic may raise".
+fn alert_rows(r: &mut Report, alerts: &[AlertRow], own: &Acked, healthy: &Hook, timeline: &Timeline, clock: &RunClock) {
+    let mut receipts: BTreeMap<u64, Vec<f64>> = BTreeMap::new();
+    for receipt in healthy.receipts() {
+        receipts.entry(receipt.alert_id).or_default().push(receipt.at);
+    }
+    // How the healthy target got one alert, by the delivery rules (docs/notifier.md, "What
+    // happens to each record"; docs/design.md#notifier-twice), and whether that is right.
+    let delivery = |a: &AlertRow| -> (String, bool) {
+        let stored = clock.secs(a.stored_ns);
+        let restarted_after = |from: f64, to: f64| timeline.notifier_kills.iter().any(|k| *k >= from && *k <= to);
+        match receipts.get(&a.alert_id).map(Vec::as_slice) {
+            Some([at]) if restarted_after(stored - 2.0, *at) => {
+                (format!("delivered once at {at:.0} s, after a notifier kill -9 (raised at {stored:.0} s)"), true)
+            }
+            Some([at]) => (format!("delivered once at {at:.0} s (raised at {stored:.0} s)"), true),
+            Some([first, second]) if restarted_after(*first, *second) => (
+                format!("delivered at {first:.0} s and again at {second:.0} s across a notifier kill -9 (between a 2xx and its row write)"),
+                true,
+            ),
+            Some(many) if !many.is_empty() => (format!("delivered {} times", many.len()), false),
+            _ if tayga::store::now_ns().saturating_sub(a.last_at) > MAX_AGE_NS => {
+                ("not delivered: stale (older than max_age_secs)".into(), true)
+            }
+            _ => ("NOT delivered".into(), false),
+        }
+    };
+    // One expectation: exactly one alert, of `want_id` when it is known beforehand.
+    let expect = |r: &mut Report, check: &str, what: String, found: Vec<&AlertRow>, want_id: Option<u64>| {
+        let (value, ok) = match (found.as_slice(), want_id) {
+            ([a], Some(id)) if a.alert_id != id => {
+                (format!("raised once, as {:016x}, not the expected {id:016x}", a.alert_id), false)
+            }
+            ([a], _) => {
+                let (delivered, ok) = delivery(a);
+                (
+                    format!(
+                        "raised once ({:016x}{}), {delivered}",
+                        a.alert_id,
+                        if want_id.is_some() { ", the expected id" } else { "" }
+                    ),
+                    ok,
+                )
+            }
+            (none, _) => (
+                format!(
+                    "raised {} times{}",
+                    none.len(),
+                    first_few(&none.iter().map(|a| format!("{:016x}", a.alert_id)).collect::<Vec<_>>())
+                ),
+                false,
+            ),
+        };
+        r.row(check, format!("{what}: {value}"), ok);
+    };
+
+    // Each acknowledged milestone line is a template of its own (its run of `reached` sets
+    // its length): one new_template alert each. A batch given up on may still have been
+    // stored, and its milestone announced.
+    let reached = |text: &str| text.split_whitespace().filter(|w| *w == "reached").count();
+    let acked_milestones: BTreeSet<usize> =
+        own.logs.iter().filter(|b| b.starts_with("soak milestone")).map(|b| reached(b)).collect();
+    let milestone =
+        |a: &&AlertRow| a.kind == "new_template" && a.service == OWN_LOG_SERVICE && a.template.contains("milestone");
+    let mut per_milestone: BTreeMap<usize, Vec<&AlertRow>> = BTreeMap::new();
+    for a in alerts.iter().filter(milestone) {
+        per_milestone.entry(reached(&a.template)).or_default().push(a);
+    }
+    let missing = acked_milestones.iter().filter(|k| !per_milestone.contains_key(k)).count();
+    let twice = per_milestone.values().filter(|v| v.len() > 1).count();
+    let extra = per_milestone.keys().filter(|k| !acked_milestones.contains(k)).count();
+    let (mut once, mut undelivered) = (0, Vec::new());
+    for a in per_milestone.values().flatten() {
+        match delivery(a) {
+            (_, true) => once += 1,
+            (how, false) => undelivered.push(format!("{:016x} {how}", a.alert_id)),
+        }
+    }
+    r.row(
+        "expected: new_template per milestone",
+        format!(
+            "{} acknowledged milestones: {} raised once, {missing} missing, {twice} twice, {extra} not acknowledged; to the healthy target {once} delivered by the rules, {} not{}",
+            acked_milestones.len(),
+            per_milestone.values().filter(|v| v.len() == 1).count(),
+            undelivered.len(),
+            first_few(&undelivered)
+        ),
+        missing == 0 && twice == 0 && (extra == 0 || own.abandoned > 0) && undelivered.is_empty(),
+    );
+
+    // The spike's template: announced once, when its first probe line was mined.
+    let probe_template: Vec<&AlertRow> =
+        alerts.iter().filter(|a| a.kind == "new_template" && a.service == SPIKE_SERVICE).collect();
+    let template_id = probe_template.first().map(|a| a.template_id);
+    expect(
+        r,
+        "expected: new_template of the spike's probe",
+        format!("{SPIKE_SERVICE}'s one template"),
+        probe_template,
+        None,
+    );
+
+    // The spike: the burst's minute is the first hot one (the probes' minutes never reach
+    // spike_min_count), so its id is known: (spike, the probe template, that minute).
+    let spikes: Vec<&AlertRow> = alerts.iter().filter(|a| a.kind == "spike" && a.service == SPIKE_SERVICE).collect();
+    match own.spike_burst {
+        Some((ns, at)) => {
+            let minute = ns / tayga::time::MINUTE_NS * tayga::time::MINUTE_NS;
+            let want = template_id.map(|t| tayga::identity::alert_id(AlertKind::Spike, t, minute));
+            let what = format!(
+                "spike of {SPIKE_SERVICE}, a burst of {SPIKE_BURST} lines sent {at:.0} s into the traffic, hot from {}",
+                tayga::time::rfc3339(minute)
+            );
+            expect(r, "expected: spike", what, spikes, want.or(Some(0)));
+        }
+        None => r.row("expected: spike", "the burst was never acknowledged".into(), false),
+    }
+
+    // The new path: its id names the endpoint and the edge it never took before.
+    let new_shapes: Vec<&AlertRow> = alerts.iter().filter(|a| a.kind == "new_shape").collect();
+    let want = tayga::identity::alert_id(
+        AlertKind::NewShape,
+        tayga::identity::new_path_subject(OWN_TRACE_SERVICES[0], "checkout", &[NEW_EDGE.to_string()]),
+        0,
+    );
+    match own.new_path {
+        Some((_, at)) => {
+            let what = format!(
+                "new_shape of {} checkout, +{NEW_EDGE} from {at:.0} s into the traffic ({} traces acknowledged)",
+                OWN_TRACE_SERVICES[0], own.new_path_traces
+            );
+            expect(r, "expected: new_shape", what, new_shapes, Some(want));
+        }
+        None => r.row("expected: new_shape", "no trace of the new path was acknowledged".into(), false),
+    }
+
+    // Everything else came from the background traffic. It may raise: a new_template for
+    // each template's first line (once by its id), and ramp spikes of the steady
+    // templates; no other kind (no silence: no steady template stops while its service
+    // logs; no shape alert: the other endpoints keep their shapes, and no duration moves
+    // by 100 ms).
+    let background_services = |s: &str| s == OWN_LOG_SERVICE || s == SDK_SERVICE || s.starts_with("svc-");
+    let ramp_end = clock.traffic_start_ns + RAMP_MIN * tayga::time::MINUTE_NS;
+    let scripted = |a: &AlertRow| {
+        milestone(&a)
+            || a.service == SPIKE_SERVICE && matches!(a.kind.as_str(), "new_template" | "spike")
+            || a.kind == "new_shape"
+    };
+    let (mut templates, mut ramp_spikes, mut unexpected) = (BTreeMap::<&str, usize>::new(), 0, Vec::new());
+    for a in alerts.iter().filter(|a| !scripted(a)) {
+        match a.kind.as_str() {
+            "new_template" if background_services(&a.service) => *templates.entry(a.service.as_str()).or_default() += 1,
+            "spike" if background_services(&a.service) && a.first_at < ramp_end => ramp_spikes += 1,
+            _ => unexpected.push(format!(
+                "{} {} {:?} from {:.0} s",
+                a.kind,
+                a.service,
+                a.template,
+                clock.secs(a.first_at)
+            )),
+        }
+    }
+    r.row(
+        "background alerts",
+        format!(
+            "new_template {templates:?}; spike {ramp_spikes} (all hot within the first {RAMP_MIN} minutes of traffic: the ramp of a 30-minute baseline); unexpected {}{}",
+            unexpected.len(),
+            first_few(&unexpected)
+        ),
+        unexpected.is_empty(),
+    );
 }
 
 pub(crate) fn first_few<T: std::fmt::Display>(items: &[T]) -> String {

@@ -9,6 +9,7 @@ import sys
 import time
 
 from opentelemetry.sdk.resources import Resource
+from opentelemetry.trace import set_span_in_context
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk._logs import LoggerProvider, LoggingHandler
@@ -79,9 +80,15 @@ logger.setLevel(logging.INFO)
 start = time.monotonic()
 i = 0
 while time.monotonic() - start < seconds:
-    with tracer.start_as_current_span("sdk-checkout"):
-        with tracer.start_as_current_span("sdk-charge"):
-            pass
+    # The spans' times are given, not read when each ends: the simple processor exports a
+    # span synchronously as it ends, so a child's export waiting on a restarting ingest
+    # would be part of its parent, and the endpoint would slow down for real (a
+    # shape_slowdown the soak does not script).
+    t0 = time.time_ns()
+    parent = tracer.start_span("sdk-checkout", start_time=t0)
+    child = tracer.start_span("sdk-charge", context=set_span_in_context(parent), start_time=t0 + 1_000)
+    child.end(end_time=t0 + 2_000)
+    parent.end(end_time=t0 + 3_000)
     logger.warning("sdk step %d charged card in %d ms", i, 10 + i % 90)
     i += 1
     next_at = start + i * step
