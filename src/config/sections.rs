@@ -957,6 +957,7 @@ impl Config {
         check(d.depth >= 3, format!("logminer.drain.depth must be at least 3, is {}", d.depth));
         check(d.max_children >= 1, format!("logminer.drain.max_children must be at least 1, is {}", d.max_children));
         check(d.max_clusters >= 1, format!("logminer.drain.max_clusters must be at least 1, is {}", d.max_clusters));
+        check(d.max_services >= 1, format!("logminer.drain.max_services must be at least 1, is {}", d.max_services));
         check(
             (1..=2).contains(&d.merge_positions),
             format!("logminer.drain.merge_positions must be 1 or 2, is {}", d.merge_positions),
