@@ -38,8 +38,15 @@ pub struct Limits {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Item {
     /// `span_id` is the id's [`crate::identity::span_key`].
-    Span { trace_id: String, span_id: u64, span: SpanInfo },
-    Log { trace_id: String, log_id: u64 },
+    Span {
+        trace_id: String,
+        span_id: u64,
+        span: SpanInfo,
+    },
+    Log {
+        trace_id: String,
+        log_id: u64,
+    },
 }
 
 impl Item {
@@ -239,6 +246,19 @@ impl Buffer {
         self.partitions.values().map(|p| p.spans).sum()
     }
 
+    /// Whether to read more records. The caps count the spans of open and stored traces;
+    /// closed traces wait for their stories to be stored (ClickHouse slow or down), so their
+    /// spans are bounded apart: reading pauses while they reach `max_buffered_spans`, and
+    /// the spans held stay under twice the cap (plus one record's).
+    pub fn takes_records(&self) -> bool {
+        self.pending_spans() < self.limits.max_buffered_spans
+    }
+
+    /// Spans of closed traces whose stories are not stored yet.
+    pub fn pending_spans(&self) -> usize {
+        self.partitions.values().map(|p| p.pending_spans).sum()
+    }
+
     /// The offset to commit for `partition`: see the module documentation. None before the
     /// first record (nothing to commit).
     pub fn frontier(&self, partition: i32) -> Option<i64> {
@@ -370,8 +390,11 @@ impl Buffer {
     }
 
     fn close_oldest_open(&mut self) {
-        let oldest =
-            self.partitions.iter().filter_map(|(n, p)| p.open_order.first().map(|(seq, id)| (*seq, *n, id.clone()))).min();
+        let oldest = self
+            .partitions
+            .iter()
+            .filter_map(|(n, p)| p.open_order.first().map(|(seq, id)| (*seq, *n, id.clone())))
+            .min();
         if let Some((_, n, id)) = oldest {
             self.partitions.get_mut(&n).expect("present").close(&id);
         }
@@ -659,6 +682,24 @@ mod tests {
         let again = b.pending_stories(10_000);
         let s1 = again.iter().find(|p| p.story.trace_id == "s1").unwrap();
         assert!(s1.first_time, "this process no longer knows it stored s1");
+    }
+
+    #[test]
+    fn reading_pauses_while_unstored_stories_hold_the_span_cap() {
+        let mut b = Buffer::new(Limits { max_open_traces: 2, max_buffered_spans: 4, ..limits() });
+        let mut taken = 0;
+        while b.takes_records() {
+            let t = format!("t{taken}");
+            b.add_record(0, taken, vec![span_item(&t, "1", ""), span_item(&t, "2", "1")], taken as u64);
+            assert!(b.buffered_spans() - b.pending_spans() <= 4, "the caps hold open and stored spans");
+            taken += 1;
+            assert!(taken < 100, "reading never paused");
+        }
+        // Nothing was stored (ClickHouse down): the two oldest traces closed early and wait.
+        assert_eq!((taken, b.pending_traces(), b.pending_spans(), b.open_traces()), (4, 2, 4, 2));
+        assert!(b.buffered_spans() <= 2 * 4 + 2, "under twice the cap plus one record");
+        store_all(&mut b, 10);
+        assert!(b.takes_records(), "stored: reading goes on");
     }
 
     #[test]

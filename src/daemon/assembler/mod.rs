@@ -130,6 +130,10 @@ impl Handler for Assembler {
         Duration::from_millis((self.buffer.limits().idle_close_ms / 4).clamp(50, 1000))
     }
 
+    fn wants_records(&self) -> bool {
+        self.buffer.takes_records()
+    }
+
     async fn record(&mut self, member: &mut Member, message: OwnedMessage) -> ControlFlow<()> {
         let items = match items_of(message.headers().map(|h| h.as_borrowed()), message.payload()) {
             Ok(items) => items,

@@ -1,0 +1,215 @@
+//! Memory at its bounds (docs/reliability.md, "Bounds"): each per-key state that grows with
+//! input, flooded past a lowered bound. Each test checks that the bound holds (sampled while
+//! the flood runs), that the counter counts what the policy dropped or evicted, that the
+//! policy happened (the oldest evicted, the newest refused, …), and that nothing beyond the
+//! policy was lost.
+
+use crate::assembler::{metric, metrics, prepare, produce, s, start_in_process, trace_id, wait_stories, S};
+use crate::common;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::{free_port, wait_for, TestEnv};
+use tayga::daemon::Shutdown;
+
+/// Samples `read` every 20 ms until stopped; returns the largest value seen and how many
+/// samples were taken.
+struct Peak {
+    stop: Arc<AtomicBool>,
+    task: tokio::task::JoinHandle<(Vec<f64>, usize)>,
+}
+
+impl Peak {
+    /// `read` returns one value per gauge watched.
+    fn watch<F, Fut>(gauges: usize, read: F) -> Peak
+    where
+        F: Fn() -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = Option<Vec<f64>>> + Send,
+    {
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = stop.clone();
+        let task = tokio::spawn(async move {
+            let (mut peak, mut samples) = (vec![0.0f64; gauges], 0);
+            while !s.load(Ordering::Relaxed) {
+                if let Some(values) = read().await {
+                    for (p, v) in peak.iter_mut().zip(values) {
+                        *p = p.max(v);
+                    }
+                    samples += 1;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            (peak, samples)
+        });
+        Peak { stop, task }
+    }
+
+    async fn finish(self) -> (Vec<f64>, usize) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.task.await.unwrap()
+    }
+}
+
+/// The assembler's span cap (`assembler.max_buffered_spans`), flooded with unique trace
+/// ids: open and stored spans stay under it (open traces under cap ÷ spans per trace), the
+/// oldest open traces close early and are stored whole, stored traces are forgotten first
+/// (counted), and every trace ends as one story with all its spans.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn assembler_span_cap_closes_the_oldest_early_and_every_trace_keeps_its_spans() {
+    const TRACES: u32 = 1_000;
+    const SPANS: u64 = 10;
+    const CAP: u64 = 2_000;
+    const IDLE_SECS: u64 = 20;
+    let env = TestEnv::new("bounds_asm");
+    let store = prepare(&env).await;
+    let mut config = env.config.clone();
+    config.assembler.max_buffered_spans = CAP;
+    config.assembler.max_open_traces = 100_000;
+    let (shutdown, task, port) = start_in_process(&mut config, IDLE_SECS);
+    wait_for("the assembler's metrics", Duration::from_secs(30), || metrics(port)).await;
+    let peak = Peak::watch(2, move || async move {
+        let text = metrics(port).await?;
+        Some(vec![metric(&text, "tayga_assembler_open_traces")?, metric(&text, "tayga_assembler_buffered_spans")?])
+    });
+
+    let started = Instant::now();
+    let trace = |n: u32| -> Vec<S> {
+        let base = u64::from(n) * 100;
+        (1..=SPANS).map(|i| s(base + i, if i == 1 { 0 } else { base + 1 }, "web", "flood", i * 10)).collect()
+    };
+    let traces: Vec<([u8; 16], Vec<S>)> = (0..TRACES).map(|n| (trace_id(n), trace(n))).collect();
+    for chunk in traces.chunks(100) {
+        produce(&env.config, chunk).await;
+    }
+    // Before any trace could close by idleness, all but those the cap leaves open are
+    // stored: closed early, oldest first.
+    let held = (CAP / SPANS) as usize;
+    let early = wait_stories(&store, "the traces closed early", Duration::from_secs(IDLE_SECS - 5), |s| {
+        s.len() >= TRACES as usize - held
+    })
+    .await;
+    assert!(started.elapsed() < Duration::from_secs(IDLE_SECS), "stored before the idle close");
+    assert!(early.values().all(|r| r.span_count == SPANS as u32), "an early close stores the trace whole");
+    let got = wait_stories(&store, "every trace's story", Duration::from_secs(IDLE_SECS + 40), |s| {
+        s.len() == TRACES as usize && s.values().all(|r| r.span_count == SPANS as u32)
+    })
+    .await;
+    let (peak, samples) = peak.finish().await;
+    let text = metrics(port).await.unwrap();
+    let early_closes = metric(&text, "tayga_assembler_early_closes_total").unwrap();
+    let evicted = metric(&text, "tayga_assembler_evicted_traces_total").unwrap();
+    eprintln!(
+        "BOUNDS assembler: {TRACES} traces x {SPANS} spans, cap {CAP} spans: peak open traces {}, peak buffered spans \
+         {} ({samples} samples); early closes {early_closes}, stored traces evicted {evicted}; {} s",
+        peak[0],
+        peak[1],
+        started.elapsed().as_secs()
+    );
+    assert!(samples > 10, "the gauges were sampled during the flood");
+    assert!(peak[0] <= (CAP / SPANS) as f64, "open traces {} > cap {CAP} ÷ {SPANS}", peak[0]);
+    assert!(peak[1] <= (2 * CAP + SPANS) as f64, "spans held {} > twice the cap plus one record", peak[1]);
+    assert!(early_closes >= f64::from(TRACES) - held as f64, "every early close counted: {early_closes}");
+    assert!(evicted > 0.0, "stored traces were forgotten first, and counted");
+    assert_eq!(got.len(), TRACES as usize);
+    let (rows, traces): (u64, u64) =
+        store.query_for_tests("SELECT count(), uniqExact(trace_id) FROM stories FINAL").fetch_one().await.unwrap();
+    assert_eq!((rows, traces), (u64::from(TRACES), u64::from(TRACES)), "one story per trace");
+    shutdown.trigger();
+    tokio::time::timeout(Duration::from_secs(20), task).await.unwrap().unwrap().unwrap();
+}
+
+/// The logminer's trees (`logminer.drain.max_services`) and templates per service
+/// (`logminer.drain.max_clusters`), flooded with more of both: the services and templates
+/// held stay under their bounds, the service mined least recently and the template used least
+/// recently are forgotten (each counted exactly), and nothing mined is lost: every line has
+/// its hit and every template born its row, also those forgotten before they were stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn logminer_forgets_the_least_recent_services_and_templates_and_stores_every_row() {
+    const SERVICES: usize = 20;
+    const MAX_SERVICES: usize = 5;
+    const MAX_CLUSTERS: usize = 3;
+    // Templates no threshold can join: one per token count.
+    const LINES: [&str; 6] = [
+        "alpha",
+        "bravo charlie",
+        "delta echo foxtrot",
+        "golf hotel india juliet",
+        "kilo lima mike november oscar",
+        "papa quebec romeo sierra tango uniform",
+    ];
+    let env = TestEnv::new("bounds_lm");
+    tayga::bus::topics::ensure_topics(&env.config.kafka, &env.config.names()).await.unwrap();
+    let store = env.migrated_store().await;
+    let mut config = env.config.clone();
+    config.logminer.drain.max_services = MAX_SERVICES;
+    config.logminer.drain.max_clusters = MAX_CLUSTERS;
+    config.logminer.tick_secs = 1;
+    let addr = format!("127.0.0.1:{}", free_port());
+    config.logminer.metrics_addr = addr.clone();
+    let shutdown = Shutdown::new();
+    let task = {
+        let (c, s) = (config.clone(), shutdown.clone());
+        tokio::spawn(async move { tayga::daemon::logminer::serve(&c, s).await })
+    };
+    wait_for("the logminer's metrics", Duration::from_secs(30), || common::scrape(&addr)).await;
+    let peak = {
+        let addr = addr.clone();
+        Peak::watch(2, move || {
+            let addr = addr.clone();
+            async move {
+                let text = common::scrape(&addr).await?;
+                Some(vec![
+                    common::metric(&text, "tayga_logminer_services"),
+                    common::metric(&text, "tayga_logminer_templates"),
+                ])
+            }
+        })
+    };
+    let now = tayga::store::now_ns();
+    for n in 0..SERVICES {
+        let lines: Vec<(u64, String)> = LINES.iter().map(|l| (now, l.to_string())).collect();
+        crate::logminer::produce(&env.config, &format!("svc{n:02}"), &lines).await;
+    }
+    let total = (SERVICES * LINES.len()) as u64;
+    let counts = || async {
+        let (hits, templates): (u64, u64) = store
+            .query_for_tests(
+                "SELECT (SELECT count() FROM log_hits), (SELECT uniqExact(service, template_id) FROM log_templates FINAL)",
+            )
+            .fetch_one()
+            .await
+            .ok()?;
+        (hits == total && templates == total).then_some(())
+    };
+    wait_for("every hit and every template's row stored", Duration::from_secs(60), counts).await;
+    let services_evicted = (SERVICES - MAX_SERVICES) as f64;
+    let templates_evicted = (SERVICES * (LINES.len() - MAX_CLUSTERS)) as f64;
+    let counted = wait_for("the evictions counted", Duration::from_secs(20), || async {
+        let text = common::scrape(&addr).await?;
+        let got = (
+            common::metric(&text, "tayga_logminer_evicted_services_total"),
+            common::metric(&text, "tayga_logminer_evicted_templates_total"),
+        );
+        (got == (services_evicted, templates_evicted)).then_some(got)
+    })
+    .await;
+    let (peak, samples) = peak.finish().await;
+    eprintln!(
+        "BOUNDS logminer: {SERVICES} services x {} templates, bounds {MAX_SERVICES} services x {MAX_CLUSTERS}: peak \
+         services {}, peak templates {} ({samples} samples); evicted services, templates {counted:?}",
+        LINES.len(),
+        peak[0],
+        peak[1]
+    );
+    assert!(samples > 10);
+    assert!(peak[0] <= MAX_SERVICES as f64, "services held {} > {MAX_SERVICES}", peak[0]);
+    assert!(peak[1] <= (MAX_SERVICES * MAX_CLUSTERS) as f64, "templates held {}", peak[1]);
+    // The templates each service held last: its most recent three.
+    let text = common::scrape(&addr).await.unwrap();
+    assert_eq!(common::metric(&text, "tayga_logminer_services"), MAX_SERVICES as f64);
+    assert_eq!(common::metric(&text, "tayga_logminer_templates"), (MAX_SERVICES * MAX_CLUSTERS) as f64);
+    shutdown.trigger();
+    tokio::time::timeout(Duration::from_secs(60), task).await.unwrap().unwrap().unwrap();
+}
