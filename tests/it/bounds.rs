@@ -213,3 +213,44 @@ async fn logminer_forgets_the_least_recent_services_and_templates_and_stores_eve
     shutdown.trigger();
     tokio::time::timeout(Duration::from_secs(60), task).await.unwrap().unwrap().unwrap();
 }
+
+/// The metric recorder's samples per scrape (`api.max_samples_per_scrape`), against a
+/// replica exposing five times as many series: each tick stores `up` and the first samples
+/// in the order exposed, and counts the rest per service; the next tick starts afresh (the
+/// recorder keeps nothing across ticks).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recorder_stores_at_most_its_samples_per_scrape_and_counts_the_rest() {
+    use tayga::daemon::api::recorder::resolve::SystemResolver;
+    use tayga::daemon::api::recorder::{Recorder, RecorderMetrics, Target};
+    const SERIES: usize = 5_000;
+    const MAX: usize = 1_000;
+    const TICKS: u64 = 3;
+    let env = TestEnv::new("bounds_rec");
+    let store = env.migrated_store().await;
+    let addr: std::net::SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let text: String = (0..SERIES).map(|i| format!("flood_series{{n=\"{i}\"}} {i}\n")).collect();
+    let stop = common::fake_metrics(addr, text).await;
+    let mut registry = prometheus_client::registry::Registry::default();
+    let metrics = RecorderMetrics::register(&mut registry);
+    let targets = vec![Target::Fixed { service: "writer".into(), addr: addr.to_string() }];
+    let recorder = Recorder::new(store.clone(), targets, Arc::new(SystemResolver), metrics).with_max_samples(MAX);
+    for tick in 1..=TICKS {
+        let rows = recorder.scrape_all(tayga::store::now_ns() + tick).await;
+        assert_eq!(rows.len(), MAX + 1, "tick {tick}: up and the first {MAX} samples");
+        recorder.store_rows(&rows).await.unwrap();
+    }
+    stop.trigger();
+    let mut exposed = String::new();
+    prometheus_client::encoding::text::encode(&mut exposed, &registry).unwrap();
+    let dropped = common::metric(&exposed, "tayga_api_dropped_samples_total");
+    let (rows, ticks, highest): (u64, u64, f64) = store
+        .query_for_tests("SELECT count(), uniqExact(ts_ns), max(value) FROM pipeline_metrics WHERE metric = 'flood_series'")
+        .fetch_one()
+        .await
+        .unwrap();
+    eprintln!("BOUNDS recorder: {SERIES} series a scrape, bound {MAX}: {rows} rows over {ticks} ticks, dropped {dropped}");
+    assert_eq!((rows, ticks), (TICKS * MAX as u64, TICKS), "the bound held on every tick");
+    assert_eq!(highest, (MAX - 1) as f64, "the first samples in the order exposed were kept");
+    assert_eq!(dropped, (TICKS as usize * (SERIES - MAX)) as f64, "every sample dropped is counted");
+    assert!(exposed.contains("tayga_api_dropped_samples_total{service=\"writer\"}"), "{exposed}");
+}
