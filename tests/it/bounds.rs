@@ -244,13 +244,72 @@ async fn recorder_stores_at_most_its_samples_per_scrape_and_counts_the_rest() {
     prometheus_client::encoding::text::encode(&mut exposed, &registry).unwrap();
     let dropped = common::metric(&exposed, "tayga_api_dropped_samples_total");
     let (rows, ticks, highest): (u64, u64, f64) = store
-        .query_for_tests("SELECT count(), uniqExact(ts_ns), max(value) FROM pipeline_metrics WHERE metric = 'flood_series'")
+        .query_for_tests(
+            "SELECT count(), uniqExact(ts_ns), max(value) FROM pipeline_metrics WHERE metric = 'flood_series'",
+        )
         .fetch_one()
         .await
         .unwrap();
-    eprintln!("BOUNDS recorder: {SERIES} series a scrape, bound {MAX}: {rows} rows over {ticks} ticks, dropped {dropped}");
+    eprintln!(
+        "BOUNDS recorder: {SERIES} series a scrape, bound {MAX}: {rows} rows over {ticks} ticks, dropped {dropped}"
+    );
     assert_eq!((rows, ticks), (TICKS * MAX as u64, TICKS), "the bound held on every tick");
     assert_eq!(highest, (MAX - 1) as f64, "the first samples in the order exposed were kept");
     assert_eq!(dropped, (TICKS as usize * (SERIES - MAX)) as f64, "every sample dropped is counted");
     assert!(exposed.contains("tayga_api_dropped_samples_total{service=\"writer\"}"), "{exposed}");
+}
+
+/// Ingest's backlog (`ingest.backlog_max_bytes`), flooded with the broker down: the backlog
+/// keeps the oldest direct writes up to its bound and no more; past it each record is
+/// stored but not kept for the topics, and counted; every span of every request is stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ingest_backlog_keeps_the_oldest_to_its_bound_and_every_span_is_stored() {
+    use crate::ingest::{post, span, start_ingest, traces, wait_until_using};
+    use prost::Message as _;
+    const REQUESTS: u32 = 60;
+    const MAX_BYTES: u64 = 10_000;
+    let mut env = TestEnv::new("bounds_backlog");
+    // Nobody listens there: the broker is refused, and ingest writes directly.
+    env.config.kafka.brokers = format!("127.0.0.1:{}", free_port());
+    env.config.ingest.backlog_max_bytes = MAX_BYTES;
+    let store = env.migrated_store().await;
+    let (running, shutdown) = start_ingest(&mut env.config).await;
+    wait_until_using(&running, "direct").await;
+    let health_url = format!("http://{}/health", running.http_addr);
+    let trace = |n: u32| {
+        let mut id = [0x5au8; 16];
+        id[12..].copy_from_slice(&n.to_be_bytes());
+        id
+    };
+    let mut peak_bytes = 0u64;
+    for n in 0..REQUESTS {
+        let spans = (1..=3).map(|i| span(trace(n), u64::from(n) * 10 + i)).collect();
+        let response =
+            post(&running, "/v1/traces", "application/x-protobuf", traces("web", spans).encode_to_vec()).await;
+        assert_eq!(response.status(), 200, "request {n} is stored, kept or not");
+        let health: serde_json::Value = reqwest::get(&health_url).await.unwrap().json().await.unwrap();
+        peak_bytes = peak_bytes.max(health["ingest"]["backlog"]["bytes"].as_u64().unwrap());
+    }
+    let stats = tayga::store::backlog::stats(&store).await.unwrap();
+    let text = common::scrape(&running.http_addr.to_string()).await.unwrap();
+    let overflow = common::metric(&text, "tayga_ingest_backlog_overflow_records_total");
+    let spans: u64 = store.query_for_tests("SELECT count() FROM spans FINAL").fetch_one().await.unwrap();
+    let kept: Vec<String> = store
+        .query_for_tests("SELECT key FROM ingest_backlog ORDER BY created_ns, position")
+        .fetch_all()
+        .await
+        .unwrap();
+    eprintln!(
+        "BOUNDS backlog: {REQUESTS} requests, bound {MAX_BYTES} bytes: kept {} records ({} bytes, peak {peak_bytes}), \
+         overflow {overflow}, spans stored {spans}",
+        stats.records, stats.bytes
+    );
+    assert!(stats.bytes <= MAX_BYTES && peak_bytes <= MAX_BYTES, "the bound held: {stats:?}, peak {peak_bytes}");
+    assert!(stats.records > 0 && stats.records < u64::from(REQUESTS), "the flood passed the bound: {stats:?}");
+    assert_eq!(stats.records as f64 + overflow, f64::from(REQUESTS), "every record not kept is counted");
+    let oldest: Vec<String> = (0..stats.records as u32).map(|n| tayga::otlp::hex_id(&trace(n))).collect();
+    assert_eq!(kept, oldest, "the oldest are kept, the newest are not");
+    assert_eq!(spans, 3 * u64::from(REQUESTS), "every span is stored, kept for the topics or not");
+    shutdown.trigger();
+    running.wait().await.unwrap();
 }
