@@ -313,3 +313,69 @@ async fn ingest_backlog_keeps_the_oldest_to_its_bound_and_every_span_is_stored()
     shutdown.trigger();
     running.wait().await.unwrap();
 }
+
+/// The notifier's per-target state (a breaker per configured target) and its deliveries in
+/// memory (one record at a time), flooded with alerts while one of two targets is dead: at
+/// most one delivery per target is ever in memory, the breakers are the configured ones,
+/// the dead target's breaker opens (one attempt per alert after it), and every alert ends
+/// delivered to the live target and failed at the dead one: nothing is left behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn notifier_holds_one_delivery_per_target_and_every_alert_ends_at_both() {
+    use crate::notifier_support::{alert, notifier_config, publish, row, Hook, Running};
+    use tayga::daemon::notifier::metrics::DeliveryResult;
+    use tayga::wire::alert::AlertKind;
+    const ALERTS: u64 = 40;
+    let env = TestEnv::new("bounds_notifier");
+    let hook = Hook::always(200).await;
+    let mut dead = hook.target("dead");
+    dead.url = format!("http://127.0.0.1:{}/", free_port());
+    let mut config = notifier_config(&env.config, vec![hook.target("live"), dead]);
+    config.notifier.max_attempts = 2;
+    let running = Running::start(&config).await;
+    let store = env.migrated_store().await;
+    let registry_text = Arc::new(std::sync::Mutex::new(String::new()));
+    let alerts: Vec<_> = (0..ALERTS).map(|n| alert("bounds_notifier", n, AlertKind::NewTemplate)).collect();
+    let sampled = {
+        let running = Arc::new(running);
+        let r = running.clone();
+        let peak = Peak::watch(1, move || {
+            let text = r.metrics_text();
+            async move { Some(vec![common::metric(&text, "tayga_notifier_inflight_deliveries")]) }
+        });
+        publish(&config, &alerts.iter().collect::<Vec<_>>()).await;
+        wait_for("every alert's end at both targets", Duration::from_secs(120), || async {
+            let done = running.count("live", DeliveryResult::delivered) == ALERTS
+                && running.count("dead", DeliveryResult::failed) == ALERTS;
+            done.then_some(())
+        })
+        .await;
+        *registry_text.lock().unwrap() = running.metrics_text();
+        let (peak, samples) = peak.finish().await;
+        Arc::into_inner(running).expect("the sampler let go").stop().await;
+        (peak, samples)
+    };
+    let (peak, samples) = sampled;
+    let text = registry_text.lock().unwrap().clone();
+    let breakers: Vec<&str> = text.lines().filter(|l| l.starts_with("tayga_notifier_breaker_open{")).collect();
+    let attempts_dead: f64 = text
+        .lines()
+        .filter(|l| l.starts_with("tayga_notifier_attempts_total{") && l.contains("target=\"dead\""))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum();
+    eprintln!(
+        "BOUNDS notifier: {ALERTS} alerts, 2 targets (one dead): peak deliveries in memory {} ({samples} samples), \
+         breakers {breakers:?}, attempts at the dead target {attempts_dead}, hook received {}",
+        peak[0],
+        hook.successes()
+    );
+    assert!(samples > 10);
+    assert!(peak[0] <= 2.0, "deliveries in memory {} > targets", peak[0]);
+    assert_eq!(breakers.len(), 2, "one breaker per configured target: {breakers:?}");
+    assert!(text.contains("tayga_notifier_breaker_open{target=\"dead\"} 1"), "the dead target's breaker is open");
+    assert_eq!(hook.successes() as u64, ALERTS, "each alert delivered once to the live target");
+    assert_eq!(attempts_dead, (ALERTS + 1) as f64, "the first alert's ladder (2), then one attempt each: the breaker");
+    for a in &alerts {
+        assert_eq!(row(&store, a.alert_id, "live").await.map(|r| r.status), Some("delivered".to_string()));
+        assert_eq!(row(&store, a.alert_id, "dead").await.map(|r| r.status), Some("failed".to_string()));
+    }
+}
