@@ -16,13 +16,18 @@
 #   - shapes: the shape rules' false alarms on simulated traffic (examples/shape_noise.rs,
 #     12 h, seed 7, and seeds 1-3), a new trace path sent to ingest until its `new_shape`
 #     webhook arrives (BENCH_PATHS endpoints, default 10, each warmed up with backdated
-#     traffic), and one shape pass's cost over a day of stories (examples/shape_pass_bench.rs).
+#     traffic), and one shape pass's cost over a day of stories (examples/shape_pass_bench.rs);
+#   - caps: `tayga serve assembler` at its default caps (100,000 open traces, 1,000,000
+#     spans) with a 60 s idle close, under a flood of unique trace ids from ingest and loadgen
+#     for BENCH_CAPS_SECONDS (default 60; the docs' figure is a 600 s flood): peak RSS and
+#     the spans held there, and the bytes one buffered span costs the buffer alone
+#     (examples/assembler_caps.rs).
 # Each figure is the median of RUNS runs (default 3). Needs the local services
 # (scripts/services.sh start); Rotel and Drain3 are installed into a private venv
 # (target/bench-venv) by this script. Every run uses its own topic prefix and database and
 # removes them.
 #   scripts/bench.sh [RUNS] [SECONDS]
-# BENCH_ONLY=ingest,writer,mine,logminer,daemons,e2e,shapes picks sections; BENCH_OUT=FILE writes elsewhere;
+# BENCH_ONLY=ingest,writer,mine,logminer,daemons,e2e,shapes,caps picks sections; BENCH_OUT=FILE writes elsewhere;
 # BENCH_BUILD=0 skips the release build (for a quick look at an existing one).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,7 +38,7 @@ DRAIN3_VERSION=0.9.11
 
 if [ "${BENCH_BUILD:-1}" != 0 ]; then
   cargo build --release --locked --quiet --bin tayga --example writer_bench --example logminer_bench \
-    --example shape_noise --example shape_pass_bench
+    --example shape_noise --example shape_pass_bench --example assembler_caps
 fi
 venv=target/bench-venv
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
@@ -50,7 +55,7 @@ exec "$venv/bin/python" - "$runs" "$seconds" "$rotel" "$tansu" <<'PY'
 import datetime, json, os, random, re, signal, statistics, subprocess, sys, time, urllib.request
 
 runs, seconds, rotel, tansu = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
-ONLY = set(os.environ.get("BENCH_ONLY", "ingest,writer,mine,logminer,daemons,e2e,shapes").split(","))
+ONLY = set(os.environ.get("BENCH_ONLY", "ingest,writer,mine,logminer,daemons,e2e,shapes,caps").split(","))
 OUT = os.environ.get("BENCH_OUT", "docs/benchmarks.md")
 TAYGA = "target/release/tayga"
 HZ = os.sysconf("SC_CLK_TCK")
@@ -552,13 +557,66 @@ if "shapes" in ONLY:
                      f"median {statistics.median(values):.2f} s, p95 {p95(values):.2f} s (min {min(values):.2f}, max {max(values):.2f}, {len(values)} endpoints)",
                      "(no other side)", None, load()))
 
+# The assembler at its default caps: unique trace ids from loadgen through ingest for
+# BENCH_CAPS_SECONDS, the assembler reading as they come with a 60 s idle close, so it
+# holds every trace of the last minute, up to its caps; then every trace closes.
+if "caps" in ONLY:
+    flood = int(os.environ.get("BENCH_CAPS_SECONDS", "60"))
+    # BENCH_CAPS_BIN_DIR=target/debug tries the section out without a release build.
+    bin_dir = os.environ.get("BENCH_CAPS_BIN_DIR", "target/release")
+    caps_tayga = f"{bin_dir}/tayga"
+    prefix = f"bench_caps_{os.getpid()}"
+    env = daemon_env(prefix, TAYGA_ASSEMBLER_IDLE_CLOSE_SECS="60")
+    ingest = subprocess.Popen([caps_tayga, "serve", "ingest"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    asm = subprocess.Popen([caps_tayga, "serve", "assembler"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    peak = {"open": 0.0, "spans": 0.0}
+    try:
+        wait_for("tayga ingest", ingest_answers)
+        wait_for("tayga assembler", lambda: http_ok("http://127.0.0.1:14502/health")[0])
+        import threading
+        done = threading.Event()
+
+        def sample():
+            while not done.is_set():
+                peak["open"] = max(peak["open"], metric(14502, "tayga_assembler_open_traces"))
+                peak["spans"] = max(peak["spans"], metric(14502, "tayga_assembler_buffered_spans"))
+                time.sleep(0.5)
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        report = json.loads(subprocess.run(
+            [caps_tayga, "loadgen", "--endpoint", "http://127.0.0.1:14518", "--rate", "0", "--concurrency", "4",
+             "--duration", f"{flood}s", "--traces-per-request", "10", "--spans-per-trace", "10", "--json"],
+            check=True, capture_output=True, text=True).stdout)
+        # Every trace closes within the idle close of its last span (or earlier, at a cap).
+        wait_for("every trace to close", lambda: metric(14502, "tayga_assembler_open_traces") == 0, timeout=180)
+        done.set()
+        sampler.join()
+        rss = peak_rss_mib(asm.pid)
+        early = metric(14502, "tayga_assembler_early_closes_total")
+        evicted = metric(14502, "tayga_assembler_evicted_traces_total")
+    finally:
+        stop(ingest)
+        stop(asm)
+        drop_database(prefix)
+        delete_topics(tayga_topics(prefix))
+    per_span = rss * (1 << 20) / peak["spans"] if peak["spans"] else 0
+    print("caps", round(rss), peak, early, evicted, file=sys.stderr)
+    rows.append((f"caps: the assembler (`tayga serve assembler`) at its default caps (100,000 open traces, 1,000,000 spans), idle close 60 s, under a {flood} s flood of unique trace ids ({report['spans']:,} spans of 10 per trace from loadgen through ingest)",
+                 f"peak RSS {rss:.0f} MiB, holding at most {peak['spans']:,.0f} spans in {peak['open']:,.0f} open traces ({per_span:,.0f} bytes of RSS per span held); {early:,.0f} traces closed early at a cap, {evicted:,.0f} stored traces forgotten",
+                 "(no other side)", None, load()))
+    out = subprocess.run([f"{bin_dir}/examples/assembler_caps", "--spans", "1000000"], check=True,
+                         capture_output=True, text=True).stdout.strip()
+    rows.append(("caps: the assembler's buffer alone (examples/assembler_caps.rs), 1,000,000 spans of 10 per trace held",
+                 out.split(": ", 1)[1], "(no other side)", None, load()))
+
 cores = os.cpu_count()
 date = started.strftime("%Y-%m-%d %H:%M UTC")
 rows = [(*row, date) for row in rows]
 # A run of some sections (BENCH_ONLY) keeps the other sections' rows of the file it
 # rewrites, each with the date it was measured on: a row is always one run's figures.
 SECTIONS = {"ingest": ("ingest",), "writer": ("writer:", "writer, for context"), "mine": ("`tayga mine`",),
-            "daemons": ("writer (`tayga serve", "assembler ("), "e2e": ("end to end",), "shapes": ("shapes",)}
+            "daemons": ("writer (`tayga serve", "assembler ("), "e2e": ("end to end",), "shapes": ("shapes",),
+            "caps": ("caps:",)}
 kept, kept_logminer = [], []
 if os.path.exists(OUT):
     old = open(OUT).read()

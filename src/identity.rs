@@ -21,6 +21,18 @@ pub fn template_id(service: &str, template: &str) -> u64 {
     hash_fields(&[b"template", service.as_bytes(), template.as_bytes()])
 }
 
+/// How the assembler keys a span id in memory (8 bytes, not the 16-character text): an
+/// id of 16 lowercase hex digits (every valid OTLP span id, as rows spell it) is its value,
+/// so keys order as the texts do; any other text (a client's malformed id) is a hash of it,
+/// so spans that name it as their parent still find it.
+pub fn span_key(id: &str) -> u64 {
+    let hex = id.len() == 16 && id.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+    match u64::from_str_radix(id, 16) {
+        Ok(value) if hex => value,
+        _ => hash_fields(&[b"span", id.as_bytes()]),
+    }
+}
+
 /// The id of one message to a webhook (its `webhook-id`): a hash of the alert, the target
 /// and the alert's state (`firing`, …), so every attempt and every replica sends the same
 /// id and a receiver can deduplicate on it.
@@ -157,6 +169,14 @@ pub fn story_fingerprint<'a>(edges: impl IntoIterator<Item = (Option<(&'a str, &
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_hex_span_id_keys_as_its_value_in_the_texts_order() {
+        assert_eq!(span_key("00000000000000ff"), 255);
+        assert!(span_key("0a00000000000000") < span_key("f000000000000000"));
+        assert_ne!(span_key("FF"), span_key("ff"), "other texts are hashed");
+        assert_eq!(span_key("xyz"), span_key("xyz"));
+    }
     use super::*;
 
     #[test]

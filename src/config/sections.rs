@@ -718,6 +718,10 @@ pub struct ApiConfig {
     pub listen_addr: String,
     /// The metric recorder scrapes every service this often.
     pub scrape_interval_secs: u64,
+    /// Most samples the recorder stores from one scrape of one instance; the rest of the
+    /// scrape is dropped and counted (`tayga_api_dropped_samples_total`), so a replica that
+    /// exposes series without end cannot grow the recorder's ticks or its table without end.
+    pub max_samples_per_scrape: u64,
     /// `host:port` of the logminer's metrics; resolved on every tick, each address scraped.
     pub logminer_metrics: String,
     /// Where the recorder scrapes the other services (`host:port`, resolved on every tick
@@ -757,6 +761,7 @@ impl Default for ApiConfig {
         ApiConfig {
             listen_addr: "127.0.0.1:8080".into(),
             scrape_interval_secs: 15,
+            max_samples_per_scrape: 10_000,
             logminer_metrics: "127.0.0.1:9403".into(),
             ingest_metrics: String::new(),
             writer_metrics: String::new(),
@@ -957,6 +962,7 @@ impl Config {
         check(d.depth >= 3, format!("logminer.drain.depth must be at least 3, is {}", d.depth));
         check(d.max_children >= 1, format!("logminer.drain.max_children must be at least 1, is {}", d.max_children));
         check(d.max_clusters >= 1, format!("logminer.drain.max_clusters must be at least 1, is {}", d.max_clusters));
+        check(d.max_services >= 1, format!("logminer.drain.max_services must be at least 1, is {}", d.max_services));
         check(
             (1..=2).contains(&d.merge_positions),
             format!("logminer.drain.merge_positions must be 1 or 2, is {}", d.merge_positions),
@@ -976,6 +982,7 @@ impl Config {
         check(self.assembler.max_buffered_spans >= 1, "assembler.max_buffered_spans must be at least 1".into());
         check(self.retention.interval_secs >= 1, "retention.interval_secs must be at least 1".into());
         check(self.api.scrape_interval_secs >= 1, "api.scrape_interval_secs must be at least 1".into());
+        check(self.api.max_samples_per_scrape >= 1, "api.max_samples_per_scrape must be at least 1".into());
         check(self.api.query_timeout_secs >= 1, "api.query_timeout_secs must be at least 1".into());
         for (section, cert, key) in [
             ("api", &self.api.tls_cert_file, &self.api.tls_key_file),

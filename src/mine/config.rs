@@ -31,6 +31,11 @@ pub struct DrainConfig {
     /// Most templates kept per service; the least recently used one is evicted to make
     /// room. This is what bounds the miner's memory.
     pub max_clusters: usize,
+    /// Most services with a tree; a line of one more service forgets the tree of the
+    /// service mined least recently (its templates stay stored; its next line starts a tree
+    /// afresh, whose templates are born again with the same ids). With `max_clusters`, this
+    /// bounds the miner's memory whatever the number of services sending logs.
+    pub max_services: usize,
     /// Route tokens that contain a digit through the `<*>` branch of the tree (Drain's
     /// numeric-token rule), so an unmasked id in the first tokens cannot split a template.
     pub parametrize_numeric_tokens: bool,
@@ -60,6 +65,7 @@ impl Default for DrainConfig {
             sim_th: 0.85,
             max_children: 100,
             max_clusters: 5000,
+            max_services: 10_000,
             parametrize_numeric_tokens: true,
             merge_siblings: 5,
             merge_positions: 2,

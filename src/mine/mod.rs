@@ -115,9 +115,11 @@
 //! Each service keeps at most `max_clusters` templates (least recently used evicted
 //! first), and tree nodes are freed with the last template under them, so a service's
 //! memory is bounded by `max_clusters` times the size of a template, plus the masked
-//! lines it remembers when asked to ([`Miner::remember_lines`]). The number of
-//! services is the caller's to bound (the logminer drops services it no longer owns with
-//! [`Miner::remove_service`]).
+//! lines it remembers when asked to ([`Miner::remember_lines`]). At most `max_services`
+//! services have a tree: a line of one more service forgets the tree of the service mined
+//! least recently, and hands its templates to the caller ([`MineResult::evicted_service`]),
+//! which may still have to store them. The logminer also drops services it no longer owns
+//! with [`Miner::remove_service`].
 //!
 //! # Input that spells a wildcard
 //!
@@ -166,6 +168,18 @@ pub struct MineResult<'a> {
     pub count: u64,
     /// A template evicted (least recently used) to make room for a new one.
     pub evicted: Option<u64>,
+    /// The same template as it was when evicted.
+    pub evicted_template: Option<StoredTemplate>,
+    /// A service whose tree was forgotten (mined least recently) to make room for this
+    /// line's, with the templates it held.
+    pub evicted_service: Option<EvictedService>,
+}
+
+/// The tree of a service forgotten at `max_services`: its templates as they were.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EvictedService {
+    pub service: String,
+    pub templates: Vec<StoredTemplate>,
 }
 
 impl MineResult<'_> {
@@ -206,12 +220,22 @@ impl TemplateRef<'_> {
     }
 }
 
+/// A service's tree and when it was last mined (the miner's count of lines), so the
+/// service mined least recently is the one forgotten at `max_services`.
+#[derive(Debug)]
+struct Service {
+    tree: Tree,
+    used: u64,
+}
+
 /// Templates for many services: one Drain tree per service, one masker for all.
 #[derive(Debug)]
 pub struct Miner {
     config: MiningConfig,
     masker: Masker,
-    services: BTreeMap<String, Tree>,
+    services: BTreeMap<String, Service>,
+    /// Lines mined and templates restored: the clock of [`Service::used`].
+    clock: u64,
     masked: String,
     spans: Vec<(u32, u32)>,
     /// Masked lines each tree remembers (see [`Miner::remember_lines`]).
@@ -223,7 +247,15 @@ impl Miner {
     /// malformed custom rule).
     pub fn new(config: MiningConfig) -> Result<Miner, MaskingError> {
         let masker = Masker::new(&config.masking)?;
-        Ok(Miner { config, masker, services: BTreeMap::new(), masked: String::new(), spans: Vec::new(), memo: 0 })
+        Ok(Miner {
+            config,
+            masker,
+            services: BTreeMap::new(),
+            clock: 0,
+            masked: String::new(),
+            spans: Vec::new(),
+            memo: 0,
+        })
     }
 
     pub fn config(&self) -> &MiningConfig {
@@ -242,8 +274,8 @@ impl Miner {
     /// memory per service, so it is off unless asked for (`tayga mine` asks; one service).
     pub fn remember_lines(&mut self, entries: usize) {
         self.memo = entries;
-        for tree in self.services.values_mut() {
-            tree.set_memo(entries);
+        for s in self.services.values_mut() {
+            s.tree.set_memo(entries);
         }
     }
 
@@ -255,29 +287,61 @@ impl Miner {
     /// Mines one log message of `service`.
     pub fn add(&mut self, service: &str, line: &str) -> MineResult<'_> {
         self.masker.mask_tokens(line, &mut self.masked, Some(&mut self.spans));
+        let evicted_service = self.make_room(service);
         let (drain, memo) = (&self.config.drain, self.memo);
-        mine_line(&mut self.services, drain, memo, service, &self.masked, &mut self.spans, true)
+        let mut result = mine_line(&mut self.services, drain, memo, service, &self.masked, &mut self.spans, true);
+        result.evicted_service = evicted_service;
+        result
     }
 
     /// Mines a line that was already masked with this miner's masker (a clone of
     /// [`Miner::masker`], [`Masker::mask_into`]): masking is most of the work and needs no
     /// state, so it can run on other threads while lines are mined here, in order.
     pub fn add_masked(&mut self, service: &str, masked: &str) -> MineResult<'_> {
+        let evicted_service = self.make_room(service);
         let (drain, memo) = (&self.config.drain, self.memo);
-        mine_line(&mut self.services, drain, memo, service, masked, &mut self.spans, false)
+        let mut result = mine_line(&mut self.services, drain, memo, service, masked, &mut self.spans, false);
+        result.evicted_service = evicted_service;
+        result
+    }
+
+    /// Before a line of `service`: stamps it the most recent, and gives it a tree if it has
+    /// none, first forgetting (and returning) the tree of the service mined least recently
+    /// when `max_services` trees exist. That takes a scan of the services, only when a new
+    /// one comes at the bound.
+    fn make_room(&mut self, service: &str) -> Option<EvictedService> {
+        self.clock += 1;
+        if let Some(s) = self.services.get_mut(service) {
+            s.used = self.clock;
+            return None;
+        }
+        let mut evicted = None;
+        if self.services.len() >= self.config.drain.max_services.max(1) {
+            let victim = self.services.iter().min_by_key(|(_, s)| s.used).map(|(name, _)| name.clone());
+            if let Some((victim, gone)) = victim.and_then(|v| self.services.remove_entry(&v)) {
+                let templates =
+                    gone.tree.iter_lru().map(|c| StoredTemplate { id: c.id, template: c.text.clone(), count: c.count });
+                evicted = Some(EvictedService { templates: templates.collect(), service: victim });
+            }
+        }
+        let tree = new_tree(&self.config.drain, self.memo);
+        self.services.insert(service.to_string(), Service { tree, used: self.clock });
+        evicted
     }
 
     /// Puts a stored template back. Returns the id of a template evicted to make room, if
     /// any (only when more templates are restored than `max_clusters`).
+    /// Restoring more services than `max_services` forgets the least recently restored
+    /// ones (restores come least recently seen first); [`Miner::holds`] tells which stayed.
     pub fn restore(&mut self, service: &str, stored: StoredTemplate) -> Option<u64> {
-        let (drain, memo) = (&self.config.drain, self.memo);
-        let tree = self.services.entry(service.to_string()).or_insert_with(|| new_tree(drain, memo));
-        tree.restore(stored.id, &stored.template, stored.count)
+        self.make_room(service);
+        let s = self.services.get_mut(service).expect("make_room gives it a tree");
+        s.tree.restore(stored.id, &stored.template, stored.count)
     }
 
     /// A service's templates, least recently used first (the order to restore them in).
     pub fn templates(&self, service: &str) -> impl Iterator<Item = TemplateRef<'_>> + '_ {
-        self.services.get(service).into_iter().flat_map(|t| t.iter_lru()).map(|c| TemplateRef {
+        self.services.get(service).into_iter().flat_map(|s| s.tree.iter_lru()).map(|c| TemplateRef {
             id: c.id,
             template: &c.text,
             count: c.count,
@@ -286,7 +350,17 @@ impl Miner {
 
     /// Number of templates held for a service.
     pub fn template_count(&self, service: &str) -> usize {
-        self.services.get(service).map_or(0, Tree::len)
+        self.services.get(service).map_or(0, |s| s.tree.len())
+    }
+
+    /// Whether `service` has a tree.
+    pub fn holds(&self, service: &str) -> bool {
+        self.services.contains_key(service)
+    }
+
+    /// Services with a tree.
+    pub fn service_count(&self) -> usize {
+        self.services.len()
     }
 
     /// Services with templates, in name order.
@@ -314,7 +388,7 @@ fn new_tree(drain: &DrainConfig, memo: usize) -> Tree {
 /// Mines a masked line; `spans` holds its tokens when `split`, else it is scratch space
 /// for them (a line the tree remembers is never split).
 fn mine_line<'a>(
-    services: &'a mut BTreeMap<String, Tree>,
+    services: &'a mut BTreeMap<String, Service>,
     drain: &DrainConfig,
     memo: usize,
     service: &str,
@@ -324,9 +398,9 @@ fn mine_line<'a>(
 ) -> MineResult<'a> {
     // A lookup by &str first: the owned key is only allocated for a new service.
     if !services.contains_key(service) {
-        services.insert(service.to_string(), new_tree(drain, memo));
+        services.insert(service.to_string(), Service { tree: new_tree(drain, memo), used: 0 });
     }
-    let tree = services.get_mut(service).expect("inserted above");
+    let tree = &mut services.get_mut(service).expect("inserted above").tree;
     let outcome = match tree.add_seen(text) {
         Some(outcome) => outcome,
         None => {
@@ -342,7 +416,9 @@ fn mine_line<'a>(
         template: &c.text,
         change: outcome.change,
         count: c.count,
-        evicted: outcome.evicted,
+        evicted: outcome.evicted.as_ref().map(|t| t.id),
+        evicted_template: outcome.evicted,
+        evicted_service: None,
     }
 }
 

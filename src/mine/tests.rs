@@ -139,6 +139,33 @@ fn lru_eviction_honours_max_clusters() {
 }
 
 #[test]
+fn the_service_mined_least_recently_is_forgotten_at_max_services() {
+    let mut m = with_drain(|d| d.max_services = 2);
+    let a = m.add("a", "alpha one").template_id;
+    m.add("b", "beta two");
+    m.add("a", "alpha one"); // a is now the more recent
+    let c = m.add("c", "gamma three");
+    let evicted = c.evicted_service.clone().expect("b is forgotten");
+    assert_eq!(evicted.service, "b");
+    assert_eq!(evicted.templates.iter().map(|t| (t.template.as_str(), t.count)).collect::<Vec<_>>(), [("beta two", 1)]);
+    assert_eq!((m.service_count(), m.holds("a"), m.holds("b"), m.holds("c")), (2, true, false, true));
+    // b comes back: a tree afresh, the same template id, and a (now least recent) goes.
+    let back = m.add("b", "beta two");
+    assert!(back.is_new());
+    assert_eq!(back.template_id, evicted.templates[0].id);
+    assert_eq!(back.evicted_service.map(|e| e.service), Some("a".to_string()));
+    assert_eq!(m.service_count(), 2);
+    // A line of a held service evicts nothing.
+    assert_eq!(m.add("c", "gamma three").evicted_service, None);
+    // Restoring more services than the bound keeps the most recently restored.
+    let mut r = with_drain(|d| d.max_services = 2);
+    for s in ["x", "y", "z"] {
+        r.restore(s, StoredTemplate { id: a, template: "alpha one".into(), count: 1 });
+    }
+    assert_eq!(r.services().collect::<Vec<_>>(), ["y", "z"]);
+}
+
+#[test]
 fn eviction_frees_tree_nodes() {
     let mut m = with_drain(|d| d.max_clusters = 4);
     for i in 0..500 {
@@ -146,7 +173,7 @@ fn eviction_frees_tree_nodes() {
         m.add("svc", &format!("unique{}z event {} of kind k{}", "q".repeat(i % 7 + 1), i, i % 3));
     }
     assert!(m.template_count("svc") <= 4);
-    let nodes = m.services["svc"].node_count();
+    let nodes = m.services["svc"].tree.node_count();
     assert!(nodes <= 4 * 3, "{nodes} nodes for 4 templates");
 }
 
@@ -558,7 +585,7 @@ fn remembered_lines_mine_exactly_as_without() {
                 remembering.templates("svc").map(|t| t.to_stored()).collect::<Vec<_>>()
             );
             // The shortcut was taken, and often with room to remember.
-            let hits = remembering.services["svc"].memo_hits as usize;
+            let hits = remembering.services["svc"].tree.memo_hits as usize;
             let expected = if memo > 100 && !evicting { lines.len() / 2 } else { 1 };
             assert!(hits >= expected, "{hits} lines remembered of {}, memo {memo}", lines.len());
         }

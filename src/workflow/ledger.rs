@@ -17,12 +17,17 @@
 //! the new survivor, and every stored merge row names a live template. An absorbed
 //! template born again (after its survivor was evicted) gets a row naming itself: live.
 //!
+//! A service whose tree the miner forgets at `drain.max_services` loses nothing unstored:
+//! the rows of its templates touched since they were last stored are kept aside (`detached`)
+//! until stored, and its merges in force stay, so a template absorbed before the eviction
+//! and born again after it still gets its row naming itself.
+//!
 //! It lives with the logminer, above `store`, because its pending rows are the store's
 //! rows; `src/mine` stays a pure core that imports nothing above it.
 
 use std::collections::{BTreeMap, HashMap};
 
-use crate::mine::{MaskingError, Miner, MiningConfig, StoredTemplate};
+use crate::mine::{EvictedService, MaskingError, Miner, MiningConfig, StoredTemplate};
 use crate::store::{HitRow, TemplateMergeRow, TemplateRow};
 
 #[derive(Debug, Clone, Copy)]
@@ -56,6 +61,9 @@ pub struct TemplateLedger {
     /// Merge rows not yet stored, one per absorbed template (a newer version replaces the
     /// older, so the queue is bounded by `merges`), with the mining that queued it.
     queued: BTreeMap<(String, u64), (TemplateMergeRow, u64)>,
+    /// Template rows of services the miner forgot (`max_services`) that were not stored yet,
+    /// each with the mining that touched it last (`updated_ns` is set when shown).
+    detached: Vec<(TemplateRow, u64)>,
 }
 
 /// What one mined log did.
@@ -66,6 +74,11 @@ pub struct Mined {
     pub new: bool,
     /// Templates this log's template absorbed (a sibling merge), 0 mostly.
     pub absorbed: usize,
+    /// A template of this service was evicted to make room (`drain.max_clusters`).
+    pub evicted_template: bool,
+    /// Another service's tree was forgotten to make room (`drain.max_services`), with
+    /// this many templates.
+    pub evicted_service: Option<usize>,
 }
 
 /// The rows waiting at one moment: every template touched since it was last stored (at
@@ -113,6 +126,7 @@ impl TemplateLedger {
             hits: Vec::new(),
             merges: HashMap::new(),
             queued: BTreeMap::new(),
+            detached: Vec::new(),
         })
     }
 
@@ -138,6 +152,9 @@ impl TemplateLedger {
                 Seen { first_ns: row.first_seen_ns, last_ns: row.last_seen_ns },
             );
         }
+        // Services beyond `max_services` were forgotten as they were restored.
+        let miner = &self.miner;
+        self.seen.retain(|(service, _), _| miner.holds(service));
     }
 
     /// Mines one log of `service` whose body is `line`. `seen_ns` is when the template
@@ -148,12 +165,16 @@ impl TemplateLedger {
         let template_id = result.template_id;
         let new = result.is_new();
         let absorbed = result.absorbed().to_vec();
+        let evicted_template = result.evicted_template.clone();
+        let evicted_service = result.evicted_service.clone();
         self.minings += 1;
-        if let Some(evicted) = result.evicted {
-            let key = (service.to_string(), evicted);
-            self.seen.remove(&key);
-            // Its stored row stays: a later line of that shape is born again with the same id.
-            self.dirty.remove(&key);
+        if let Some(gone) = &evicted_service {
+            self.detach(gone);
+        }
+        // Its stored row stays (and an unstored one is kept until stored): a later line of
+        // that shape is born again with the same id.
+        if let Some(t) = &evicted_template {
+            self.detach(&EvictedService { service: service.to_string(), templates: vec![t.clone()] });
         }
         if new {
             self.born(service, template_id, seen_ns);
@@ -175,7 +196,35 @@ impl TemplateLedger {
         seen.last_ns = seen.last_ns.max(last_ns);
         self.dirty.insert(key, self.minings);
         self.hits.push(HitRow { service: service.to_string(), log_id, template_id, time_ns });
-        Mined { template_id, new, absorbed: absorbed.len() }
+        Mined {
+            template_id,
+            new,
+            absorbed: absorbed.len(),
+            evicted_template: evicted_template.is_some(),
+            evicted_service: evicted_service.map(|g| g.templates.len()),
+        }
+    }
+
+    /// The miner forgot `gone`'s tree: its unstored template rows are kept aside until
+    /// stored, and what the ledger knew of its templates goes (its merges stay).
+    fn detach(&mut self, gone: &EvictedService) {
+        for t in &gone.templates {
+            let key = (gone.service.clone(), t.id);
+            let (Some(touched), Some(seen)) = (self.dirty.remove(&key), self.seen.remove(&key)) else {
+                continue;
+            };
+            let row = TemplateRow {
+                service: gone.service.clone(),
+                template_id: t.id,
+                template: t.template.clone(),
+                count: t.count,
+                first_seen_ns: seen.first_ns,
+                last_seen_ns: seen.last_ns,
+                masking_version: self.miner.masking_version().to_string(),
+                updated_ns: 0,
+            };
+            self.detached.push((row, touched));
+        }
     }
 
     /// `survivor` absorbed `absorbed`: so did it everything `absorbed` had absorbed (a
@@ -248,6 +297,13 @@ impl TemplateLedger {
                 updated_ns: now_ns,
             });
         }
+        // A detached row whose template lives again (its service came back) is older than
+        // the live one: only the live one is shown.
+        for (row, _) in &self.detached {
+            if !self.dirty.contains_key(&(row.service.clone(), row.template_id)) {
+                templates.push(TemplateRow { updated_ns: now_ns, ..row.clone() });
+            }
+        }
         let merges = self.queued.values().map(|(row, _)| row.clone()).collect();
         Pending {
             templates,
@@ -263,6 +319,7 @@ impl TemplateLedger {
         self.hits.drain(..receipt.hits.min(self.hits.len()));
         self.dirty.retain(|_, touched| *touched > receipt.minings);
         self.queued.retain(|_, (_, touched)| *touched > receipt.minings);
+        self.detached.retain(|(_, touched)| *touched > receipt.minings);
     }
 
     /// The current text of a template held for `service`.
@@ -273,6 +330,11 @@ impl TemplateLedger {
     /// Templates held for all services.
     pub fn template_count(&self) -> usize {
         self.seen.len()
+    }
+
+    /// Services with a tree.
+    pub fn service_count(&self) -> usize {
+        self.miner.service_count()
     }
 
     /// Forgets a service (one this replica no longer owns), so memory follows ownership.
@@ -296,6 +358,43 @@ mod tests {
 
     fn hit_ids(p: &Pending<'_>) -> Vec<u64> {
         p.hits.iter().map(|h| h.log_id).collect()
+    }
+
+    #[test]
+    fn evicted_services_and_templates_keep_their_unstored_rows_until_stored() {
+        let mut config = MiningConfig::default();
+        config.drain.max_services = 2;
+        config.drain.max_clusters = 2;
+        let mut l = TemplateLedger::new(config).unwrap();
+        let mut log = 0;
+        let mut mine = |l: &mut TemplateLedger, service: &str, line: &str| {
+            log += 1;
+            l.mine(service, log, 10, line, 100)
+        };
+        mine(&mut l, "a", "alpha one");
+        mine(&mut l, "a", "beta two three");
+        let third = mine(&mut l, "a", "gamma four five six");
+        assert!(third.evicted_template, "max_clusters: alpha goes");
+        mine(&mut l, "b", "delta seven");
+        let c = mine(&mut l, "c", "epsilon eight");
+        assert_eq!(c.evicted_service, Some(2), "max_services: a goes with its two templates");
+        assert_eq!((l.service_count(), l.template_count()), (2, 2));
+        // Nothing was stored yet: every template born has its row, every line its hit.
+        let p = l.pending(500);
+        let mut texts: Vec<&str> = p.templates.iter().map(|t| t.template.as_str()).collect();
+        texts.sort_unstable();
+        assert_eq!(texts, ["alpha one", "beta two three", "delta seven", "epsilon eight", "gamma four five six"]);
+        assert!(p.templates.iter().all(|t| t.updated_ns == 500));
+        assert_eq!(p.hits.len(), 5);
+        let receipt = p.receipt();
+        l.stored(receipt);
+        assert!(l.pending(600).is_empty(), "the kept rows leave once stored");
+        // a comes back: born again with the same id, shown once at its new count.
+        let again = mine(&mut l, "a", "alpha one");
+        assert!(again.new);
+        let p = l.pending(700);
+        assert_eq!(p.templates.len(), 1);
+        assert_eq!((p.templates[0].template.as_str(), p.templates[0].count), ("alpha one", 1));
     }
 
     #[test]

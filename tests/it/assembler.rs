@@ -26,7 +26,7 @@ const T0: u64 = 1_764_460_800_000_000_000;
 
 /// One span: ids are small numbers (0 = no parent).
 #[derive(Clone, Copy)]
-struct S {
+pub(crate) struct S {
     id: u64,
     parent: u64,
     service: &'static str,
@@ -36,11 +36,11 @@ struct S {
     error: bool,
 }
 
-fn s(id: u64, parent: u64, service: &'static str, op: &'static str, start: u64) -> S {
+pub(crate) fn s(id: u64, parent: u64, service: &'static str, op: &'static str, start: u64) -> S {
     S { id, parent, service, op, start, dur: 1_000, error: false }
 }
 
-fn trace_id(n: u32) -> [u8; 16] {
+pub(crate) fn trace_id(n: u32) -> [u8; 16] {
     let mut t = [0xab; 16];
     t[12..].copy_from_slice(&n.to_be_bytes());
     t
@@ -73,7 +73,7 @@ fn request(trace: [u8; 16], spans: &[S]) -> ExportTraceServiceRequest {
 }
 
 /// Publishes one `signals` record per (trace, spans), keyed by trace id like ingest does.
-async fn produce(config: &Config, traces: &[([u8; 16], Vec<S>)]) {
+pub(crate) async fn produce(config: &Config, traces: &[([u8; 16], Vec<S>)]) {
     let publisher = Publisher::new(&config.kafka).unwrap();
     let topic = config.names().signals;
     let keys: Vec<String> = traces.iter().map(|(t, _)| hex_id(t)).collect();
@@ -123,12 +123,12 @@ async fn produce_logs(config: &Config, trace: [u8; 16], bodies: &[&str]) {
 }
 
 /// Topics and schema, as the daemon would create them, so tests can produce first.
-async fn prepare(env: &TestEnv) -> Store {
+pub(crate) async fn prepare(env: &TestEnv) -> Store {
     tayga::bus::topics::ensure_topics(&env.config.kafka, &env.config.names()).await.expect("topics are created");
     env.migrated_store().await
 }
 
-async fn wait_stories(
+pub(crate) async fn wait_stories(
     store: &Store,
     what: &str,
     timeout: Duration,
@@ -141,7 +141,7 @@ async fn wait_stories(
     .await
 }
 
-fn start_in_process(
+pub(crate) fn start_in_process(
     config: &mut Config,
     idle_secs: u64,
 ) -> (Shutdown, tokio::task::JoinHandle<anyhow::Result<()>>, u16) {
@@ -155,12 +155,12 @@ fn start_in_process(
 }
 
 /// The daemon's /metrics text; `None` when it does not answer within 5 s.
-async fn metrics(port: u16) -> Option<String> {
+pub(crate) async fn metrics(port: u16) -> Option<String> {
     let client = reqwest::Client::builder().timeout(Duration::from_secs(5)).build().ok()?;
     client.get(format!("http://127.0.0.1:{port}/metrics")).send().await.ok()?.text().await.ok()
 }
 
-fn metric(text: &str, name: &str) -> Option<f64> {
+pub(crate) fn metric(text: &str, name: &str) -> Option<f64> {
     text.lines()
         .find_map(|l| l.strip_prefix(name).and_then(|rest| rest.strip_prefix(' ')).and_then(|v| v.trim().parse().ok()))
 }

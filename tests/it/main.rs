@@ -13,6 +13,7 @@ mod api_contract;
 mod api_roles;
 mod assembler;
 mod bad_input;
+mod bounds;
 mod broker_tls;
 mod cli;
 mod cluster;

@@ -57,7 +57,8 @@ pub async fn serve(config: &Config, shutdown: Shutdown) -> anyhow::Result<()> {
     if let Some(tls) = &tls {
         tls.register(&mut registry, "tayga_api");
     }
-    let recorder = Recorder::new(plain, recorder::targets(config), Arc::new(SystemResolver), recorder_metrics);
+    let recorder = Recorder::new(plain, recorder::targets(config), Arc::new(SystemResolver), recorder_metrics)
+        .with_max_samples(usize::try_from(config.api.max_samples_per_scrape).unwrap_or(usize::MAX));
     let interval = Duration::from_secs(config.api.scrape_interval_secs);
     let recording = tokio::spawn(recorder.run(interval, shutdown.clone()));
 

@@ -14,7 +14,8 @@
 //! the offset after the last record read. Committing it means a restart re-reads every
 //! record of every trace whose story is not stored, and nothing before.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
+use std::sync::Arc;
 
 use super::trace::{SpanInfo, TraceContent};
 use crate::wire::story::Story;
@@ -36,8 +37,16 @@ pub struct Limits {
 /// What one record carries for the assembler.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Item {
-    Span { trace_id: String, span_id: String, span: SpanInfo },
-    Log { trace_id: String, log_id: u64 },
+    /// `span_id` is the id's [`crate::identity::span_key`].
+    Span {
+        trace_id: String,
+        span_id: u64,
+        span: SpanInfo,
+    },
+    Log {
+        trace_id: String,
+        log_id: u64,
+    },
 }
 
 impl Item {
@@ -59,6 +68,8 @@ pub struct Outcome {
     pub truncated: u64,
     /// Spans dropped because their trace is truncated.
     pub dropped_spans: u64,
+    /// Stored traces forgotten before their late window ended because the span cap was hit.
+    pub evicted_stored: u64,
 }
 
 impl Outcome {
@@ -67,6 +78,7 @@ impl Outcome {
         self.early_closes += o.early_closes;
         self.truncated += o.truncated;
         self.dropped_spans += o.dropped_spans;
+        self.evicted_stored += o.evicted_stored;
     }
 }
 
@@ -91,16 +103,19 @@ struct Trace {
     ever_stored: bool,
 }
 
+/// A trace id, one copy per trace, shared by every index that names it.
+type TraceId = Arc<str>;
+
 #[derive(Debug, Default)]
 struct Partition {
-    traces: HashMap<String, Trace>,
+    traces: HashMap<TraceId, Trace>,
     /// (first_offset, trace id) of open and pending traces: the frontier is the first.
-    holds: BTreeSet<(i64, String)>,
+    holds: BTreeSet<(i64, TraceId)>,
     /// (seq, trace id) of open traces: early closes take the first.
-    open_order: BTreeSet<(u64, String)>,
+    open_order: BTreeSet<(u64, TraceId)>,
     /// (stored_ms, seq, trace id) of stored traces, oldest first; entries whose trace has
     /// moved on are skipped.
-    stored_order: VecDeque<(u64, u64, String)>,
+    stored_order: VecDeque<(u64, u64, TraceId)>,
     next_offset: Option<i64>,
     spans: usize,
     /// Spans of pending traces (freed once stored).
@@ -109,12 +124,12 @@ struct Partition {
 }
 
 impl Partition {
-    fn close(&mut self, id: &str) {
+    fn close(&mut self, id: &TraceId) {
         if let Some(t) = self.traces.get_mut(id) {
             if t.state == State::Open {
                 t.state = State::Pending;
                 self.pending_spans += t.content.spans.len();
-                self.open_order.remove(&(t.seq, id.to_string()));
+                self.open_order.remove(&(t.seq, id.clone()));
             }
         }
     }
@@ -157,17 +172,40 @@ pub struct PendingStory {
     pub first_time: bool,
 }
 
+/// The services and operation names of the spans held, one copy each: most spans share
+/// a few. Forgotten whole when it reaches [`MAX_NAMES`] (names with high cardinality): the
+/// spans keep their copies, new spans start sharing again.
+#[derive(Debug, Default)]
+struct Names(HashSet<Arc<str>>);
+
+/// Most names [`Names`] keeps.
+const MAX_NAMES: usize = 1 << 16;
+
+impl Names {
+    fn share(&mut self, name: &mut Arc<str>) {
+        if let Some(shared) = self.0.get(&**name) {
+            *name = shared.clone();
+            return;
+        }
+        if self.0.len() >= MAX_NAMES {
+            self.0.clear();
+        }
+        self.0.insert(name.clone());
+    }
+}
+
 /// The state of every assigned partition.
 #[derive(Debug)]
 pub struct Buffer {
     limits: Limits,
     partitions: BTreeMap<i32, Partition>,
     seq: u64,
+    names: Names,
 }
 
 impl Buffer {
     pub fn new(limits: Limits) -> Buffer {
-        Buffer { limits, partitions: BTreeMap::new(), seq: 0 }
+        Buffer { limits, partitions: BTreeMap::new(), seq: 0, names: Names::default() }
     }
 
     pub fn limits(&self) -> Limits {
@@ -208,6 +246,19 @@ impl Buffer {
         self.partitions.values().map(|p| p.spans).sum()
     }
 
+    /// Whether to read more records. The caps count the spans of open and stored traces;
+    /// closed traces wait for their stories to be stored (ClickHouse slow or down), so their
+    /// spans are bounded apart: reading pauses while they reach `max_buffered_spans`, and
+    /// the spans held stay under twice the cap (plus one record's).
+    pub fn takes_records(&self) -> bool {
+        self.pending_spans() < self.limits.max_buffered_spans
+    }
+
+    /// Spans of closed traces whose stories are not stored yet.
+    pub fn pending_spans(&self) -> usize {
+        self.partitions.values().map(|p| p.pending_spans).sum()
+    }
+
     /// The offset to commit for `partition`: see the module documentation. None before the
     /// first record (nothing to commit).
     pub fn frontier(&self, partition: i32) -> Option<i64> {
@@ -216,13 +267,22 @@ impl Buffer {
     }
 
     /// Takes in one record, read at `offset` of `partition` at time `now_ms`.
-    pub fn add_record(&mut self, partition: i32, offset: i64, items: Vec<Item>, now_ms: u64) -> Outcome {
+    pub fn add_record(&mut self, partition: i32, offset: i64, mut items: Vec<Item>, now_ms: u64) -> Outcome {
         let limits = self.limits;
         let mut out = Outcome::default();
+        for item in &mut items {
+            if let Item::Span { span, .. } = item {
+                self.names.share(&mut span.service);
+                self.names.share(&mut span.operation);
+            }
+        }
         let p = self.partitions.entry(partition).or_default();
         p.next_offset = Some(p.next_offset.map_or(offset + 1, |n| n.max(offset + 1)));
         for item in items {
-            let id = item.trace_id().to_string();
+            let id: TraceId = match p.traces.get_key_value(item.trace_id()) {
+                Some((id, _)) => id.clone(),
+                None => Arc::from(item.trace_id()),
+            };
             let is_span = matches!(item, Item::Span { .. });
             // Open, or reopen, the trace.
             let reopen = match p.traces.get(&id) {
@@ -314,6 +374,7 @@ impl Buffer {
                 out.early_closes += 1;
             } else if spans > limits.max_buffered_spans {
                 if self.evict_oldest_stored() {
+                    out.evicted_stored += 1;
                     continue;
                 }
                 if open == 0 {
@@ -353,7 +414,7 @@ impl Buffer {
         let limits = self.limits;
         let mut closed = 0;
         for p in self.partitions.values_mut() {
-            let due: Vec<String> = p
+            let due: Vec<TraceId> = p
                 .traces
                 .iter()
                 .filter(|(_, t)| t.state == State::Open && now_ms.saturating_sub(t.last_ms) >= limits.idle_close_ms)
@@ -375,7 +436,7 @@ impl Buffer {
     pub fn pending_stories(&mut self, version_ns: u64) -> Vec<PendingStory> {
         let mut out = Vec::new();
         for (n, p) in self.partitions.iter_mut() {
-            let pending: Vec<String> = p
+            let pending: Vec<TraceId> = p
                 .holds
                 .iter()
                 .filter(|(_, id)| p.traces.get(id).is_some_and(|t| t.state == State::Pending))
@@ -401,13 +462,15 @@ impl Buffer {
         &mut self,
         partition: i32,
         trace_id: &str,
-        spans: Vec<(String, SpanInfo)>,
+        spans: Vec<(u64, SpanInfo)>,
         version_ns: u64,
     ) -> Option<Story> {
         let limits = self.limits;
         let p = self.partitions.get_mut(&partition)?;
         let t = p.traces.get_mut(trace_id).filter(|t| t.state == State::Pending)?;
-        for (span_id, span) in spans {
+        for (span_id, mut span) in spans {
+            self.names.share(&mut span.service);
+            self.names.share(&mut span.operation);
             if t.content.spans.contains_key(&span_id) {
                 continue;
             }
@@ -428,19 +491,20 @@ impl Buffer {
         let Some(p) = self.partitions.get_mut(&partition) else {
             return;
         };
-        let Some(t) = p.traces.get_mut(trace_id) else {
+        let Some(id) = p.traces.get_key_value(trace_id).map(|(id, _)| id.clone()) else {
             return;
         };
+        let t = p.traces.get_mut(&id).expect("present");
         if t.state != State::Pending {
             return;
         }
-        p.holds.remove(&(t.first_offset, trace_id.to_string()));
+        p.holds.remove(&(t.first_offset, id.clone()));
         p.pending_spans -= t.content.spans.len();
         t.state = State::Stored;
         t.stored_ms = now_ms;
         t.ever_stored = true;
         p.stored += 1;
-        p.stored_order.push_back((now_ms, t.seq, trace_id.to_string()));
+        p.stored_order.push_back((now_ms, t.seq, id));
     }
 
     /// Forgets a pending trace without a story stored (its stored story is more complete
@@ -449,9 +513,9 @@ impl Buffer {
         let Some(p) = self.partitions.get_mut(&partition) else {
             return;
         };
-        if let Some(t) = p.traces.remove(trace_id) {
-            p.holds.remove(&(t.first_offset, trace_id.to_string()));
-            p.open_order.remove(&(t.seq, trace_id.to_string()));
+        if let Some((id, t)) = p.traces.remove_entry(trace_id) {
+            p.holds.remove(&(t.first_offset, id.clone()));
+            p.open_order.remove(&(t.seq, id));
             p.spans -= t.content.spans.len();
             match t.state {
                 State::Stored => p.stored -= 1,
@@ -474,6 +538,7 @@ mod tests {
     use std::collections::HashSet;
 
     use super::*;
+    use crate::identity::span_key;
     use proptest::prelude::*;
 
     fn limits() -> Limits {
@@ -489,11 +554,11 @@ mod tests {
     fn span_item(trace: &str, id: &str, parent: &str) -> Item {
         Item::Span {
             trace_id: trace.into(),
-            span_id: id.into(),
+            span_id: span_key(id),
             span: SpanInfo {
-                parent_span_id: parent.into(),
+                parent: (!parent.is_empty()).then(|| span_key(parent)),
                 service: "svc".into(),
-                operation: format!("op{}", id.len()),
+                operation: format!("op{}", id.len()).into(),
                 start_ns: 10,
                 end_ns: 20,
                 error: false,
@@ -586,6 +651,55 @@ mod tests {
         let out = b.add_record(0, 4, items, 10);
         assert_eq!(out.early_closes, 1);
         assert_eq!(b.open_traces(), 2);
+    }
+
+    #[test]
+    fn the_span_cap_forgets_stored_traces_first_then_closes_the_oldest_open() {
+        let mut b = Buffer::new(Limits { max_open_traces: 100, max_buffered_spans: 6, ..limits() });
+        // Two traces of two spans, stored: held for late spans.
+        b.add_record(0, 0, vec![span_item("s1", "1", ""), span_item("s1", "2", "1")], 0);
+        b.add_record(0, 1, vec![span_item("s2", "1", ""), span_item("s2", "2", "1")], 1);
+        b.close_due(5000);
+        assert_eq!(store_all(&mut b, 5000).len(), 2);
+        assert_eq!(b.buffered_spans(), 4);
+        // Three open spans more: 7 > 6, the oldest stored trace goes, nothing closes.
+        let items = vec![span_item("o1", "1", ""), span_item("o1", "2", "1"), span_item("o1", "3", "1")];
+        let out = b.add_record(0, 2, items, 5001);
+        assert_eq!((out.evicted_stored, out.early_closes), (1, 0));
+        assert_eq!((b.buffered_spans(), b.open_traces()), (5, 1));
+        // Four more open spans: s2 goes, then the oldest open trace closes early.
+        let items: Vec<Item> = (1..=4).map(|i| span_item("o2", &i.to_string(), "")).collect();
+        let out = b.add_record(0, 3, items, 5002);
+        assert_eq!((out.evicted_stored, out.early_closes), (1, 1));
+        assert_eq!(b.open_traces(), 1);
+        let stories = store_all(&mut b, 5002);
+        assert_eq!((stories[0].trace_id.as_str(), stories[0].span_count), ("o1", 3), "closed early, whole");
+        assert!(b.buffered_spans() <= 7, "o1's 3 stored spans and o2's 4 open");
+        // A late span of an evicted trace starts it afresh (the assembler completes it from
+        // the spans table, `merge_spans`).
+        b.add_record(0, 4, vec![span_item("s1", "3", "1")], 5003);
+        b.close_due(10_000);
+        let again = b.pending_stories(10_000);
+        let s1 = again.iter().find(|p| p.story.trace_id == "s1").unwrap();
+        assert!(s1.first_time, "this process no longer knows it stored s1");
+    }
+
+    #[test]
+    fn reading_pauses_while_unstored_stories_hold_the_span_cap() {
+        let mut b = Buffer::new(Limits { max_open_traces: 2, max_buffered_spans: 4, ..limits() });
+        let mut taken = 0;
+        while b.takes_records() {
+            let t = format!("t{taken}");
+            b.add_record(0, taken, vec![span_item(&t, "1", ""), span_item(&t, "2", "1")], taken as u64);
+            assert!(b.buffered_spans() - b.pending_spans() <= 4, "the caps hold open and stored spans");
+            taken += 1;
+            assert!(taken < 100, "reading never paused");
+        }
+        // Nothing was stored (ClickHouse down): the two oldest traces closed early and wait.
+        assert_eq!((taken, b.pending_traces(), b.pending_spans(), b.open_traces()), (4, 2, 4, 2));
+        assert!(b.buffered_spans() <= 2 * 4 + 2, "under twice the cap plus one record");
+        store_all(&mut b, 10);
+        assert!(b.takes_records(), "stored: reading goes on");
     }
 
     #[test]

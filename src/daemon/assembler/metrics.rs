@@ -21,6 +21,7 @@ pub struct AssemblerMetrics {
     pub early_closes: Counter,
     pub truncated: Counter,
     pub dropped_spans: Counter,
+    pub evicted_stored: Counter,
     pub store_errors: Counter,
     pub revoked_traces: Counter,
 }
@@ -52,6 +53,11 @@ impl AssemblerMetrics {
         );
         r.register("truncated_traces", "Traces closed at the span limit", m.truncated.clone());
         r.register("dropped_spans", "Spans not added because their trace was truncated", m.dropped_spans.clone());
+        r.register(
+            "evicted_traces",
+            "Stored traces forgotten before their late window ended because the span cap was hit",
+            m.evicted_stored.clone(),
+        );
         r.register("store_errors", "Failed attempts to store and publish stories (retried)", m.store_errors.clone());
         r.register(
             "revoked_traces",
@@ -67,6 +73,7 @@ impl AssemblerMetrics {
         self.early_closes.inc_by(o.early_closes);
         self.truncated.inc_by(o.truncated);
         self.dropped_spans.inc_by(o.dropped_spans);
+        self.evicted_stored.inc_by(o.evicted_stored);
     }
 
     /// What the buffer holds now.

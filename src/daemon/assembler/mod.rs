@@ -42,6 +42,7 @@ use crate::bus::producer::{OutRecord, Publisher};
 use crate::config::Names;
 use crate::config::{AssemblerConfig, Config};
 use crate::daemon::{DaemonSetup, HealthFn, Shutdown};
+use crate::identity::span_key;
 use crate::otlp::flatten::{log_rows, span_rows};
 use crate::store::{now_ns, stories, Store, StoryRow};
 use crate::wire::record::{self, SignalPayload};
@@ -101,7 +102,7 @@ pub fn items_of(
             .filter(|r| valid(&r.trace_id))
             .map(|r| {
                 let span = SpanInfo::from_row(&r);
-                Item::Span { trace_id: r.trace_id, span_id: r.span_id, span }
+                Item::Span { trace_id: r.trace_id, span_id: span_key(&r.span_id), span }
             })
             .collect(),
         SignalPayload::Logs(request) => log_rows(request, record.ingest_ns)
@@ -127,6 +128,10 @@ struct Assembler {
 impl Handler for Assembler {
     fn tick_every(&self) -> Duration {
         Duration::from_millis((self.buffer.limits().idle_close_ms / 4).clamp(50, 1000))
+    }
+
+    fn wants_records(&self) -> bool {
+        self.buffer.takes_records()
     }
 
     async fn record(&mut self, member: &mut Member, message: OwnedMessage) -> ControlFlow<()> {
@@ -264,9 +269,9 @@ impl Assembler {
             return Ok(());
         }
         let ids: Vec<&str> = stored.keys().map(String::as_str).collect();
-        let mut spans: HashMap<String, Vec<(String, SpanInfo)>> = HashMap::new();
+        let mut spans: HashMap<String, Vec<(u64, SpanInfo)>> = HashMap::new();
         for row in stories::spans_of_traces(&self.store, &ids).await.context("reading stored spans")? {
-            spans.entry(row.trace_id.clone()).or_default().push((row.span_id.clone(), SpanInfo::from_row(&row)));
+            spans.entry(row.trace_id.clone()).or_default().push((span_key(&row.span_id), SpanInfo::from_row(&row)));
         }
         let mut kept = Vec::with_capacity(pending.len());
         for mut p in pending.drain(..) {
@@ -335,7 +340,7 @@ mod tests {
         let got = items(SignalKind::Traces, request.encode_to_vec());
         assert_eq!(got.len(), 1);
         assert!(matches!(&got[0], Item::Span { trace_id, span_id, span }
-            if trace_id == &"01".repeat(16) && span_id == &"01".repeat(8) && span.service == "unknown_service"));
+            if trace_id == &"01".repeat(16) && *span_id == span_key(&"01".repeat(8)) && &*span.service == "unknown_service"));
         let logs = ExportLogsServiceRequest {
             resource_logs: vec![ResourceLogs {
                 scope_logs: vec![ScopeLogs {

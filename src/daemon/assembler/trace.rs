@@ -1,8 +1,9 @@
 //! One trace as the assembler holds it, and the story built from it. Pure: no I/O, no clock.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
 
-use crate::identity::story_fingerprint;
+use crate::identity::{span_key, story_fingerprint};
 use crate::model::attributes::attribute_list;
 use crate::wire::story::{Story, MAX_EXCEPTION_MESSAGE_BYTES, MISSING_ROOT, STORY_FORMAT_VERSION};
 
@@ -12,13 +13,15 @@ type Edge<'a> = (Option<(&'a str, &'a str)>, (&'a str, &'a str));
 /// OTLP `STATUS_CODE_ERROR`.
 pub const STATUS_ERROR: u8 = 2;
 
-/// What a story needs of one span.
+/// What a story needs of one span. The assembler holds up to
+/// `assembler.max_buffered_spans` of them, so each is kept small: ids as 8-byte keys
+/// ([`span_key`]), names shared (the buffer hands every span of a service the same copy).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SpanInfo {
-    /// Lowercase hex; empty for a root span.
-    pub parent_span_id: String,
-    pub service: String,
-    pub operation: String,
+    /// The parent's [`span_key`]; None for a root span (no parent id).
+    pub parent: Option<u64>,
+    pub service: Arc<str>,
+    pub operation: Arc<str>,
     pub start_ns: u64,
     pub end_ns: u64,
     pub error: bool,
@@ -42,9 +45,9 @@ pub const EXCEPTION_EVENT: &str = "exception";
 impl SpanInfo {
     pub fn from_row(row: &crate::store::SpanRow) -> SpanInfo {
         SpanInfo {
-            parent_span_id: row.parent_span_id.clone(),
-            service: row.service.clone(),
-            operation: row.name.clone(),
+            parent: (!row.parent_span_id.is_empty()).then(|| span_key(&row.parent_span_id)),
+            service: Arc::from(row.service.as_str()),
+            operation: Arc::from(row.name.as_str()),
             start_ns: row.start_ns,
             end_ns: row.end_ns,
             error: row.status_code == STATUS_ERROR,
@@ -86,18 +89,18 @@ fn cut_at_char(mut text: String, max: usize) -> String {
     text
 }
 
-/// The content of a trace: its spans by span id (so a span read twice counts once) and the
-/// ids of its logs.
+/// The content of a trace: its spans by span id's key (so a span read twice counts once)
+/// and the ids of its logs.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TraceContent {
-    pub spans: HashMap<String, SpanInfo>,
+    pub spans: HashMap<u64, SpanInfo>,
     pub log_ids: HashSet<u64>,
     pub truncated: bool,
 }
 
 impl TraceContent {
     /// Adds a span; false when it was already there.
-    pub fn add_span(&mut self, span_id: String, span: SpanInfo) -> bool {
+    pub fn add_span(&mut self, span_id: u64, span: SpanInfo) -> bool {
         match self.spans.entry(span_id) {
             std::collections::hash_map::Entry::Occupied(_) => false,
             std::collections::hash_map::Entry::Vacant(v) => {
@@ -114,7 +117,7 @@ impl TraceContent {
             return None;
         }
         // Deterministic choices: iterate spans in span-id order.
-        let mut ids: Vec<&String> = self.spans.keys().collect();
+        let mut ids: Vec<&u64> = self.spans.keys().collect();
         ids.sort();
         let mut root: Option<&SpanInfo> = None;
         let mut start_ns = u64::MAX;
@@ -129,7 +132,7 @@ impl TraceContent {
             let span = &self.spans[id];
             start_ns = start_ns.min(span.start_ns);
             end_ns = end_ns.max(span.end_ns.max(span.start_ns));
-            services.insert(span.service.clone());
+            services.insert(span.service.to_string());
             if span.error {
                 error_spans += 1;
             }
@@ -141,15 +144,15 @@ impl TraceContent {
                     exception = Some((span.error, e));
                 }
             }
-            let child = (span.service.as_str(), span.operation.as_str());
-            let parent = if span.parent_span_id.is_empty() {
+            let child = (&*span.service, &*span.operation);
+            let parent = if let Some(parent) = span.parent {
+                self.spans.get(&parent).map(|p| (&*p.service, &*p.operation))
+            } else {
                 // The root: the earliest span without a parent (ties: smallest span id).
                 if root.is_none_or(|r| span.start_ns < r.start_ns) {
                     root = Some(span);
                 }
                 None
-            } else {
-                self.spans.get(&span.parent_span_id).map(|p| (p.service.as_str(), p.operation.as_str()))
             };
             edges.push((parent, child));
         }
@@ -168,7 +171,7 @@ impl TraceContent {
             _ => (String::new(), String::new()),
         };
         let (root_service, root_operation) = match root {
-            Some(r) => (r.service.clone(), r.operation.clone()),
+            Some(r) => (r.service.to_string(), r.operation.to_string()),
             None => (String::new(), MISSING_ROOT.to_string()),
         };
         Some(Story {
@@ -199,7 +202,7 @@ mod tests {
 
     pub fn span(parent: &str, service: &str, op: &str, start: u64, end: u64) -> SpanInfo {
         SpanInfo {
-            parent_span_id: parent.into(),
+            parent: (!parent.is_empty()).then(|| span_key(parent)),
             service: service.into(),
             operation: op.into(),
             start_ns: start,
@@ -212,7 +215,7 @@ mod tests {
     fn content(spans: &[(&str, SpanInfo)]) -> TraceContent {
         let mut c = TraceContent::default();
         for (id, s) in spans {
-            c.add_span(id.to_string(), s.clone());
+            c.add_span(span_key(id), s.clone());
         }
         c
     }
@@ -240,7 +243,7 @@ mod tests {
         assert_eq!(sa.services, vec!["db", "web"]);
         assert!(!sa.error);
         let mut c = b.clone();
-        c.add_span("ee".into(), span("bb", "cache", "get", 5_011, 5_012));
+        c.add_span(span_key("ee"), span("bb", "cache", "get", 5_011, 5_012));
         assert_ne!(c.story("t3", 3).unwrap().fingerprint, sb.fingerprint, "one more edge, another shape");
     }
 
@@ -249,8 +252,8 @@ mod tests {
         let mut c = content(&[("02", span("01", "api", "call", 10, 20)), ("03", span("02", "db", "q", 11, 12))]);
         let mut bad = span("02", "db", "q", 13, 14);
         bad.error = true;
-        assert!(c.add_span("04".into(), bad.clone()));
-        assert!(!c.add_span("04".into(), bad), "a span read twice counts once");
+        assert!(c.add_span(span_key("04"), bad.clone()));
+        assert!(!c.add_span(span_key("04"), bad), "a span read twice counts once");
         c.log_ids.extend([7, 8, 7]);
         let s = c.story("t", 9).unwrap();
         assert_eq!((s.root_service.as_str(), s.root_operation.as_str()), ("", MISSING_ROOT));

@@ -309,6 +309,9 @@ impl Logminer {
             if mined.absorbed > 0 {
                 self.metrics.merged(&row.service, mined.template_id, mined.absorbed);
             }
+            if mined.evicted_template || mined.evicted_service.is_some() {
+                self.metrics.made_room(&row.service, mined.evicted_template, mined.evicted_service);
+            }
             can_alert |= prompt && (mined.new || self.spike_watch.hit(&row.service, mined.template_id, row.time_ns));
             self.metrics.mined();
         }
@@ -364,7 +367,12 @@ impl Logminer {
     pub(super) fn gauges(&self) {
         let data_lag =
             (self.newest_ingest_ns > 0).then(|| Duration::from_nanos(now_ns().saturating_sub(self.newest_ingest_ns)));
-        self.metrics.holds(self.ledger.template_count(), self.ownership.owned_count(), data_lag);
+        self.metrics.holds(
+            self.ledger.template_count(),
+            self.ledger.service_count(),
+            self.ownership.owned_count(),
+            data_lag,
+        );
         let partitions = self.ownership.partitions();
         let mut status = self.status.lock().unwrap();
         status.partitions = partitions;

@@ -36,6 +36,9 @@ pub struct LogminerMetrics {
     pub logs_mined: Counter,
     pub templates_absorbed: Counter,
     pub templates: Gauge,
+    pub services: Gauge,
+    pub evicted_templates: Counter,
+    pub evicted_services: Counter,
     pub owned_services: Gauge,
     pub up: Gauge,
     pub data_lag_seconds: Gauge,
@@ -55,6 +58,9 @@ impl LogminerMetrics {
             logs_mined: Counter::default(),
             templates_absorbed: Counter::default(),
             templates: Gauge::default(),
+            services: Gauge::default(),
+            evicted_templates: Counter::default(),
+            evicted_services: Counter::default(),
             owned_services: Gauge::default(),
             up: Gauge::default(),
             data_lag_seconds: Gauge::default(),
@@ -74,6 +80,17 @@ impl LogminerMetrics {
             "absorbed_templates",
             "Templates a sibling merge retired into a surviving template",
             m.templates_absorbed.clone(),
+        );
+        r.register("services", "Services with templates in memory (at most drain.max_services)", m.services.clone());
+        r.register(
+            "evicted_templates",
+            "Templates forgotten from memory at drain.max_clusters, least recently used first (stored rows stay)",
+            m.evicted_templates.clone(),
+        );
+        r.register(
+            "evicted_services",
+            "Services whose templates were forgotten from memory at drain.max_services, least recently mined first",
+            m.evicted_services.clone(),
         );
         r.register("owned_services", "Services this replica owns", m.owned_services.clone());
         r.register("up", "1 while the logminer runs", m.up.clone());
@@ -165,13 +182,27 @@ impl LogminerMetrics {
         tracing::warn!(error = %error, "{what} failed; retrying");
     }
 
+    /// What mining a line made room for: a template of its service evicted at
+    /// `drain.max_clusters`, another service's templates (how many) at `drain.max_services`.
+    pub fn made_room(&self, service: &str, evicted_template: bool, evicted_service: Option<usize>) {
+        if evicted_template {
+            self.evicted_templates.inc();
+        }
+        if let Some(templates) = evicted_service {
+            self.evicted_services.inc();
+            tracing::debug!(service = %service, templates,
+                "a service's templates were forgotten to make room (logminer.drain.max_services)");
+        }
+    }
+
     pub fn pass_finished(&self, pass: &str, took: Duration) {
         self.pass_duration.get_or_create(&PassLabel { pass: pass.into() }).observe(took.as_secs_f64());
     }
 
     /// What this replica holds now, and how far behind ingest its newest mined record is.
-    pub fn holds(&self, templates: usize, owned_services: usize, data_lag: Option<Duration>) {
+    pub fn holds(&self, templates: usize, services: usize, owned_services: usize, data_lag: Option<Duration>) {
         self.templates.set(templates as i64);
+        self.services.set(services as i64);
         self.owned_services.set(owned_services as i64);
         if let Some(behind) = data_lag {
             self.data_lag_seconds.set(behind.as_secs() as i64);

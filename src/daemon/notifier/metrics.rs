@@ -72,6 +72,7 @@ pub struct NotifierMetrics {
     pub manual_retries: Family<TargetLabel, Counter>,
     pub breaker_open: Family<TargetLabel, Gauge>,
     pub delivery_seconds: HistogramFamily,
+    pub inflight: Gauge,
 }
 
 fn latency_histogram() -> Histogram {
@@ -90,6 +91,7 @@ impl NotifierMetrics {
             manual_retries: Family::default(),
             breaker_open: Family::default(),
             delivery_seconds: Family::new_with_constructor(latency_histogram as fn() -> Histogram),
+            inflight: Gauge::default(),
         };
         let r = registry.sub_registry_with_prefix("tayga_notifier");
         r.register(
@@ -105,6 +107,11 @@ impl NotifierMetrics {
             m.manual_retries.clone(),
         );
         r.register("breaker_open", "1 while the target's circuit breaker is open, else 0", m.breaker_open.clone());
+        r.register(
+            "inflight_deliveries",
+            "Deliveries in memory now: at most one per target (one record at a time)",
+            m.inflight.clone(),
+        );
         r.register(
             "delivery_duration_seconds",
             "From reading a record to its target's final outcome (delivered or failed), retries included",

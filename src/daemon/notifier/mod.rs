@@ -210,7 +210,7 @@ impl Notifier {
             }
             tasks.spawn(deliver::deliver(self.ctx.clone(), target, shared.clone(), row, read_at));
         }
-        join(tasks, &id).await
+        join(tasks, &id, &self.ctx.metrics).await
     }
 
     /// A resolved notice (docs/notifier.md, "Resolved notices"), in the firing decision
@@ -252,7 +252,7 @@ impl Notifier {
             let row = resolved.remove(&target.name);
             tasks.spawn(deliver::deliver(self.ctx.clone(), target, shared.clone(), row, read_at));
         }
-        join(tasks, &id).await
+        join(tasks, &id, &self.ctx.metrics).await
     }
 
     /// The latest rows of an alert in one state, by target; read until it succeeds (`None`:
@@ -273,9 +273,12 @@ impl Notifier {
 }
 
 /// Waits for every target's delivery task of a record: the record is done only when each is.
-async fn join(mut tasks: JoinSet<TargetEnd>, alert_id: &str) -> RecordEnd {
+/// They are all the deliveries in memory (`tayga_notifier_inflight_deliveries`).
+async fn join(mut tasks: JoinSet<TargetEnd>, alert_id: &str, metrics: &NotifierMetrics) -> RecordEnd {
     let mut end = RecordEnd::Done;
+    metrics.inflight.set(tasks.len() as i64);
     while let Some(result) = tasks.join_next().await {
+        metrics.inflight.set(tasks.len() as i64);
         match result {
             Ok(TargetEnd::Final) => {}
             Ok(TargetEnd::Interrupted) => end = RecordEnd::Interrupted,

@@ -18,14 +18,17 @@ impl Tree {
         })
     }
 
-    pub(super) fn make_room(&mut self) -> Option<u64> {
+    /// The template evicted to make room for one more, as it was (its caller may still
+    /// have to store it).
+    pub(super) fn make_room(&mut self) -> Option<crate::mine::StoredTemplate> {
         if self.by_id.len() < self.max_clusters {
             return None;
         }
         let victim = self.oldest;
-        let id = self.cluster(victim).id;
+        let c = self.cluster(victim);
+        let gone = crate::mine::StoredTemplate { id: c.id, template: c.text.clone(), count: c.count };
         self.remove(victim);
-        Some(id)
+        Some(gone)
     }
 
     pub(super) fn touch(&mut self, slot: u32) {

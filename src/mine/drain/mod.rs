@@ -104,7 +104,8 @@ pub(crate) struct Cluster {
 pub(crate) struct Outcome {
     pub slot: u32,
     pub change: super::Change,
-    pub evicted: Option<u64>,
+    /// The template evicted to make room, as it was.
+    pub evicted: Option<super::StoredTemplate>,
 }
 
 /// One service's templates and the prefix tree that finds them.
@@ -258,7 +259,7 @@ impl Tree {
         if let Some(&slot) = self.by_id.get(&id) {
             self.remove(slot);
         }
-        let evicted = self.make_room();
+        let evicted = self.make_room().map(|t| t.id);
         let mut tokens: Vec<Tok> = template.split_ascii_whitespace().map(Tok::parse).collect();
         let path = self.path_for(&mut tokens, true);
         let text = render(&tokens);

@@ -6,6 +6,10 @@
 //! `instance` is the scraped `ip:port`; every scrape also records `up` (1, or 0 when it
 //! failed, or when the logminer's name did not resolve at all). The recorder keeps no
 //! per-metric knowledge: how series combine is `rules.rs`, applied when they are read.
+//!
+//! It keeps no state across ticks; a tick holds at most [`MAX_SCRAPE_BYTES`] of text and
+//! `api.max_samples_per_scrape` samples per instance scraped (the samples past it are
+//! dropped, in the order the instance exposed them, and counted).
 
 pub mod exposition;
 pub mod resolve;
@@ -59,6 +63,11 @@ pub fn targets(config: &Config) -> Vec<Target> {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, prometheus_client::encoding::EncodeLabelSet)]
+struct ServiceLabel {
+    service: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, prometheus_client::encoding::EncodeLabelSet)]
 struct ScrapeLabels {
     service: String,
     outcome: String,
@@ -69,6 +78,7 @@ struct ScrapeLabels {
 pub struct RecorderMetrics {
     scrapes: Family<ScrapeLabels, Counter>,
     samples: Counter,
+    dropped: Family<ServiceLabel, Counter>,
     store_failures: Counter,
 }
 
@@ -77,6 +87,11 @@ impl RecorderMetrics {
         let m = RecorderMetrics::default();
         registry.register("tayga_api_scrapes", "Scrapes by service and outcome (ok, failed)", m.scrapes.clone());
         registry.register("tayga_api_recorded_samples", "Samples stored in pipeline_metrics", m.samples.clone());
+        registry.register(
+            "tayga_api_dropped_samples",
+            "Samples of a scrape past api.max_samples_per_scrape, not stored, by service",
+            m.dropped.clone(),
+        );
         registry.register(
             "tayga_api_record_errors",
             "Ticks whose samples could not be stored",
@@ -92,16 +107,34 @@ pub struct Recorder {
     resolver: Arc<dyn Resolver>,
     http: reqwest::Client,
     scrape_timeout: Duration,
+    max_samples: usize,
     metrics: RecorderMetrics,
 }
+
+/// Most bytes of one scrape's text: a longer answer is a failed scrape (`up` 0).
+pub const MAX_SCRAPE_BYTES: usize = 16 << 20;
 
 /// One scrape's bound: a replica that does not answer costs at most this.
 pub const SCRAPE_TIMEOUT: Duration = Duration::from_secs(5);
 
 impl Recorder {
     pub fn new(store: Store, targets: Vec<Target>, resolver: Arc<dyn Resolver>, metrics: RecorderMetrics) -> Recorder {
-        Recorder { store, targets, resolver, http: reqwest::Client::new(), scrape_timeout: SCRAPE_TIMEOUT, metrics }
-            .with_scrape_timeout(SCRAPE_TIMEOUT)
+        Recorder {
+            store,
+            targets,
+            resolver,
+            http: reqwest::Client::new(),
+            scrape_timeout: SCRAPE_TIMEOUT,
+            max_samples: usize::MAX,
+            metrics,
+        }
+        .with_scrape_timeout(SCRAPE_TIMEOUT)
+    }
+
+    /// Stores at most `max` samples of each scrape (`api.max_samples_per_scrape`).
+    pub fn with_max_samples(mut self, max: usize) -> Recorder {
+        self.max_samples = max.max(1);
+        self
     }
 
     /// Bounds each resolution and each scrape at `limit` instead of [`SCRAPE_TIMEOUT`].
@@ -168,22 +201,41 @@ impl Recorder {
                 .scrapes
                 .get_or_create(&ScrapeLabels { service: service.clone(), outcome: outcome.into() })
                 .inc();
-            samples_to_rows(ts_ns, &service, &instance, text.as_deref())
+            let (rows, dropped) = samples_to_rows(ts_ns, &service, &instance, text.as_deref(), self.max_samples);
+            if dropped > 0 {
+                self.metrics.dropped.get_or_create(&ServiceLabel { service: service.clone() }).inc_by(dropped as u64);
+                tracing::debug!(%service, %instance, dropped, "a scrape exposed more samples than api.max_samples_per_scrape");
+            }
+            rows
         });
         futures_util::future::join_all(scrapes).await.into_iter().flatten().collect()
     }
 
     async fn scrape(&self, addr: SocketAddr) -> Option<String> {
-        let response = self.http.get(format!("http://{addr}/metrics")).send().await.ok()?;
+        let mut response = self.http.get(format!("http://{addr}/metrics")).send().await.ok()?;
         if !response.status().is_success() {
             return None;
         }
-        response.text().await.ok()
+        let mut body = Vec::new();
+        while let Some(chunk) = response.chunk().await.ok()? {
+            if body.len() + chunk.len() > MAX_SCRAPE_BYTES {
+                return None;
+            }
+            body.extend_from_slice(&chunk);
+        }
+        String::from_utf8(body).ok()
     }
 }
 
-/// The rows of one scrape: `up` and, when it answered, every sample it exposed.
-pub fn samples_to_rows(ts_ns: u64, service: &str, instance: &str, text: Option<&str>) -> Vec<MetricSampleRow> {
+/// The rows of one scrape: `up` and, when it answered, the first `max` samples it exposed
+/// (finite values only), with how many more were dropped.
+pub fn samples_to_rows(
+    ts_ns: u64,
+    service: &str,
+    instance: &str,
+    text: Option<&str>,
+    max: usize,
+) -> (Vec<MetricSampleRow>, usize) {
     let row = |metric: &str, labels: &[(String, String)], value: f64| MetricSampleRow {
         ts_ns,
         service: service.to_string(),
@@ -194,11 +246,14 @@ pub fn samples_to_rows(ts_ns: u64, service: &str, instance: &str, text: Option<&
         value,
     };
     let mut rows = vec![row(UP, &[], if text.is_some() { 1.0 } else { 0.0 })];
+    let mut dropped = 0;
     if let Some(text) = text {
         let (samples, _bad) = exposition::parse(text);
-        rows.extend(samples.iter().filter(|s| s.value.is_finite()).map(|s| row(&s.name, &s.labels, s.value)));
+        let finite: Vec<_> = samples.iter().filter(|s| s.value.is_finite()).collect();
+        dropped = finite.len().saturating_sub(max);
+        rows.extend(finite.iter().take(max).map(|s| row(&s.name, &s.labels, s.value)));
     }
-    rows
+    (rows, dropped)
 }
 
 #[cfg(test)]
@@ -243,14 +298,23 @@ mod tests {
 
     #[test]
     fn a_failed_scrape_is_up_zero_and_nothing_else() {
-        let rows = samples_to_rows(7, "logminer", "127.0.0.2:9403", None);
-        assert_eq!(rows.len(), 1);
+        let (rows, dropped) = samples_to_rows(7, "logminer", "127.0.0.2:9403", None, 10);
+        assert_eq!((rows.len(), dropped), (1, 0));
         assert_eq!((rows[0].metric.as_str(), rows[0].value, rows[0].instance.as_str()), (UP, 0.0, "127.0.0.2:9403"));
     }
 
     #[test]
+    fn a_scrape_past_the_sample_bound_keeps_the_first_samples_and_counts_the_rest() {
+        let text: String = (0..25).map(|i| format!("series_{i} {i}\nbad_{i} NaN\n")).collect();
+        let (rows, dropped) = samples_to_rows(7, "writer", "127.0.0.1:9401", Some(&text), 10);
+        assert_eq!((rows.len(), dropped), (11, 15), "up and the first ten finite samples");
+        assert_eq!(rows[10].metric, "series_9");
+    }
+
+    #[test]
     fn every_sample_keeps_its_labels_and_instance() {
-        let rows = samples_to_rows(7, "writer", "127.0.0.1:9401", Some("a_total{table=\"spans\"} 3\nb 1\nc NaN\n"));
+        let (rows, _) =
+            samples_to_rows(7, "writer", "127.0.0.1:9401", Some("a_total{table=\"spans\"} 3\nb 1\nc NaN\n"), 10);
         assert_eq!(rows.len(), 3, "up, a and b; NaN is not stored");
         assert_eq!(rows[1].label_keys, vec!["table"]);
         assert_eq!(rows[1].label_values, vec!["spans"]);
