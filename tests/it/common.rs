@@ -372,8 +372,22 @@ pub fn free_addr() -> String {
     format!("127.0.0.1:{}", free_port())
 }
 
+/// A port nothing listens on, below the kernel's ephemeral range (32768 and up here): a
+/// port the kernel handed out for `:0` can be taken by any outgoing connection's local end
+/// before the daemon binds it (CI saw ingest fail with "Address already in use" so). Each
+/// call of this process gets a port no earlier call got; processes start apart by pid.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    const FIRST: u32 = 20_000;
+    const SPAN: u32 = 12_000;
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let start = std::process::id().wrapping_mul(2_654_435_761) % SPAN;
+    for _ in 0..SPAN {
+        let port = (FIRST + (start + NEXT.fetch_add(1, Ordering::Relaxed)) % SPAN) as u16;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free port in {FIRST}..{}", FIRST + SPAN)
 }
 
 /// Whether process `pid` holds a TCP socket listening on `port` (from /proc: its socket
