@@ -316,8 +316,13 @@ def quartiles(values):
 
 if "writer" in ONLY:
     writer_rounds = max(10, runs)
-    out = subprocess.run(["target/release/examples/writer_bench", "--rounds", str(writer_rounds), "--warmup", "1",
-                          "--traces", "48000"], check=True, capture_output=True, text=True).stdout
+    # BENCH_WRITER_OUTPUT=FILE reads a saved output of the same command instead of running it
+    # (a run whose later section failed need not repeat the writer's rounds); the rows then
+    # say so, and their load average is the one at reading time.
+    saved = os.environ.get("BENCH_WRITER_OUTPUT")
+    out = open(saved).read() if saved else subprocess.run(
+        ["target/release/examples/writer_bench", "--rounds", str(writer_rounds), "--warmup", "1", "--traces", "48000"],
+        check=True, capture_output=True, text=True).stdout
     print(out, file=sys.stderr)
     data = re.search(r"data: (\d+) records .*?= (\d+)(?:\.\d+)? rows; (\d+) batches of batch_max_rows (\d+)", out)
     rounds_seen = re.findall(r"round (\d+)( \(warm-up\))?: raw pipelined\s+(\d+) rows/s .*?\| raw one-table chunks\s+(\d+) rows/s "
@@ -325,6 +330,7 @@ if "writer" in ONLY:
     measured = [r for r in rounds_seen if not r[1]]
     valid = [(float(raw), float(chunks), float(w)) for _, _, raw, chunks, w, _, void in measured if not void]
     voided = [f"round {n}: {void}" for n, _, _, _, _, _, void in measured if void]
+    saved_note = f" (output of an earlier run of the same command, read from {os.path.basename(saved)})" if saved else ""
     what = (f"{int(data[2]):,} rows a round ({int(data[1]):,} records, one in five of 20 logs, the rest traces of 20 spans; "
             f"{data[3]} batches of batch_max_rows {int(data[4]):,})") if data else ""
     void_text = f"; void rounds: {len(voided)} ({'; '.join(voided)})" if voided else "; void rounds: none"
@@ -343,7 +349,7 @@ if "writer" in ONLY:
         w1, wm, w3 = quartiles([v[2] for v in valid])
         o1, om, o3 = quartiles([v[side] for v in valid])
         rows.append((f"{label}; {what}; median of {len(valid)} alternating rounds after a warm-up round, ratio IQR {q1:.2f}–{q3:.2f} "
-                     f"(per round: {', '.join(f'{r:.2f}' for r in ratios)}){void_text}",
+                     f"(per round: {', '.join(f'{r:.2f}' for r in ratios)}){void_text}{saved_note}",
                      f"{wm:,.0f} (IQR {w1:,.0f}–{w3:,.0f})", f"{om:,.0f} (IQR {o1:,.0f}–{o3:,.0f})", med, load()))
 
 # tayga mine vs Drain3, per CPU-second, on input that does not repeat itself: the eight
@@ -614,30 +620,47 @@ def parts(db):
         f"FROM system.parts WHERE database = '{db}' AND active GROUP BY table")}
 
 
+# Ports of the storage section's own: another bench on the machine may hold the 145xx ones,
+# and a `serve all` that cannot bind exits while the other's ingest answers in its place.
+STORAGE_PORTS = dict(TAYGA_INGEST_HTTP_ADDR="127.0.0.1:24518", TAYGA_INGEST_GRPC_ADDR="127.0.0.1:24517",
+                     TAYGA_WRITER_METRICS_ADDR="127.0.0.1:24501", TAYGA_ASSEMBLER_METRICS_ADDR="127.0.0.1:24502",
+                     TAYGA_LOGMINER_METRICS_ADDR="127.0.0.1:24503", TAYGA_NOTIFIER_METRICS_ADDR="127.0.0.1:24504",
+                     TAYGA_API_LISTEN_ADDR="127.0.0.1:24580")
+STORAGE_INGEST = "http://127.0.0.1:24518"
+
+
 def storage_run(name, traffic):
     prefix = f"bench_storage_{os.getpid()}_{name}"
-    env = daemon_env(prefix, TAYGA_ASSEMBLER_IDLE_CLOSE_SECS="1")
+    env = daemon_env(prefix, TAYGA_ASSEMBLER_IDLE_CLOSE_SECS="1", **STORAGE_PORTS)
     proc = subprocess.Popen([TAYGA, "serve", "all"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        wait_for("tayga serve all", ingest_answers, timeout=60)
+        wait_for("tayga serve all", lambda: proc.poll() is None and '"using":"broker"' in http_ok(f"{STORAGE_INGEST}/health")[1],
+                 timeout=60)
+        if proc.poll() is not None:
+            raise SystemExit(f"tayga serve all exited with {proc.returncode}")
         described = traffic()
-        text = http_ok("http://127.0.0.1:14518/metrics")[1]
+        text = http_ok(f"{STORAGE_INGEST}/metrics")[1]
         found = dict(re.findall(r'tayga_ingest_accepted_items_total\{signal="(\w+)"\} (\d+)', text))
         spans, logs = int(found.get("traces", 0)), int(found.get("logs", 0))
         wait_for(f"the writer storing {spans + logs} rows",
-                 lambda: metric(14501, "tayga_writer_written_rows_total") >= spans + logs, timeout=900)
+                 lambda: metric(24501, "tayga_writer_written_rows_total") >= spans + logs, timeout=900)
 
         def settled():
-            """The stories and template hits stopped growing (10 s unchanged; 15 min at most)."""
+            """The writer's rows, the stories and the template hits stopped growing (10 s
+            unchanged; 15 min at most): requests a client gave up on may still be published
+            after it left, and the assembler and the logminer follow the writer."""
             seen, since, give_up = None, time.time(), time.time() + 900
             while time.time() - since < 10 and time.time() < give_up:
-                now = [ch_rows(f"SELECT count() AS n FROM {prefix}.{t}")[0]["n"] for t in ("stories", "log_hits")]
+                now = [metric(24501, "tayga_writer_written_rows_total")] + [
+                    ch_rows(f"SELECT count() AS n FROM {prefix}.{t}")[0]["n"] for t in ("stories", "log_hits")]
                 if now != seen:
                     seen, since = now, time.time()
                 time.sleep(2)
             return True
 
-        wait_for("stories and template hits settling", settled, timeout=900)
+        wait_for("the writer, stories and template hits settling", settled, timeout=900)
+        text = http_ok("http://127.0.0.1:24501/metrics")[1]
+        written = {t: int(float(n)) for t, n in re.findall(r'tayga_writer_written_rows_total\{table="(\w+)"\} ([\d.e+]+)', text)}
     finally:
         stop(proc)
     try:
@@ -658,7 +681,7 @@ def storage_run(name, traffic):
             chdb = json.loads(out)
         except (subprocess.CalledProcessError, ValueError) as e:
             print("bench: chdb copy failed:", getattr(e, "stderr", e), file=sys.stderr)
-        return described, spans, logs, merged, broker, chdb
+        return described, (spans, logs), written, merged, broker, chdb
     finally:
         drop_database(prefix)
         delete_topics(tayga_topics(prefix))
@@ -679,12 +702,12 @@ if "storage" in ONLY:
     DEMO_SECONDS = int(os.environ.get("BENCH_DEMO_SECONDS", "1800"))
 
     def loadgen_traffic():
-        subprocess.run([TAYGA, "loadgen", "--endpoint", "http://127.0.0.1:14518", "--json", *LOADGEN], check=True,
+        subprocess.run([TAYGA, "loadgen", "--endpoint", STORAGE_INGEST, "--json", *LOADGEN], check=True,
                        capture_output=True, text=True)
         return f"loadgen traffic (`tayga loadgen {' '.join(LOADGEN)}`)"
 
     def demo_traffic():
-        out = json.loads(subprocess.run(["target/release/examples/storage_bench", "demo", "--endpoint", "http://127.0.0.1:14518",
+        out = json.loads(subprocess.run(["target/release/examples/storage_bench", "demo", "--endpoint", STORAGE_INGEST,
                                          "--seconds", str(DEMO_SECONDS)], check=True, capture_output=True, text=True).stdout)
         if out["failed_requests"]:
             print(f"bench: {out['failed_requests']} demo requests failed", file=sys.stderr)
@@ -693,13 +716,18 @@ if "storage" in ONLY:
 
     for name, traffic in (("loadgen", loadgen_traffic), ("demo", demo_traffic)):
         try:
-            what, spans, logs, merged, broker, chdb = storage_run(name, traffic)
+            what, (acked_spans, acked_logs), written, merged, broker, chdb = storage_run(name, traffic)
         except (Exception, SystemExit) as e:  # one scenario failing keeps the other's rows and the other sections'
             print(f"bench: storage, {name}: {e}", file=sys.stderr)
             rows.append((f"storage, {name} traffic: failed ({e})", "", "", None, load()))
             continue
-        print("storage", name, spans, logs, json.dumps(merged), json.dumps(broker), file=sys.stderr)
-        head = f"storage, {what}: {spans:,} spans and {logs:,} log lines acknowledged by ingest"
+        print("storage", name, acked_spans, acked_logs, written, json.dumps(merged), json.dumps(broker), file=sys.stderr)
+        # Per stored span and log line: the rows of `spans` and `logs` after merges (one per
+        # identity). Loadgen's ids repeat across its connections, so fewer are stored than sent.
+        spans, logs = merged.get("spans", {}).get("rows", 0), merged.get("logs", {}).get("rows", 0)
+        head = (f"storage, {what}: {spans:,} spans and {logs:,} log lines stored (distinct after merges; the writer wrote "
+                f"{written.get('spans', 0):,} and {written.get('logs', 0):,} rows, ingest had acknowledged {acked_spans:,} "
+                f"and {acked_logs:,} when the client finished)")
         for unit, tables, n in (("span", SPAN_TABLES, spans), ("log line", LOG_TABLES, logs)):
             c, u = per_item(merged, tables, n, "compressed"), per_item(merged, tables, n, "uncompressed")
             rows.append((f"{head}; ClickHouse 18.16 bytes per {unit} after merges (OPTIMIZE … FINAL, active parts of system.parts; "
@@ -728,12 +756,14 @@ if "storage" in ONLY:
         span_fetch = sig["fetched_bytes"] * sig_bytes.get("traces", 0) / total_sig
         log_fetch = sig["fetched_bytes"] * sig_bytes.get("logs", 0) / total_sig + lg["fetched_bytes"]
         log_raw = sig_bytes.get("logs", 0) + sum(v["bytes"] for v in lg["kinds"].values())
+        # Per span and log line on the topic: the rows the writer made of it.
+        on_topic_spans, on_topic_logs = written.get("spans", 0), written.get("logs", 0)
         rows.append((f"{head}; broker bytes per span and per log line (Tansu, memory storage: the bytes it served to read "
-                     f"`signals` and `logs` whole, librdkafka's rx_bytes, i.e. the stored record batches lz4 as ingest produced "
+                     f"`signals` and `logs` whole, librdkafka's rx_bytes, per span and log line the writer read from them, i.e. the stored record batches lz4 as ingest produced "
                      f"them plus framing; `signals`' bytes split between spans and logs by their records' uncompressed size; "
                      f"a log line is on both topics), as served / as produced uncompressed",
-                     f"per span {span_fetch / max(spans, 1):,.1f} / {sig_bytes.get('traces', 0) / max(spans, 1):,.1f} B; "
-                     f"per log line {log_fetch / max(logs, 1):,.1f} / {log_raw / max(logs, 1):,.1f} B "
+                     f"per span {span_fetch / max(on_topic_spans, 1):,.1f} / {sig_bytes.get('traces', 0) / max(on_topic_spans, 1):,.1f} B; "
+                     f"per log line {log_fetch / max(on_topic_logs, 1):,.1f} / {log_raw / max(on_topic_logs, 1):,.1f} B "
                      f"({sig['kinds'].get('traces', {}).get('records', 0):,} trace records, "
                      f"{sig['kinds'].get('logs', {}).get('records', 0):,} + {sum(v['records'] for v in lg['kinds'].values()):,} log records)",
                      "(no other side)", None, load()))
