@@ -1,15 +1,23 @@
-//! Writer throughput: rows/s from a pre-filled `<prefix>.signals` into ClickHouse, beside the
-//! raw insert rate of the same rows with the clickhouse crate, in the same run. The ratio
-//! (writer ÷ raw) is the figure; docs/writer.md records it.
+//! Writer throughput: rows/s from a pre-filled `<prefix>.signals` into ClickHouse, beside a
+//! raw insert of the same rows, in the same round. The ratio (writer ÷ raw) is the figure;
+//! docs/writer.md describes the sides, docs/benchmarks.md records the figures.
 //!
-//!     cargo run --release --example writer_bench -- [--traces 16000] [--spans 20] [--rounds 2]
+//!     cargo run --release --example writer_bench -- [--traces 16000] [--spans 20] [--rounds 2] [--warmup 1] [--stages]
 //!
 //! Uses the ClickHouse and broker of TAYGA_CLICKHOUSE_URL / TAYGA_KAFKA_BROKERS (defaults:
-//! 127.0.0.1:8123 and :9092; TAYGA_CLICKHOUSE_CLUSTER names a cluster, docs/scaling.md) with a database and topic prefix of its own, removed at the end.
-//! The writer runs with its defaults (`writer.batch_max_rows`, `batch_max_wait_ms`); the raw
-//! side inserts the same batches (`batch_max_rows` rows of consecutive records, one insert
-//! per table each), so both make the same number of inserts of the same sizes. One record
-//! in five is a log record of `--spans` logs.
+//! 127.0.0.1:8123 and :9092; TAYGA_CLICKHOUSE_CLUSTER names a cluster, docs/scaling.md) with
+//! a database and topic prefix of its own per round, removed at the end of it. The writer
+//! runs with its defaults (`writer.batch_max_rows`, `batch_max_wait_ms`) and the insert mode
+//! it chooses for the server. Each round, in alternating order:
+//! - **raw pipelined** (the baseline): the same rows, pre-built, in the writer's batches
+//!   (`batch_max_rows` rows of consecutive records), both tables' inserts concurrently and
+//!   the next batch encoded while they are in flight ([`raw_pipelined`]);
+//! - **raw one-table chunks** (context): the same rows in chunks of `batch_max_rows` rows of
+//!   one table, one insert after another;
+//! - **the writer**.
+//!
+//! A side that stored another row count than it was given makes its round void (printed
+//! `VOID`). One record in five is a log record of `--spans` logs.
 
 use std::time::{Duration, Instant};
 
@@ -24,6 +32,7 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use tayga::config::Config;
 use tayga::daemon::Shutdown;
+use tayga::model::encoded::EncodedRows;
 use tayga::otlp::flatten::{log_rows, span_rows};
 use tayga::otlp::{hex_id, ExportLogsServiceRequest, ExportTraceServiceRequest};
 use tayga::store::{LogRow, SpanRow, Store};
@@ -120,6 +129,176 @@ fn metric(text: &str, name: &str) -> f64 {
         .sum()
 }
 
+#[derive(Debug, Clone, Copy)]
+enum Side {
+    Raw = 0,
+    Chunks = 1,
+    Writer = 2,
+}
+
+impl Side {
+    fn name(self) -> &'static str {
+        match self {
+            Side::Raw => "raw pipelined",
+            Side::Chunks => "raw one-table chunks",
+            Side::Writer => "writer",
+        }
+    }
+}
+
+/// The strong raw baseline: the writer's batches of pre-built rows, each encoded to
+/// RowBinary (`EncodedRows::from_rows`, what the writer's decoding path uses) and sent with
+/// `store::insert::insert_encoded` (the writer's insert), spans and logs concurrently; the
+/// next batch is encoded while the previous one's two inserts are in flight, one batch in
+/// flight at a time, as the writer does. It never fetches from the broker nor reads
+/// protobuf: the rows are in memory. The clock starts with the first batch's rows in hand,
+/// before any encoding, and stops when the last insert answered.
+async fn raw_pipelined(store: &Store, batches: &[(Vec<SpanRow>, Vec<LogRow>)]) -> anyhow::Result<f64> {
+    let started = Instant::now();
+    let mut in_flight: Option<tokio::task::JoinHandle<anyhow::Result<()>>> = None;
+    for (spans, logs_rows) in batches {
+        let spans = EncodedRows::<SpanRow>::from_rows(spans.iter());
+        let logs_rows = EncodedRows::<LogRow>::from_rows(logs_rows.iter());
+        if let Some(previous) = in_flight.take() {
+            previous.await??;
+        }
+        let store = store.clone();
+        in_flight = Some(tokio::spawn(async move {
+            let (spans, logs_rows) = ([&spans], [&logs_rows]);
+            let (a, b) = tokio::join!(
+                tayga::store::insert::insert_encoded(&store, &spans, None),
+                tayga::store::insert::insert_encoded(&store, &logs_rows, None)
+            );
+            a?;
+            b?;
+            Ok(())
+        }));
+    }
+    if let Some(last) = in_flight {
+        last.await??;
+    }
+    Ok(started.elapsed().as_secs_f64())
+}
+
+/// For context: the same rows in fewer, larger inserts, `batch_max_rows` rows of one table
+/// each, one after another (the clickhouse crate serializing the structs), which the writer
+/// does not make (its batches hold both tables' rows).
+async fn raw_chunks(store: &Store, batches: &[(Vec<SpanRow>, Vec<LogRow>)], batch: usize) -> anyhow::Result<f64> {
+    let started = Instant::now();
+    let all_spans: Vec<&SpanRow> = batches.iter().flat_map(|b| &b.0).collect();
+    let all_logs: Vec<&LogRow> = batches.iter().flat_map(|b| &b.1).collect();
+    for chunk in all_spans.chunks(batch) {
+        tayga::store::insert::insert_rows(store, "spans", chunk.iter().copied(), None).await?;
+    }
+    for chunk in all_logs.chunks(batch) {
+        tayga::store::insert::insert_rows(store, "logs", chunk.iter().copied(), None).await?;
+    }
+    Ok(started.elapsed().as_secs_f64())
+}
+
+/// The writer, in this process, with its defaults, reading the pre-filled topic; timed from
+/// its first consumed record (the record in hand, before any encoding: the raw side's
+/// start) to its last row written, so the group join is excluded. `None` when it did not
+/// write every row within 300 s.
+async fn writer_side(config: &Config, total_rows: f64) -> anyhow::Result<Option<f64>> {
+    let mut writer_config = config.clone();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+    writer_config.writer.metrics_addr = format!("127.0.0.1:{port}");
+    let addr = writer_config.writer.metrics_addr.clone();
+    let shutdown = Shutdown::new();
+    let task = tokio::spawn(tayga::daemon::writer::run(writer_config, shutdown.clone()));
+    let http = reqwest::Client::new();
+    let scrape = || async { http.get(format!("http://{addr}/metrics")).send().await.ok()?.text().await.ok() };
+    let deadline = Instant::now() + Duration::from_secs(300);
+    let mut first = None;
+    let took = loop {
+        if Instant::now() > deadline {
+            break None;
+        }
+        if let Some(text) = scrape().await {
+            if first.is_none() && metric(&text, "tayga_writer_consumed_records_total") > 0.0 {
+                first = Some(Instant::now());
+            }
+            if metric(&text, "tayga_writer_written_rows_total") >= total_rows {
+                break first.map(|f| f.elapsed().as_secs_f64());
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    };
+    shutdown.trigger();
+    task.await??;
+    Ok(took)
+}
+
+/// For context (`--stages`, first round only): the same records fetched only (a plain
+/// consumer, new group), made into rows the writer's way (RowBinary straight from the
+/// bytes), and the old way (decoded with prost and flattened into row structs), each alone,
+/// in memory.
+async fn print_stages(
+    config: &Config,
+    topic: &str,
+    name: &str,
+    values: &[(String, SignalKind, Vec<u8>)],
+    records: usize,
+    total_rows: f64,
+    now: u64,
+) -> anyhow::Result<()> {
+    let fetch_secs = {
+        let consumer: BaseConsumer = tayga::bus::client_config(&config.kafka)
+            .set("group.id", format!("{name}-fetch"))
+            .set("enable.auto.commit", "false")
+            .set("auto.offset.reset", "earliest")
+            .create()?;
+        consumer.subscribe(&[topic])?;
+        let mut seen = 0;
+        let mut first = None;
+        let deadline = Instant::now() + Duration::from_secs(120);
+        while seen < records && Instant::now() < deadline {
+            if let Some(m) = consumer.poll(Duration::from_millis(100)) {
+                m?;
+                first.get_or_insert_with(Instant::now);
+                seen += 1;
+            }
+        }
+        first.map_or(0.0, |f| f.elapsed().as_secs_f64())
+    };
+    let decode_secs = {
+        let started = Instant::now();
+        let mut n = 0;
+        for (_, kind, value) in values {
+            let h = headers(*kind, now);
+            let rec = tayga::wire::record::decode(Some(h.as_borrowed()), Some(value))?;
+            n += match &rec.payload {
+                tayga::wire::record::SignalPayload::Traces(r) => span_rows(r, rec.ingest_ns).len(),
+                tayga::wire::record::SignalPayload::Logs(r) => log_rows(r, rec.ingest_ns).len(),
+            };
+        }
+        anyhow::ensure!(n as f64 == total_rows);
+        started.elapsed().as_secs_f64()
+    };
+    let encode_secs = {
+        let started = Instant::now();
+        let mut n = 0;
+        for (_, kind, value) in values {
+            let raw = tayga::wire::record::RawRecord { kind: *kind, ingest_ns: now, value };
+            n += match tayga::otlp::rowbinary::record_rows(&raw)? {
+                tayga::otlp::rowbinary::TableRows::Spans(r) => r.len(),
+                tayga::otlp::rowbinary::TableRows::Logs(r) => r.len(),
+            };
+        }
+        anyhow::ensure!(n as f64 == total_rows);
+        started.elapsed().as_secs_f64()
+    };
+    println!(
+        "stages alone: fetch {:.0} records/s = {:.0} rows/s; encode {:.0} rows/s (decode+flatten {:.0} rows/s)",
+        records as f64 / fetch_secs,
+        total_rows / fetch_secs,
+        total_rows / encode_secs,
+        total_rows / decode_secs
+    );
+    Ok(())
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> anyhow::Result<()> {
     if std::env::var("TAYGA_LOG").is_ok() {
@@ -127,6 +306,8 @@ async fn main() -> anyhow::Result<()> {
     }
     let per = arg("--spans", 20);
     let rounds = arg("--rounds", 2);
+    let warmup = arg("--warmup", 1);
+    let stages = std::env::args().any(|a| a == "--stages");
     let mut base_config = Config::default();
     // Whole batches only: the writer cannot know the stream ended, so a last partial batch
     // waits `batch_max_wait_ms` for rows that never come. A stream that goes on never has
@@ -175,7 +356,10 @@ async fn main() -> anyhow::Result<()> {
         batches.len()
     );
 
-    for round in 1..=rounds {
+    // Round 0 (and any further `--warmup` rounds) warms ClickHouse, the broker and the
+    // caches; it is printed but marked, and bench.sh leaves it out.
+    for round in 0..warmup + rounds {
+        let warm = if round < warmup { " (warm-up)" } else { "" };
         let name = format!("bench_writer_{}_{round}", std::process::id());
         let mut config = base_config.clone();
         config.clickhouse.database = name.clone();
@@ -184,31 +368,7 @@ async fn main() -> anyhow::Result<()> {
         let store = Store::new(&config.clickhouse);
         tayga::store::migrate::migrate(&store).await?;
 
-        // Raw: the same rows in the same batches, Store::insert (the clickhouse crate).
-        let started = Instant::now();
-        for (spans, logs_rows) in &batches {
-            store.insert(spans).await?;
-            store.insert(logs_rows).await?;
-        }
-        let raw_secs = started.elapsed().as_secs_f64();
-        store.query_for_tests("TRUNCATE TABLE spans").execute().await?;
-        store.query_for_tests("TRUNCATE TABLE logs").execute().await?;
-        // For context: the same rows in fewer, larger inserts, `batch_max_rows` rows of one
-        // table each, which the writer does not make (its batches hold both tables' rows).
-        let started = Instant::now();
-        let all_spans: Vec<&SpanRow> = batches.iter().flat_map(|b| &b.0).collect();
-        let all_logs: Vec<&LogRow> = batches.iter().flat_map(|b| &b.1).collect();
-        for chunk in all_spans.chunks(batch) {
-            tayga::store::insert::insert_rows(&store, "spans", chunk.iter().copied(), None).await?;
-        }
-        for chunk in all_logs.chunks(batch) {
-            tayga::store::insert::insert_rows(&store, "logs", chunk.iter().copied(), None).await?;
-        }
-        let per_table_secs = started.elapsed().as_secs_f64();
-        store.query_for_tests("TRUNCATE TABLE spans").execute().await?;
-        store.query_for_tests("TRUNCATE TABLE logs").execute().await?;
-
-        // Pre-fill the topic.
+        // Pre-fill the topic, outside every clock.
         tayga::bus::topics::ensure_topics(&config.kafka, &config.names()).await?;
         let producer: FutureProducer = tayga::bus::client_config(&config.kafka)
             .set("linger.ms", "20")
@@ -231,104 +391,53 @@ async fn main() -> anyhow::Result<()> {
         }
         let produce_secs = produced.elapsed().as_secs_f64();
 
-        // The writer, in this process; timed from its first consumed record to its last row.
-        let mut writer_config = config.clone();
-        let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
-        writer_config.writer.metrics_addr = format!("127.0.0.1:{port}");
-        let addr = writer_config.writer.metrics_addr.clone();
-        let shutdown = Shutdown::new();
-        let task = tokio::spawn(tayga::daemon::writer::run(writer_config, shutdown.clone()));
-        let http = reqwest::Client::new();
-        let scrape = || async { http.get(format!("http://{addr}/metrics")).send().await.ok()?.text().await.ok() };
-        let deadline = Instant::now() + Duration::from_secs(600);
-        let mut first = None;
-        let writer_secs = loop {
-            anyhow::ensure!(Instant::now() < deadline, "the writer did not store every row in time");
-            if let Some(text) = scrape().await {
-                if first.is_none() && metric(&text, "tayga_writer_consumed_records_total") > 0.0 {
-                    first = Some(Instant::now());
-                }
-                if metric(&text, "tayga_writer_written_rows_total") >= total_rows {
-                    break first.map_or(0.0, |f| f.elapsed().as_secs_f64());
-                }
-            }
-            tokio::time::sleep(Duration::from_millis(5)).await;
+        // The sides alternate: the writer last in even rounds, first in odd ones, so a
+        // trend in the machine's load (or ClickHouse's merges of the previous side's
+        // parts) does not always fall on the same side.
+        let order: [Side; 3] = if round % 2 == 0 {
+            [Side::Raw, Side::Chunks, Side::Writer]
+        } else {
+            [Side::Writer, Side::Chunks, Side::Raw]
         };
-        shutdown.trigger();
-        task.await??;
-        let stored =
-            tayga::store::read::count_spans_dedup(&store).await? + tayga::store::read::count_logs_dedup(&store).await?;
-        anyhow::ensure!(stored as f64 == total_rows, "stored {stored} rows, expected {total_rows}");
+        let mut secs = [0.0f64; 3];
+        let mut void = Vec::new();
+        for side in order {
+            let took = match side {
+                Side::Raw => Some(raw_pipelined(&store, &batches).await?),
+                Side::Chunks => Some(raw_chunks(&store, &batches, batch).await?),
+                Side::Writer => writer_side(&config, total_rows).await?,
+            };
+            // A side that stored another number of rows than it was given is void, and so is
+            // its round: its time measured something else.
+            let stored =
+                tayga::store::read::count_spans_raw(&store).await? + tayga::store::read::count_logs_raw(&store).await?;
+            match took {
+                Some(t) if stored as f64 == total_rows => secs[side as usize] = t,
+                Some(_) => void.push(format!("{} stored {stored} rows of {total_rows}", side.name())),
+                None => void.push(format!("{} stored {stored} rows of {total_rows} within 300 s", side.name())),
+            }
+            store.query_for_tests("TRUNCATE TABLE spans").execute().await?;
+            store.query_for_tests("TRUNCATE TABLE logs").execute().await?;
+            // The views' tables too, so every side starts from the same empty store.
+            for table in ["spans_by_time", "logs_by_time", "service_minutes", "trace_logs"] {
+                let _ = store.query_for_tests(&format!("TRUNCATE TABLE {table}")).execute().await;
+            }
+        }
 
-        // For context: the same records fetched only (a plain consumer, new group), made
-        // into rows the writer's way (RowBinary straight from the bytes), and the old way
-        // (decoded with prost and flattened into row structs), each alone, in memory.
-        let fetch_secs = {
-            let consumer: BaseConsumer = tayga::bus::client_config(&config.kafka)
-                .set("group.id", format!("{name}-fetch"))
-                .set("enable.auto.commit", "false")
-                .set("auto.offset.reset", "earliest")
-                .create()?;
-            consumer.subscribe(&[&topic])?;
-            let mut seen = 0;
-            let mut first = None;
-            let deadline = Instant::now() + Duration::from_secs(120);
-            while seen < records && Instant::now() < deadline {
-                if let Some(m) = consumer.poll(Duration::from_millis(100)) {
-                    m?;
-                    first.get_or_insert_with(Instant::now);
-                    seen += 1;
-                }
-            }
-            first.map_or(0.0, |f| f.elapsed().as_secs_f64())
-        };
-        let decode_secs = {
-            let started = Instant::now();
-            let mut n = 0;
-            for (_, kind, value) in &values {
-                let h = headers(*kind, now);
-                let rec = tayga::wire::record::decode(Some(h.as_borrowed()), Some(value))?;
-                n += match &rec.payload {
-                    tayga::wire::record::SignalPayload::Traces(r) => span_rows(r, rec.ingest_ns).len(),
-                    tayga::wire::record::SignalPayload::Logs(r) => log_rows(r, rec.ingest_ns).len(),
-                };
-            }
-            anyhow::ensure!(n as f64 == total_rows);
-            started.elapsed().as_secs_f64()
-        };
-        let encode_secs = {
-            let started = Instant::now();
-            let mut n = 0;
-            for (_, kind, value) in &values {
-                let raw = tayga::wire::record::RawRecord { kind: *kind, ingest_ns: now, value };
-                n += match tayga::otlp::rowbinary::record_rows(&raw)? {
-                    tayga::otlp::rowbinary::TableRows::Spans(r) => r.len(),
-                    tayga::otlp::rowbinary::TableRows::Logs(r) => r.len(),
-                };
-            }
-            anyhow::ensure!(n as f64 == total_rows);
-            started.elapsed().as_secs_f64()
-        };
+        if stages && round == 0 {
+            print_stages(&config, &topic, &name, &values, records, total_rows, now).await?;
+        }
+        let [raw, chunks, writer] = secs.map(|s| if s > 0.0 { total_rows / s } else { 0.0 });
         println!(
-            "round {round}: context: raw insert in one-table chunks {:.0} rows/s ({per_table_secs:.2} s)",
-            total_rows / per_table_secs
-        );
-        println!(
-            "round {round}: alone: fetch {:.0} records/s = {:.0} rows/s; encode {:.0} rows/s (decode+flatten {:.0} rows/s)",
-            records as f64 / fetch_secs,
-            total_rows / fetch_secs,
-            total_rows / encode_secs,
-            total_rows / decode_secs
-        );
-
-        let raw = total_rows / raw_secs;
-        let writer = total_rows / writer_secs;
-        println!(
-            "round {round}: raw insert {:>9.0} rows/s ({raw_secs:.2} s) | writer {:>9.0} rows/s ({writer_secs:.2} s) | ratio {:.2} | (produce {:.0} records/s)",
-            raw,
-            writer,
-            writer / raw,
-            records as f64 / produce_secs
+            "round {round}{warm}: raw pipelined {raw:>9.0} rows/s ({:.2} s) | raw one-table chunks {chunks:>9.0} rows/s ({:.2} s) | writer {writer:>9.0} rows/s ({:.2} s) | ratio {:.3} | ratio to chunks {:.3} | order {} | (produce {:.0} records/s){}",
+            secs[0],
+            secs[1],
+            secs[2],
+            if raw > 0.0 { writer / raw } else { 0.0 },
+            if chunks > 0.0 { writer / chunks } else { 0.0 },
+            order.map(|s| s.name()).join(","),
+            records as f64 / produce_secs,
+            if void.is_empty() { String::new() } else { format!(" | VOID: {}", void.join("; ")) }
         );
 
         let _ = store.drop_database().await;
