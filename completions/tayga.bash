@@ -1310,7 +1310,7 @@ _tayga() {
             return 0
             ;;
         tayga__subcmd__loadgen)
-            opts="-h --protocol --endpoint --rate --duration --concurrency --services --traces-per-request --spans-per-trace --logs-per-request --exception-every --acked-ids --config --json --wide --timeout --help"
+            opts="-h --protocol --endpoint --rate --duration --concurrency --open-loop --services --traces-per-request --spans-per-trace --logs-per-request --exception-every --acked-ids --config --json --wide --timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

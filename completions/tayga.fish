@@ -313,7 +313,7 @@ grpc\t'OTLP/gRPC'"
 complete -c tayga -n "__fish_tayga_using_subcommand loadgen" -l endpoint -d 'Ingest\'s address (default: http://127.0.0.1:4318 for http, http://127.0.0.1:4317 for grpc)' -r
 complete -c tayga -n "__fish_tayga_using_subcommand loadgen" -l rate -d 'Requests per second, over all connections (0.001 to 1000000); 0 sends as fast as ingest answers' -r
 complete -c tayga -n "__fish_tayga_using_subcommand loadgen" -l duration -d 'How long to send: 90s, 5m, 1h, or a number of seconds' -r
-complete -c tayga -n "__fish_tayga_using_subcommand loadgen" -l concurrency -d 'Requests in flight at once' -r
+complete -c tayga -n "__fish_tayga_using_subcommand loadgen" -l concurrency -d 'Requests in flight at once (with --open-loop: at most; a request due while this many are in flight is not sent, and counted as not sent)' -r
 complete -c tayga -n "__fish_tayga_using_subcommand loadgen" -l services -d 'Distinct services the traffic comes from' -r
 complete -c tayga -n "__fish_tayga_using_subcommand loadgen" -l traces-per-request -d 'Traces in each traces request (0: send no traces)' -r
 complete -c tayga -n "__fish_tayga_using_subcommand loadgen" -l spans-per-trace -d 'Spans in each trace' -r
@@ -322,6 +322,7 @@ complete -c tayga -n "__fish_tayga_using_subcommand loadgen" -l exception-every 
 complete -c tayga -n "__fish_tayga_using_subcommand loadgen" -l acked-ids -d 'Write the identity of every span and log line an acknowledged request carried to FILE, one per line (`span TRACE_ID SPAN_ID`, `log LOG_ID`), to reconcile what was stored with what was acknowledged' -r -F
 complete -c tayga -n "__fish_tayga_using_subcommand loadgen" -l config -d 'Configuration file (default: ./tayga.toml when it exists)' -r -F
 complete -c tayga -n "__fish_tayga_using_subcommand loadgen" -l timeout -d 'How long to wait for the broker or ClickHouse to answer before giving up, e.g. 500ms, 10s, 1m' -r
+complete -c tayga -n "__fish_tayga_using_subcommand loadgen" -l open-loop -d 'Send each request at its due time whether or not earlier ones were answered (needs --rate above 0), and time each from its due time, so a slow answer is not hidden by sending less'
 complete -c tayga -n "__fish_tayga_using_subcommand loadgen" -l json -d 'Print data as JSON instead of tables (commands that print no data refuse it)'
 complete -c tayga -n "__fish_tayga_using_subcommand loadgen" -l wide -d 'Print tables whole, at any width, instead of cutting the widest columns to fit the terminal'
 complete -c tayga -n "__fish_tayga_using_subcommand loadgen" -s h -l help -d 'Print help (see more with \'--help\')'

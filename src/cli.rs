@@ -249,9 +249,15 @@ pub struct LoadgenArgs {
     /// How long to send: 90s, 5m, 1h, or a number of seconds
     #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = parse_loadgen_duration)]
     pub duration: Duration,
-    /// Requests in flight at once
+    /// Requests in flight at once (with --open-loop: at most; a request due while this many
+    /// are in flight is not sent, and counted as not sent)
     #[arg(long, default_value_t = 4, value_parser = parse_concurrency)]
     pub concurrency: usize,
+    /// Send each request at its due time whether or not earlier ones were answered (needs
+    /// --rate above 0), and time each from its due time, so a slow answer is not hidden by
+    /// sending less
+    #[arg(long)]
+    pub open_loop: bool,
     /// Distinct services the traffic comes from
     #[arg(long, default_value_t = 3)]
     pub services: usize,
