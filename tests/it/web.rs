@@ -269,9 +269,19 @@ async fn pages(env: &TestEnv, browser: &Browser, http: &reqwest::Client, app: &s
         }
     }
     let (size, id) = best.expect("loadgen's traces are stored");
+    let story = wait_for(&format!("the story of {id}"), Duration::from_secs(60), || {
+        get_json(http, format!("{app}/api/v1/traces/{id}/story"))
+    })
+    .await;
     browser.open(&format!("{app}/traces/{id}")).await;
     assert_eq!(browser.count("svg.waterfall g.span").await, size / 100, "every span of {id}");
     browser.assert_clean("a loadgen trace").await;
+    let shape = story["fingerprint"].as_str().unwrap();
+    assert_eq!(
+        browser.count(&format!("p.crumbs a[href='/stories/{shape}']")).await,
+        1,
+        "the crumb opens shape {shape}"
+    );
     browser.screenshot("trace").await;
 
     // Pipeline: charts with points, the replica count, the ingest leg.

@@ -185,7 +185,7 @@ pub async fn trace(State(state): State<AppState>, Path(trace_id): Path<String>) 
     let errors = bars.iter().filter(|b| b.error).count();
     let body = html! {
         p.crumbs { a href="/stories" { "Stories" }
-            @if let Some(s) = &story { " › " a href={ "/stories/" (s.fingerprint) } { "shape " (s.fingerprint) } }
+            @if let Some(s) = &story { @let shape = format_id(s.fingerprint); " › " a href={ "/stories/" (shape) } { "shape " (shape) } }
             " › trace" }
         h1 { "Trace " code { (t.trace_id) } }
         dl.facts {
