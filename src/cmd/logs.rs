@@ -78,17 +78,23 @@ pub struct LineOut<'a> {
 impl<'a> LineOut<'a> {
     pub fn of(l: &'a LogWithTemplate) -> LineOut<'a> {
         LineOut {
-            time: format_time(l.time_ns),
-            time_ns: l.time_ns,
-            service: &l.service,
-            severity: severity_name(l.severity_number, &l.severity_text),
-            severity_number: l.severity_number,
+            time: format_time(l.log.time_ns),
+            time_ns: l.log.time_ns,
+            service: &l.log.service,
+            severity: severity_name(l.log.severity_number, &l.log.severity_text),
+            severity_number: l.log.severity_number,
             template_id: (l.template_id != 0).then(|| format_id(l.template_id)),
-            body: &l.body,
-            trace_id: &l.trace_id,
-            span_id: &l.span_id,
-            log_id: format_id(l.log_id),
-            attributes: l.attr_keys.iter().map(String::as_str).zip(l.attr_values.iter().map(String::as_str)).collect(),
+            body: &l.log.body,
+            trace_id: &l.log.trace_id,
+            span_id: &l.log.span_id,
+            log_id: format_id(l.log.log_id),
+            attributes: l
+                .log
+                .attr_keys
+                .iter()
+                .map(String::as_str)
+                .zip(l.log.attr_values.iter().map(String::as_str))
+                .collect(),
         }
     }
 }
@@ -127,30 +133,30 @@ fn one_line(text: &str) -> String {
 
 /// Writes `lines` in their order, one per line, and flushes.
 pub fn write_lines(lines: &[LogWithTemplate], format: LineFormat, out: &mut dyn Write) -> anyhow::Result<()> {
-    let widest = lines.iter().map(|l| l.service.chars().count()).max().unwrap_or(0);
+    let widest = lines.iter().map(|l| l.log.service.chars().count()).max().unwrap_or(0);
     for l in lines {
         let template = if l.template_id == 0 { "-".to_string() } else { format_id(l.template_id) };
-        let severity = severity_name(l.severity_number, &l.severity_text);
+        let severity = severity_name(l.log.severity_number, &l.log.severity_text);
         match format {
             LineFormat::Json => writeln!(out, "{}", serde_json::to_string(&LineOut::of(l))?)?,
             LineFormat::Pipe => writeln!(
                 out,
                 "{}\t{}\t{}\t{template}\t{}\t{}",
-                format_time(l.time_ns),
-                l.service,
+                format_time(l.log.time_ns),
+                l.log.service,
                 severity,
-                l.trace_id,
-                one_line(&l.body)
+                l.log.trace_id,
+                one_line(&l.log.body)
             )?,
             LineFormat::Terminal { service_width } => {
                 let width = service_width.max(widest);
                 writeln!(
                     out,
                     "{} {:width$} {:<5} {template:<16} {}",
-                    short_time(l.time_ns),
-                    l.service,
+                    short_time(l.log.time_ns),
+                    l.log.service,
                     severity,
-                    l.body.trim_end().replace('\n', " ⏎ ")
+                    l.log.body.trim_end().replace('\n', " ⏎ ")
                 )?
             }
         }
@@ -217,11 +223,11 @@ pub async fn run(
     }
     lines.reverse();
     if let LineFormat::Terminal { service_width } = &mut format {
-        *service_width = lines.iter().map(|l| l.service.chars().count()).max().unwrap_or(0);
+        *service_width = lines.iter().map(|l| l.log.service.chars().count()).max().unwrap_or(0);
     }
     write_lines(&lines, format, out)?;
     // Lines printed, by id, with their time, forgotten once older than a poll looks back.
-    let mut printed: HashMap<u64, u64> = lines.iter().map(|l| (l.log_id, l.time_ns)).collect();
+    let mut printed: HashMap<u64, u64> = lines.iter().map(|l| (l.log.log_id, l.log.time_ns)).collect();
     // A follow given --to stops there; otherwise it follows now.
     let fixed_end = args.range.to;
     loop {
@@ -246,18 +252,19 @@ pub async fn run(
                 .await
                 .with_context(|| format!("following the logs of database `{database}`"))?;
             let full = batch.len() as u64 == MAX_LIMIT;
-            before = batch.last().map(|l| (l.time_ns, l.log_id));
-            fresh.extend(batch.into_iter().filter(|l| !printed.contains_key(&l.log_id)));
+            before = batch.last().map(|l| (l.log.time_ns, l.log.log_id));
+            fresh.extend(batch.into_iter().filter(|l| !printed.contains_key(&l.log.log_id)));
             if !full {
                 break;
             }
         }
-        fresh.sort_by_key(|l| (l.time_ns, l.log_id));
+        fresh.sort_by_key(|l| (l.log.time_ns, l.log.log_id));
         if let LineFormat::Terminal { service_width } = &mut format {
-            *service_width = (*service_width).max(fresh.iter().map(|l| l.service.chars().count()).max().unwrap_or(0));
+            *service_width =
+                (*service_width).max(fresh.iter().map(|l| l.log.service.chars().count()).max().unwrap_or(0));
         }
         write_lines(&fresh, format, out)?;
-        printed.extend(fresh.iter().map(|l| (l.log_id, l.time_ns)));
+        printed.extend(fresh.iter().map(|l| (l.log.log_id, l.log.time_ns)));
         printed.retain(|_, t| *t + 2 * LATE_NS >= now);
     }
 }
@@ -265,26 +272,22 @@ pub async fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::LogRow;
 
     fn line(service: &str, time_ns: u64, template_id: u64, body: &str) -> LogWithTemplate {
-        LogWithTemplate {
+        let log = LogRow {
             log_id: time_ns,
             service: service.into(),
             time_ns,
             severity_number: 17,
-            severity_text: String::new(),
             body: body.into(),
             trace_id: "ab".repeat(16),
-            span_id: String::new(),
             attr_keys: vec!["k".into()],
             attr_values: vec!["v".into()],
             attr_types: vec![0],
-            event_name: String::new(),
-            flags: 0,
-            dropped_attributes_count: 0,
-            body_value: String::new(),
-            template_id,
-        }
+            ..Default::default()
+        };
+        LogWithTemplate { log, template_id }
     }
 
     #[test]

@@ -19,9 +19,9 @@ use super::time::{format_time, table_time, Clock};
 use crate::cli::TemplatesCommand;
 use crate::config::Config;
 use crate::store::query::logs::{logs, LogSearch};
-use crate::store::query::templates::{minute_counts, templates, TemplateCursor, TemplateSummary};
+use crate::store::query::templates::{minute_counts, templates, TemplateCursor};
 use crate::store::query::{Window, MAX_LIMIT};
-use crate::store::Store;
+use crate::store::{Store, TemplateRow};
 use crate::time::{DAY_NS, HOUR_NS, MINUTE_NS};
 use crate::wire::alert::format_id;
 
@@ -48,7 +48,7 @@ pub async fn run(
 }
 
 /// Up to `limit` templates (0: all), the most frequent first, paging through the store.
-async fn read_templates(store: &Store, service: Option<&str>, limit: u64) -> anyhow::Result<Vec<TemplateSummary>> {
+async fn read_templates(store: &Store, service: Option<&str>, limit: u64) -> anyhow::Result<Vec<TemplateRow>> {
     let mut all = Vec::new();
     let mut cursor: Option<TemplateCursor> = None;
     loop {
@@ -66,7 +66,7 @@ async fn read_templates(store: &Store, service: Option<&str>, limit: u64) -> any
 /// Each template's lines per minute over the hour before `now`, by (service, id).
 async fn last_hour(
     store: &Store,
-    rows: &[TemplateSummary],
+    rows: &[TemplateRow],
     now: u64,
 ) -> anyhow::Result<HashMap<(String, u64), Vec<(u64, u64)>>> {
     let mut by_template: HashMap<(String, u64), Vec<(u64, u64)>> = HashMap::new();
@@ -120,7 +120,7 @@ struct Listed<'a> {
 }
 
 impl<'a> Listed<'a> {
-    fn of(t: &'a TemplateSummary, minutes: &'a [(u64, u64)]) -> Listed<'a> {
+    fn of(t: &'a TemplateRow, minutes: &'a [(u64, u64)]) -> Listed<'a> {
         Listed {
             template_id: format_id(t.template_id),
             service: &t.service,
@@ -148,7 +148,7 @@ async fn list(
     let rows = read_templates(store, service, limit).await?;
     let minutes = last_hour(store, &rows, now).await?;
     let none: Vec<(u64, u64)> = Vec::new();
-    let of = |t: &TemplateSummary| minutes.get(&(t.service.clone(), t.template_id)).unwrap_or(&none);
+    let of = |t: &TemplateRow| minutes.get(&(t.service.clone(), t.template_id)).unwrap_or(&none);
     if json {
         let listed: Vec<Listed> = rows.iter().map(|t| Listed::of(t, of(t))).collect();
         writeln!(out, "{}", serde_json::to_string_pretty(&listed)?)?;
@@ -194,8 +194,8 @@ async fn list(
 }
 
 /// The template `id` (of `service` when given); an id two services share needs `--service`.
-async fn find(store: &Store, id: u64, service: Option<&str>) -> anyhow::Result<TemplateSummary> {
-    let mut found: Vec<TemplateSummary> =
+async fn find(store: &Store, id: u64, service: Option<&str>) -> anyhow::Result<TemplateRow> {
+    let mut found: Vec<TemplateRow> =
         read_templates(store, service, 0).await?.into_iter().filter(|t| t.template_id == id).collect();
     match found.len() {
         0 => anyhow::bail!(

@@ -352,15 +352,8 @@ mod tests {
     pub fn span(id: &str, parent: &str, service: &str, name: &str, start: u64, end: u64, status: u8) -> SpanRow {
         SpanRow {
             trace_id: "a".repeat(32),
-            span_id: id.into(),
-            parent_span_id: parent.into(),
-            service: service.into(),
-            name: name.into(),
-            start_ns: start,
-            end_ns: end,
-            duration_ns: end - start,
             status_code: status,
-            ..Default::default()
+            ..SpanRow::sketch(id, parent, service, name, start, end)
         }
     }
 

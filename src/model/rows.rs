@@ -90,6 +90,24 @@ pub struct SpanRow {
 }
 table_row!(SpanRow, "spans", partitioned by start_ns);
 
+impl SpanRow {
+    /// A span with only its place in a trace and its times: the unit tests' traces, which
+    /// several layers build.
+    #[cfg(test)]
+    pub fn sketch(span_id: &str, parent: &str, service: &str, name: &str, start_ns: u64, end_ns: u64) -> SpanRow {
+        SpanRow {
+            span_id: span_id.into(),
+            parent_span_id: parent.into(),
+            service: service.into(),
+            name: name.into(),
+            start_ns,
+            end_ns,
+            duration_ns: end_ns - start_ns,
+            ..Default::default()
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Default, Row, Serialize, Deserialize)]
 pub struct LogRow {
     pub log_id: u64,

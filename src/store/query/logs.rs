@@ -16,23 +16,12 @@ use crate::store::statements::Statement;
 use crate::store::{LogRow, Store, StoreError};
 use crate::time::MINUTE_NS;
 
+/// A line of a search: the stored log, whole (the API's and the app's lines are made from a
+/// `LogRow` wherever it was read), and the template it matched.
 #[derive(Debug, Clone, PartialEq, Row, Deserialize)]
 pub struct LogWithTemplate {
-    pub log_id: u64,
-    pub service: String,
-    pub time_ns: u64,
-    pub severity_number: u8,
-    pub severity_text: String,
-    pub body: String,
-    pub trace_id: String,
-    pub span_id: String,
-    pub attr_keys: Vec<String>,
-    pub attr_values: Vec<String>,
-    pub attr_types: Vec<u8>,
-    pub event_name: String,
-    pub flags: u32,
-    pub dropped_attributes_count: u32,
-    pub body_value: String,
+    /// The columns of `logs_by_time` in `LogRow`'s order, then the hit's.
+    pub log: LogRow,
     /// 0 when the log has no hit (not mined yet).
     pub template_id: u64,
 }
@@ -91,9 +80,8 @@ pub fn logs_statement(window: Window, search: &LogSearch, limit: u64) -> (String
     }
     binds.push(Bind::U64(limit.min(MAX_LIMIT)));
     let sql = format!(
-        "SELECT log_id, service, time_ns, severity_number, severity_text, body, trace_id, span_id, attr_keys, attr_values, \
-         attr_types, event_name, flags, dropped_attributes_count, body_value, template_id \
-         FROM logs_by_time FINAL {join} WHERE {} ORDER BY time_ns DESC, log_id DESC LIMIT ?",
+        "SELECT {}, template_id FROM logs_by_time FINAL {join} WHERE {} ORDER BY time_ns DESC, log_id DESC LIMIT ?",
+        <LogRow as Row>::COLUMN_NAMES.join(", "),
         conditions.join(" AND ")
     );
     (sql, binds)

@@ -6,20 +6,24 @@
 //! (docs/api.md, "Reading by time").
 
 use clickhouse::Row;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::{Window, MAX_LIMIT};
 use crate::store::statements::Statement;
 use crate::store::{Store, StoreError};
 use crate::time::MINUTE_NS;
 
-#[derive(Debug, Clone, PartialEq, Row, Deserialize)]
+// A service of the window, as the API and the app show it: one type from ClickHouse to the
+// API. No doc comment: it would become the `Service` schema's description.
+#[derive(Debug, Clone, PartialEq, Row, Deserialize, Serialize, utoipa::ToSchema)]
+#[schema(as = Service)]
 pub struct ServiceSummary {
     pub service: String,
     pub spans: u64,
     pub error_spans: u64,
     pub logs: u64,
-    /// Logs at severity ERROR (17) or above.
+    // Severity ERROR is 17.
+    /// Logs at severity ERROR or above.
     pub error_logs: u64,
     pub last_seen_ns: u64,
 }

@@ -225,16 +225,7 @@ mod tests {
     use super::*;
 
     fn span(id: &str, parent: &str, service: &str, name: &str, start: u64, end: u64) -> SpanRow {
-        SpanRow {
-            span_id: id.into(),
-            parent_span_id: parent.into(),
-            service: service.into(),
-            name: name.into(),
-            start_ns: start,
-            end_ns: end,
-            duration_ns: end - start,
-            ..Default::default()
-        }
+        SpanRow::sketch(id, parent, service, name, start, end)
     }
 
     #[test]

@@ -4,23 +4,9 @@
 //! A template a sibling merge absorbed is not listed (its survivor's count holds its lines),
 //! and its hits count as its survivor's (`log_template_merges`, docs/mining.md).
 
-use clickhouse::Row;
-use serde::Deserialize;
-
 use super::{Window, MAX_LIMIT};
 use crate::store::statements::Statement;
-use crate::store::{Store, StoreError};
-
-#[derive(Debug, Clone, PartialEq, Row, Deserialize)]
-pub struct TemplateSummary {
-    pub service: String,
-    pub template_id: u64,
-    pub template: String,
-    pub count: u64,
-    pub first_seen_ns: u64,
-    pub last_seen_ns: u64,
-    pub masking_version: String,
-}
+use crate::store::{Store, StoreError, TemplateRow};
 
 /// Keyset cursor of the template list: the previous page's last (count, service, id).
 pub type TemplateCursor = (u64, String, u64);
@@ -38,7 +24,7 @@ pub fn templates_sql(by_service: bool, after: bool) -> String {
         conditions.push("(count < ? OR (count = ? AND (service, template_id) > (?, ?)))");
     }
     format!(
-        "SELECT service, template_id, template, count, first_seen_ns, last_seen_ns, masking_version \
+        "SELECT service, template_id, template, count, first_seen_ns, last_seen_ns, masking_version, updated_ns \
          FROM log_templates FINAL WHERE {} ORDER BY count DESC, service, template_id LIMIT ?",
         conditions.join(" AND ")
     )
@@ -49,7 +35,7 @@ pub async fn templates(
     service: Option<&str>,
     after: Option<&TemplateCursor>,
     limit: u64,
-) -> Result<Vec<TemplateSummary>, StoreError> {
+) -> Result<Vec<TemplateRow>, StoreError> {
     let mut query = store.client().query(&templates_sql(service.is_some(), after.is_some()));
     if let Some(service) = service {
         query = query.bind(service);

@@ -7,10 +7,9 @@ use axum::Json;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use super::{attributes, structured_body, AppState, Log, Page};
+use super::{AppState, Log, Page};
 use crate::daemon::api::error::{ApiError, ErrorBody};
 use crate::daemon::api::params::{self, Query, Window, DAY_NS, HOUR_NS};
-use crate::model::attributes::typed_attributes;
 use crate::search::{self, Scope};
 use crate::store::query::logs::{self, LogSearch, LogWithTemplate};
 use crate::wire::alert::format_id;
@@ -74,29 +73,13 @@ pub async fn list(State(state): State<AppState>, Query(p): Query<LogsParams>) ->
     let before = params::cursor::<(u64, u64)>(p.cursor)?;
     let search = LogSearch { query: log_query(p.q, p.service, p.template_id)?, before };
     let rows = state.run(logs::logs(&state.store, window, &search, limit)).await?;
-    let cursor = rows.last().map(|r| params::next_cursor(&(r.time_ns, r.log_id)));
+    let cursor = rows.last().map(|r| params::next_cursor(&(r.log.time_ns, r.log.log_id)));
     let items: Vec<Log> = rows.into_iter().map(log_of).collect();
     Ok(Json(Page::of(items, limit, cursor)))
 }
 
 fn log_of(r: LogWithTemplate) -> Log {
-    Log {
-        log_id: format_id(r.log_id),
-        attributes: attributes(&r.attr_keys, &r.attr_values),
-        typed_attributes: typed_attributes(&r.attr_keys, &r.attr_values, &r.attr_types),
-        service: r.service,
-        time_ns: r.time_ns,
-        severity_number: r.severity_number,
-        severity_text: r.severity_text,
-        body: r.body,
-        trace_id: r.trace_id,
-        span_id: r.span_id,
-        template_id: (r.template_id != 0).then(|| format_id(r.template_id)),
-        structured_body: structured_body(&r.body_value),
-        event_name: r.event_name,
-        flags: r.flags,
-        dropped_attributes_count: r.dropped_attributes_count,
-    }
+    Log::from_row(&r.log, (r.template_id != 0).then_some(r.template_id))
 }
 
 #[derive(Debug, Deserialize, IntoParams)]

@@ -2,13 +2,13 @@
 
 use axum::extract::State;
 use axum::Json;
-use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
+use serde::Deserialize;
+use utoipa::IntoParams;
 
 use super::{AppState, Page};
 use crate::daemon::api::error::{ApiError, ErrorBody};
 use crate::daemon::api::params::{self, Query, DAY_NS, HOUR_NS};
-use crate::store::query::services;
+use crate::store::query::services::{self, ServiceSummary as Service};
 
 /// Services seen in the hour before `to`, over at most 31 days.
 pub const WINDOW: params::WindowRule = params::WindowRule { default_ns: HOUR_NS, max_ns: 31 * DAY_NS };
@@ -28,17 +28,6 @@ pub struct ServicesParams {
     pub cursor: Option<String>,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
-pub struct Service {
-    pub service: String,
-    pub spans: u64,
-    pub error_spans: u64,
-    pub logs: u64,
-    /// Logs at severity ERROR or above.
-    pub error_logs: u64,
-    pub last_seen_ns: u64,
-}
-
 #[utoipa::path(get, path = "/api/v1/services", tag = "services", params(ServicesParams),
     responses((status = 200, body = Page<Service>), (status = 400, body = ErrorBody), (status = 503, body = ErrorBody)))]
 pub async fn list(
@@ -50,16 +39,5 @@ pub async fn list(
     let after = params::cursor::<String>(p.cursor)?.unwrap_or_default();
     let rows = state.run(services::services(&state.store, window, &after, limit)).await?;
     let cursor = rows.last().map(|r| params::next_cursor(&r.service));
-    let items = rows
-        .into_iter()
-        .map(|r| Service {
-            service: r.service,
-            spans: r.spans,
-            error_spans: r.error_spans,
-            logs: r.logs,
-            error_logs: r.error_logs,
-            last_seen_ns: r.last_seen_ns,
-        })
-        .collect();
-    Ok(Json(Page::of(items, limit, cursor)))
+    Ok(Json(Page::of(rows, limit, cursor)))
 }
