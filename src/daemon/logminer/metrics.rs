@@ -160,13 +160,14 @@ impl LogminerMetrics {
             "reading paused: {pending} hits wait to be stored (logminer.max_pending_hits); records wait in the topic until a flush stores them");
     }
 
-    /// Reading resumes after a flush stored the hits that paused it `paused_for` ago.
+    /// Reading resumes `paused_for` after it paused: a flush stored the hits (or a
+    /// reassignment left them to the partitions' next owner).
     pub fn reading_resumed(&self, pending: usize, paused_for: Duration) {
         self.paused.set(0);
         tracing::info!(
             pending_hits = pending,
             paused_ms = paused_for.as_millis() as u64,
-            "reading resumed: the pending hits are stored"
+            "reading resumed: the pending hits are under logminer.max_pending_hits again"
         );
     }
 
