@@ -756,6 +756,18 @@ mod tests {
     }
 
     #[test]
+    fn the_logminer_pending_hits_bound_is_a_setting_of_at_least_one() {
+        assert_eq!(Config::default().logminer.max_pending_hits, 200_000);
+        let loaded = Loaded::from_parts(None, &env(&[("TAYGA_LOGMINER_MAX_PENDING_HITS", "5000")])).unwrap();
+        assert_eq!(loaded.config.logminer.max_pending_hits, 5000);
+        let loaded = Loaded::from_parts(None, &env(&[("TAYGA_LOGMINER_MAX_PENDING_HITS", "0")])).unwrap();
+        assert_eq!(
+            loaded.problems(),
+            vec!["$TAYGA_LOGMINER_MAX_PENDING_HITS: logminer.max_pending_hits must be at least 1"]
+        );
+    }
+
+    #[test]
     fn the_password_can_come_from_a_file() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("pw");

@@ -507,6 +507,10 @@ pub struct LogminerConfig {
     pub shutdown_pass_timeout_secs: u64,
     /// The new-template pass after a revoke (30 s: docs/design.md#logminer-rebalances).
     pub revoke_pass_timeout_secs: u64,
+    /// Reading pauses while this many mined hits wait to be stored (ClickHouse down or
+    /// slow), so memory stays bounded; it resumes once a flush stores them
+    /// (docs/logminer.md, "Ownership and rebalances").
+    pub max_pending_hits: u64,
     /// Republication of unmarked alerts (24 h, 1,000 per pass: docs/design.md#republication).
     pub republish_window_hours: u64,
     pub republish_max_per_pass: u64,
@@ -600,6 +604,7 @@ impl Default for LogminerConfig {
             shutdown_flush_timeout_secs: 15,
             shutdown_pass_timeout_secs: 20,
             revoke_pass_timeout_secs: 30,
+            max_pending_hits: 200_000,
             republish_window_hours: 24,
             republish_max_per_pass: 1000,
             heartbeat_fresh_secs: 180,
@@ -974,6 +979,7 @@ impl Config {
         check(self.logminer.spike_min_count >= 1, "logminer.spike_min_count must be at least 1".into());
         check(self.logminer.spike_baseline_min >= 1, "logminer.spike_baseline_min must be at least 1".into());
         check(self.logminer.silence_after_min >= 1, "logminer.silence_after_min must be at least 1".into());
+        check(self.logminer.max_pending_hits >= 1, "logminer.max_pending_hits must be at least 1".into());
         check(self.logminer.republish_max_per_pass >= 1, "logminer.republish_max_per_pass must be at least 1".into());
         check(self.logminer.heartbeat_fresh_secs >= 1, "logminer.heartbeat_fresh_secs must be at least 1".into());
         check(self.writer.batch_max_wait_ms >= 1, "writer.batch_max_wait_ms must be at least 1".into());

@@ -120,6 +120,23 @@ async fn assembler_span_cap_closes_the_oldest_early_and_every_trace_keeps_its_sp
     tokio::time::timeout(Duration::from_secs(20), task).await.unwrap().unwrap().unwrap();
 }
 
+/// A logminer in-process on `config` with a detection pass every second and its metrics
+/// on a free port, once they answer: its stop, its task and its metrics address.
+async fn start_logminer(
+    mut config: tayga::config::Config,
+) -> (Shutdown, tokio::task::JoinHandle<anyhow::Result<()>>, String) {
+    config.logminer.tick_secs = 1;
+    let addr = format!("127.0.0.1:{}", free_port());
+    config.logminer.metrics_addr = addr.clone();
+    let shutdown = Shutdown::new();
+    let task = {
+        let s = shutdown.clone();
+        tokio::spawn(async move { tayga::daemon::logminer::serve(&config, s).await })
+    };
+    wait_for("the logminer's metrics", Duration::from_secs(30), || common::scrape(&addr)).await;
+    (shutdown, task, addr)
+}
+
 /// The logminer's trees (`logminer.drain.max_services`) and templates per service
 /// (`logminer.drain.max_clusters`), flooded with more of both: the services and templates
 /// held stay under their bounds, the service mined least recently and the template used least
@@ -145,15 +162,7 @@ async fn logminer_forgets_the_least_recent_services_and_templates_and_stores_eve
     let mut config = env.config.clone();
     config.logminer.drain.max_services = MAX_SERVICES;
     config.logminer.drain.max_clusters = MAX_CLUSTERS;
-    config.logminer.tick_secs = 1;
-    let addr = format!("127.0.0.1:{}", free_port());
-    config.logminer.metrics_addr = addr.clone();
-    let shutdown = Shutdown::new();
-    let task = {
-        let (c, s) = (config.clone(), shutdown.clone());
-        tokio::spawn(async move { tayga::daemon::logminer::serve(&c, s).await })
-    };
-    wait_for("the logminer's metrics", Duration::from_secs(30), || common::scrape(&addr)).await;
+    let (shutdown, task, addr) = start_logminer(config).await;
     let peak = {
         let addr = addr.clone();
         Peak::watch(2, move || {
@@ -212,6 +221,148 @@ async fn logminer_forgets_the_least_recent_services_and_templates_and_stores_eve
     assert_eq!(common::metric(&text, "tayga_logminer_templates"), (MAX_SERVICES * MAX_CLUSTERS) as f64);
     shutdown.trigger();
     tokio::time::timeout(Duration::from_secs(60), task).await.unwrap().unwrap().unwrap();
+}
+
+/// The logminer's hits not stored yet (`logminer.max_pending_hits`), flooded while its
+/// ClickHouse is unreachable (through a link the test cuts; the shared server stays up):
+/// the hits held never pass the bound by more than one record's lines, reading pauses once
+/// (counted, `paused` 1) and the records wait in the topic (the group's lag grows, records
+/// read stop), and once ClickHouse is back every line's hit is stored: nothing lost.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn logminer_pauses_reading_at_its_pending_hits_and_stores_every_hit_after_an_outage() {
+    use tayga::bus::producer::{OutRecord, Publisher};
+    use tayga::wire::record::{header_pairs, SignalKind};
+    const BOUND: u64 = 200;
+    const LINES: u64 = 10;
+    const BEFORE: u64 = 5;
+    const RECORDS: u64 = 100;
+    let env = TestEnv::new("bounds_pending");
+    tayga::bus::topics::ensure_topics(&env.config.kafka, &env.config.names()).await.unwrap();
+    let store = env.migrated_store().await;
+    let link = common::CuttableLink::start(&env.config.clickhouse.url).await;
+    let mut config = env.config.clone();
+    config.clickhouse.url = link.url();
+    config.logminer.max_pending_hits = BOUND;
+    let (shutdown, task, addr) = start_logminer(config).await;
+    let read = {
+        let addr = addr.clone();
+        move |names: &'static [&'static str]| {
+            let addr = addr.clone();
+            async move {
+                let text = common::scrape(&addr).await?;
+                Some(names.iter().map(|n| common::metric(&text, n)).collect::<Vec<f64>>())
+            }
+        }
+    };
+    let publisher = Publisher::new(&env.config.kafka).unwrap();
+    let topic = env.config.names().logs;
+    let headers = header_pairs(SignalKind::Logs, tayga::store::now_ns());
+    let now = tayga::store::now_ns();
+    let records = |from: u64, count: u64| -> Vec<Vec<u8>> {
+        (from..from + count)
+            .map(|r| {
+                let lines: Vec<(u64, String)> = (0..LINES)
+                    .map(|l| (now + r * LINES + l, format!("flood request {} served", r * LINES + l)))
+                    .collect();
+                prost::Message::encode_to_vec(&crate::logminer::logs_request("flood", &lines))
+            })
+            .collect()
+    };
+    let publish = |values: Vec<Vec<u8>>| {
+        let (publisher, topic, headers) = (&publisher, &topic, &headers);
+        async move {
+            // One record a call: the lag is asserted, and the test broker (Tansu) reported
+            // a high watermark of 6 after 105 records sent in two calls.
+            for v in &values {
+                let out = vec![OutRecord { topic, key: "flood", value: v.as_slice().into(), headers }];
+                publisher.publish_all(out).await.expect("the record is acknowledged");
+            }
+        }
+    };
+    let hits = || async {
+        let (rows, ids): (u64, u64) =
+            store.query_for_tests("SELECT count(), uniqExact(log_id) FROM log_hits FINAL").fetch_one().await.ok()?;
+        Some((rows, ids))
+    };
+
+    // Through the link while it is up: stored and committed.
+    publish(records(0, BEFORE)).await;
+    wait_for("the first lines stored", Duration::from_secs(60), || async {
+        (hits().await? == (BEFORE * LINES, BEFORE * LINES)).then_some(())
+    })
+    .await;
+    let consumed_before = read(&["tayga_logminer_consumed_records_total"]).await.unwrap()[0];
+
+    link.cut();
+    let peak = {
+        let read = read.clone();
+        Peak::watch(1, move || read(&["tayga_logminer_pending_hits"]))
+    };
+    let started = Instant::now();
+    publish(records(BEFORE, RECORDS)).await;
+    let names = &["tayga_logminer_paused", "tayga_logminer_pauses_total", "tayga_logminer_store_errors_total"];
+    let at_pause = wait_for("reading paused at the bound", Duration::from_secs(60), || async {
+        let got = read(names).await?;
+        (got[0] == 1.0 && got[1] == 1.0).then_some(got)
+    })
+    .await;
+    // Three more failed flushes (a tick apart) later, reading has not moved.
+    wait_for("three more failed flushes", Duration::from_secs(30), || async {
+        (read(names).await?[2] >= at_pause[2] + 3.0).then_some(())
+    })
+    .await;
+    let lag = wait_for("the group's lag: every record since the outage", Duration::from_secs(30), || async {
+        let lag = read(&["tayga_logminer_lag_records"]).await?[0];
+        (lag == RECORDS as f64).then_some(lag)
+    })
+    .await;
+    let during =
+        read(&["tayga_logminer_consumed_records_total", "tayga_logminer_pending_hits", "tayga_logminer_paused"])
+            .await
+            .unwrap();
+    let read_during = during[0] - consumed_before;
+
+    link.restore();
+    wait_for("every hit stored after the outage", Duration::from_secs(90), || async {
+        (hits().await? == ((BEFORE + RECORDS) * LINES, (BEFORE + RECORDS) * LINES)).then_some(())
+    })
+    .await;
+    let after = wait_for("reading resumed, everything committed", Duration::from_secs(30), || async {
+        let got = read(&[
+            "tayga_logminer_paused",
+            "tayga_logminer_lag_records",
+            "tayga_logminer_pending_hits",
+            "tayga_logminer_pauses_total",
+        ])
+        .await?;
+        (got[0] == 0.0 && got[1] == 0.0 && got[2] == 0.0).then_some(got)
+    })
+    .await;
+    let (peak, samples) = peak.finish().await;
+    eprintln!(
+        "BOUNDS logminer pending: {RECORDS} records x {LINES} lines during the outage, bound {BOUND} hits: peak pending \
+         {} ({samples} samples), at the pause {} held and {read_during} records read, lag {lag} records; pauses {}; \
+         {} hits stored after; {} s",
+        peak[0],
+        during[1],
+        after[3],
+        (BEFORE + RECORDS) * LINES,
+        started.elapsed().as_secs()
+    );
+    assert!(samples > 10, "the gauge was sampled during the flood");
+    assert!(
+        peak[0] < (BOUND + LINES) as f64,
+        "hits held {} >= the bound {BOUND} + one record's {LINES} lines",
+        peak[0]
+    );
+    assert!(during[1] >= BOUND as f64 && during[2] == 1.0, "paused at the bound: {during:?}");
+    assert!(
+        read_during <= (BOUND / LINES) as f64 + 1.0,
+        "{read_during} records read during the outage: reading did not pause at {BOUND} hits"
+    );
+    assert_eq!(after[3], 1.0, "one pause for the outage, counted once");
+    shutdown.trigger();
+    common::stopped_cleanly(task, Duration::from_secs(60), "the logminer").await;
 }
 
 /// The metric recorder's samples per scrape (`api.max_samples_per_scrape`), against a

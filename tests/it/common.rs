@@ -716,6 +716,63 @@ impl Drop for PrivateClickHouse {
     }
 }
 
+/// A TCP forwarder to a server (the shared ClickHouse), which the test can cut: while cut it
+/// closes every connection it carries and closes each new one on accept, as a server gone
+/// away looks to its clients; restored, it forwards again. One daemon pointed through it
+/// loses its server while the shared one stays up for every other test.
+pub struct CuttableLink {
+    addr: std::net::SocketAddr,
+    up: tokio::sync::watch::Sender<bool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl CuttableLink {
+    /// Forwards to the host and port of `url` (`http://host:port`).
+    pub async fn start(url: &str) -> CuttableLink {
+        let target = url.split("://").nth(1).unwrap_or(url).trim_end_matches('/').to_string();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (up, watch) = tokio::sync::watch::channel(true);
+        let task = tokio::spawn(async move {
+            loop {
+                let Ok((mut inbound, _)) = listener.accept().await else { continue };
+                let mut up = watch.clone();
+                if !*up.borrow() {
+                    continue;
+                }
+                let target = target.clone();
+                tokio::spawn(async move {
+                    let Ok(mut outbound) = tokio::net::TcpStream::connect(&target).await else { return };
+                    tokio::select! {
+                        _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound) => {}
+                        _ = up.wait_for(|up| !*up) => {}
+                    }
+                });
+            }
+        });
+        CuttableLink { addr, up, task }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn cut(&self) {
+        self.up.send_replace(false);
+    }
+
+    pub fn restore(&self) {
+        self.up.send_replace(true);
+    }
+}
+
+impl Drop for CuttableLink {
+    fn drop(&mut self) {
+        self.task.abort();
+        self.cut();
+    }
+}
+
 /// A fake `/metrics` at `addr` answering `text`; stopped by triggering the returned signal.
 pub async fn fake_metrics(addr: std::net::SocketAddr, text: String) -> tayga::daemon::Shutdown {
     let listener = tokio::net::TcpListener::bind(addr).await.unwrap_or_else(|e| panic!("binding {addr}: {e}"));

@@ -31,9 +31,6 @@ use crate::store::{now_ns, Store};
 use crate::wire::record::{self, SignalPayload};
 use crate::workflow::ledger::TemplateLedger;
 
-/// Reading pauses while this many hits wait (ClickHouse down): memory stays bounded.
-const MAX_PENDING_HITS: usize = 200_000;
-
 /// One replica's state. The passes (`passes.rs`) work on it too.
 pub(super) struct Logminer {
     pub(super) config: Config,
@@ -69,6 +66,9 @@ pub(super) struct Logminer {
     pub(super) shape_roots: Vec<String>,
     /// What earlier shape passes read (`shape_history.rs`).
     pub(super) shape_history: super::shape_history::ShapeHistory,
+    /// Since when reading has paused at `logminer.max_pending_hits` (none while it reads),
+    /// so the pause and the resumption are each reported once.
+    paused_since: Option<std::time::Instant>,
 }
 
 /// What `serve` prepares for a replica before the store and the member exist.
@@ -121,6 +121,7 @@ impl Logminer {
             logs_partitions: 0,
             shape_roots: Vec::new(),
             shape_history: Default::default(),
+            paused_since: None,
         })
     }
 }
@@ -188,8 +189,10 @@ impl Handler for Logminer {
         self.prompt.due()
     }
 
+    /// Memory stays bounded while ClickHouse is down: past `logminer.max_pending_hits`
+    /// the records wait in the topic (the group's lag grows) until a flush stores the hits.
     fn wants_records(&self) -> bool {
-        self.ledger.pending_hits() < MAX_PENDING_HITS
+        !self.pending_full()
     }
 
     fn gives_way_to_stop(&self) -> bool {
@@ -198,9 +201,11 @@ impl Handler for Logminer {
 
     async fn record(&mut self, member: &mut Member, message: OwnedMessage) -> ControlFlow<()> {
         self.mine_record(member, &message);
-        if self.ledger.pending_hits() >= self.cadence.flush_hits {
+        // At the bound, a flush at once rather than at the tick: reading waits on it.
+        if self.ledger.pending_hits() >= self.cadence.flush_hits || self.pending_full() {
             self.flush(member).await;
         }
+        self.note_pending();
         ControlFlow::Continue(())
     }
 
@@ -247,7 +252,10 @@ impl Handler for Logminer {
         // services' logs until now.
         loop {
             match self.reload().await {
-                Ok(()) => break,
+                Ok(()) => {
+                    self.note_pending();
+                    break;
+                }
                 Err(e) => {
                     self.metrics.store_failed("reloading templates after an assignment", &format!("{e:#}"));
                     if !self.shutdown.sleep(Duration::from_secs(1)).await {
@@ -331,9 +339,11 @@ impl Logminer {
             let receipt = pending.receipt();
             if let Err(e) = lm::store_mined(&self.store, pending.rows()).await {
                 self.metrics.store_failed("storing hits, merges and templates", &e);
+                self.note_pending();
                 return false;
             }
             self.ledger.stored(receipt);
+            self.note_pending();
         }
         // For every partition mined, the offset after its last stored record. A commit
         // after a revoke may be refused: the records are then read again (harmless).
@@ -362,6 +372,29 @@ impl Logminer {
         self.watermark = state.watermark(&self.ownership.partitions());
         self.shape_watermark = state.shape_watermark(&self.ownership.partitions());
         Ok(())
+    }
+
+    fn pending_full(&self) -> bool {
+        self.ledger.pending_hits() as u64 >= self.config.logminer.max_pending_hits
+    }
+
+    /// Reports the pending hits, and reading pausing at `logminer.max_pending_hits` or
+    /// resuming under it: once per turn, not per record. Called wherever the count changes
+    /// (a record mined, a flush, a reload).
+    fn note_pending(&mut self) {
+        let pending = self.ledger.pending_hits();
+        self.metrics.pending(pending);
+        match (self.paused_since, self.pending_full()) {
+            (None, true) => {
+                self.paused_since = Some(std::time::Instant::now());
+                self.metrics.reading_paused(pending, self.config.logminer.max_pending_hits);
+            }
+            (Some(since), false) => {
+                self.paused_since = None;
+                self.metrics.reading_resumed(pending, since.elapsed());
+            }
+            _ => {}
+        }
     }
 
     pub(super) fn gauges(&self) {

@@ -49,6 +49,9 @@ pub struct LogminerMetrics {
     pub store_failures: Counter,
     pub pass_duration: Family<PassLabel, Histogram, fn() -> Histogram>,
     pub held_back_shapes: Gauge,
+    pub pending_hits: Gauge,
+    pub paused: Gauge,
+    pub pauses: Counter,
 }
 
 impl LogminerMetrics {
@@ -71,6 +74,9 @@ impl LogminerMetrics {
             store_failures: Counter::default(),
             pass_duration: Family::new_with_constructor(pass_histogram),
             held_back_shapes: Gauge::default(),
+            pending_hits: Gauge::default(),
+            paused: Gauge::default(),
+            pauses: Counter::default(),
         };
         m.up.set(1);
         let r = registry.sub_registry_with_prefix("tayga_logminer");
@@ -122,7 +128,47 @@ impl LogminerMetrics {
             "New shapes with evidence the last shape pass held back by the hourly limit per endpoint",
             m.held_back_shapes.clone(),
         );
+        r.register(
+            "pending_hits",
+            "Hits mined and not stored yet (at most logminer.max_pending_hits)",
+            m.pending_hits.clone(),
+        );
+        r.register(
+            "paused",
+            "1 while reading pauses because logminer.max_pending_hits hits wait to be stored",
+            m.paused.clone(),
+        );
+        r.register(
+            "pauses",
+            "Times reading paused because logminer.max_pending_hits hits waited to be stored",
+            m.pauses.clone(),
+        );
         m
+    }
+
+    /// How many mined hits wait to be stored now.
+    pub fn pending(&self, hits: usize) {
+        self.pending_hits.set(hits as i64);
+    }
+
+    /// Reading pauses: `pending` hits reached `logminer.max_pending_hits` (`bound`); the
+    /// records wait in the topic until a flush stores the hits.
+    pub fn reading_paused(&self, pending: usize, bound: u64) {
+        self.pauses.inc();
+        self.paused.set(1);
+        tracing::warn!(pending_hits = pending, max_pending_hits = bound,
+            "reading paused: {pending} hits wait to be stored (logminer.max_pending_hits); records wait in the topic until a flush stores them");
+    }
+
+    /// Reading resumes `paused_for` after it paused: a flush stored the hits (or a
+    /// reassignment left them to the partitions' next owner).
+    pub fn reading_resumed(&self, pending: usize, paused_for: Duration) {
+        self.paused.set(0);
+        tracing::info!(
+            pending_hits = pending,
+            paused_ms = paused_for.as_millis() as u64,
+            "reading resumed: the pending hits are under logminer.max_pending_hits again"
+        );
     }
 
     /// The shape pass held back this many new shapes (rate limit), over every endpoint.
