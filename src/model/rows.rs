@@ -178,27 +178,60 @@ pub struct HitRow {
 }
 table_row!(HitRow, "log_hits", partitioned by time_ns);
 
-#[derive(Debug, Clone, PartialEq, Default, Row, Serialize, Deserialize)]
+/// One assembled trace: the `stories` table's row, and the body of the story document
+/// (`crate::wire::story::Story`, which adds the format version the table does not keep) that
+/// the assembler publishes and the API answers. Its serde form is both: in RowBinary the
+/// flags are UInt8 (clickhouse writes a bool as one byte 0 or 1) and the fingerprint a
+/// UInt64; in JSON the flags are booleans and the fingerprint 16 hex digits ([`hex_id`]).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Row, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct StoryRow {
+    /// 32 lowercase hex digits, as in OTLP/JSON.
     pub trace_id: String,
+    /// The shape: `identity::story_fingerprint` of the trace's call edges.
+    #[serde(with = "hex_id")]
+    #[schema(value_type = String, pattern = "^[0-9a-f]{16}$")]
     pub fingerprint: u64,
+    /// The root span's service and operation; `""` and [`MISSING_ROOT`] without a root.
     pub root_service: String,
     pub root_operation: String,
+    /// Earliest span start, nanoseconds since the epoch.
     pub start_ns: u64,
+    /// Latest span end minus `start_ns`.
     pub duration_ns: u64,
     pub span_count: u32,
+    /// Every service with a span in the trace, sorted.
     pub services: Vec<String>,
+    /// The call edges, sorted, as text: `parent_service/parent_operation -> service/operation`,
+    /// or `ROOT -> service/operation` for a span with no parent span in the trace.
     pub edges: Vec<String>,
-    pub error: u8,
+    /// True when any span has status ERROR.
+    pub error: bool,
+    /// How many spans have status ERROR.
     pub error_spans: u32,
+    /// Log records carrying this trace id that the assembler saw.
     pub log_count: u32,
-    pub truncated: u8,
+    /// The trace grew past `assembler.max_spans_per_trace`: only the first spans are in it.
+    pub truncated: bool,
+    /// When this version of the story was built (ns): the newest version wins.
     pub version_ns: u64,
-    /// The first exception of an error trace ('' when none).
+    /// Version 2: the first exception of an error trace (the earliest `exception` event of
+    /// an error span, else of any span), its `exception.type` and `exception.message` (at
+    /// most [`MAX_EXCEPTION_MESSAGE_BYTES`]); both `""` when the trace has no error or no
+    /// exception, and in a version 1 document.
+    #[serde(default)]
     pub exception_type: String,
+    #[serde(default)]
     pub exception_message: String,
 }
 table_row!(StoryRow, "stories", partitioned by start_ns);
+
+/// The longest exception message a story keeps, in bytes (cut at a character boundary): a
+/// message can hold a whole payload, and the story is the summary; the span keeps it whole.
+pub const MAX_EXCEPTION_MESSAGE_BYTES: usize = 1024;
+
+/// `root_operation` of a story whose trace has no span without a parent (`root_service`
+/// is then empty).
+pub const MISSING_ROOT: &str = "missing root";
 
 #[derive(Debug, Clone, PartialEq, Default, Row, Serialize, Deserialize)]
 pub struct AlertRow {
@@ -355,3 +388,47 @@ pub struct MigrationRow {
     pub applied_ns: u64,
 }
 table_row!(MigrationRow, "schema_migrations");
+
+/// An id as it appears in JSON and on the command line: 16 lowercase hex digits.
+pub fn format_hex_id(id: u64) -> String {
+    format!("{id:016x}")
+}
+
+/// Reads an id written by [`format_hex_id`]: 1 to 16 hex digits in either case (leading zeros
+/// may be dropped) and an optional `0x`; surrounding spaces are ignored. Decimal is not
+/// accepted: `1234` is read as hex.
+pub fn parse_hex_id(text: &str) -> Option<u64> {
+    let t = text.trim();
+    let digits = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")).unwrap_or(t);
+    if digits.is_empty() || digits.len() > 16 || !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    u64::from_str_radix(digits, 16).ok()
+}
+
+/// Serde for a u64 id: hex text ([`format_hex_id`]) in a human-readable format (JSON), the
+/// number itself in a binary one (RowBinary, whose serializer says it is not human-readable),
+/// so one field is both a UInt64 column and a hex JSON string.
+pub mod hex_id {
+    use serde::{de, Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(id: &u64, s: S) -> Result<S::Ok, S::Error> {
+        if s.is_human_readable() {
+            s.serialize_str(&super::format_hex_id(*id))
+        } else {
+            s.serialize_u64(*id)
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+        if !d.is_human_readable() {
+            return u64::deserialize(d);
+        }
+        let text = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        super::parse_hex_id(&text).ok_or_else(|| {
+            de::Error::custom(format!(
+                "`{text}` is not an id: expected 1 to 16 hexadecimal digits, as in 00c0ffee00c0ffee"
+            ))
+        })
+    }
+}

@@ -1,12 +1,12 @@
-//! Rows and the types of lower layers: an alert as its `log_alerts` row, a story as its
-//! `stories` row, a log row as the content its id is computed from. The formats
-//! (`crate::wire::alert`, `crate::wire::story`) and `crate::identity` know nothing of tables, so the
-//! conversions live here, beside the rows.
+//! Rows and the types of lower layers: an alert as its `log_alerts` row, a log row as the
+//! content its id is computed from. The alert format (`crate::wire::alert`) and
+//! `crate::identity` know nothing of tables, so the conversions live here, beside the rows.
+//! (A story needs none: its document is its `stories` row with the format version,
+//! `crate::wire::story::Story`.)
 
-use super::{AlertRow, LogRow, StoryRow};
+use super::{AlertRow, LogRow};
 use crate::identity::LogContent;
 use crate::wire::alert::{Alert, AlertError, AlertKind, AlertState, ShapeChange};
-use crate::wire::story::{Story, STORY_FORMAT_VERSION};
 
 impl LogRow {
     /// What [`crate::identity::log_id`] hashes.
@@ -67,53 +67,6 @@ impl Alert {
             updated_ns,
             resolved_at: self.resolved_at,
             shape: self.shape.as_ref().map(ShapeChange::to_column).unwrap_or_default(),
-        }
-    }
-}
-
-impl Story {
-    /// The row of the `stories` table.
-    pub fn to_row(&self) -> StoryRow {
-        StoryRow {
-            trace_id: self.trace_id.clone(),
-            fingerprint: self.fingerprint,
-            root_service: self.root_service.clone(),
-            root_operation: self.root_operation.clone(),
-            start_ns: self.start_ns,
-            duration_ns: self.duration_ns,
-            span_count: self.span_count,
-            services: self.services.clone(),
-            edges: self.edges.clone(),
-            error: u8::from(self.error),
-            error_spans: self.error_spans,
-            log_count: self.log_count,
-            truncated: u8::from(self.truncated),
-            version_ns: self.version_ns,
-            exception_type: self.exception_type.clone(),
-            exception_message: self.exception_message.clone(),
-        }
-    }
-
-    /// A story read back from its row.
-    pub fn from_row(row: &StoryRow) -> Story {
-        Story {
-            version: STORY_FORMAT_VERSION,
-            trace_id: row.trace_id.clone(),
-            fingerprint: row.fingerprint,
-            root_service: row.root_service.clone(),
-            root_operation: row.root_operation.clone(),
-            start_ns: row.start_ns,
-            duration_ns: row.duration_ns,
-            span_count: row.span_count,
-            services: row.services.clone(),
-            edges: row.edges.clone(),
-            error: row.error != 0,
-            error_spans: row.error_spans,
-            log_count: row.log_count,
-            truncated: row.truncated != 0,
-            version_ns: row.version_ns,
-            exception_type: row.exception_type.clone(),
-            exception_message: row.exception_message.clone(),
         }
     }
 }

@@ -297,35 +297,16 @@ pub fn manual_retry_ns(headers: Option<&rdkafka::message::BorrowedHeaders>) -> O
 
 /// An id as it appears in JSON and on the command line: 16 lowercase hex digits.
 pub fn format_id(id: u64) -> String {
-    format!("{id:016x}")
+    crate::model::format_hex_id(id)
 }
 
-/// Reads an id written by [`format_id`]. Accepts 1 to 16 hex digits in either case (leading
-/// zeros may be dropped) and an optional `0x`; surrounding spaces are ignored. Decimal is
-/// not accepted: `1234` is read as hex.
+/// Reads an id written by [`format_id`] ([`crate::model::parse_hex_id`]'s rules).
 pub fn parse_id(text: &str) -> Result<u64, AlertError> {
-    let bad = || AlertError::BadId { value: text.to_string() };
-    let t = text.trim();
-    let digits = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")).unwrap_or(t);
-    if digits.is_empty() || digits.len() > 16 || !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Err(bad());
-    }
-    u64::from_str_radix(digits, 16).map_err(|_| bad())
+    crate::model::parse_hex_id(text).ok_or_else(|| AlertError::BadId { value: text.to_string() })
 }
 
-/// Serde for ids as hex strings.
-pub mod hex_id {
-    use serde::{de, Deserialize, Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(id: &u64, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&super::format_id(*id))
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
-        let text = <std::borrow::Cow<'de, str>>::deserialize(d)?;
-        super::parse_id(&text).map_err(de::Error::custom)
-    }
-}
+/// Serde for ids as hex strings (in JSON; the number itself in RowBinary).
+pub use crate::model::hex_id;
 
 #[cfg(test)]
 mod tests {

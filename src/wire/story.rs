@@ -1,7 +1,8 @@
 //! The story record on `<prefix>.stories` (docs/design.md#topics, #assembler): a versioned JSON document,
 //! defined here once and used by the producer (the assembler) and every reader (systems
-//! outside Tayga; the app reads the `stories` table, whose row is [`Story::to_row`]). It is a
-//! public interface, documented in `docs/stories.md`.
+//! outside Tayga). Its fields but the version are [`StoryRow`] (`crate::model`), the row of
+//! the `stories` table the app reads, so a field is added in one place. It is a public
+//! interface, documented in `docs/stories.md`.
 //!
 //! Rules of the format (the same as the alert record's, `src/wire/alert.rs`):
 //! - `version` is required; a reader rejects a version it does not know. This build writes
@@ -16,7 +17,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::alert::{format_id, hex_id};
+use super::alert::format_id;
+pub use crate::model::{StoryRow, MAX_EXCEPTION_MESSAGE_BYTES, MISSING_ROOT};
 
 /// The version this build writes.
 pub const STORY_FORMAT_VERSION: u32 = 2;
@@ -24,58 +26,50 @@ pub const STORY_FORMAT_VERSION: u32 = 2;
 /// The versions this build reads: 1 (before stories carried an exception) and 2.
 pub const STORY_FORMAT_VERSIONS_READ: [u32; 2] = [1, 2];
 
-/// The longest exception message a story keeps, in bytes (cut at a character boundary): a
-/// message can hold a whole payload, and the story is the summary; the span keeps it whole.
-pub const MAX_EXCEPTION_MESSAGE_BYTES: usize = 1024;
-
-/// `root_operation` of a story whose trace has no span without a parent (`root_service`
-/// is then empty).
-pub const MISSING_ROOT: &str = "missing root";
-
 /// One assembled trace, as published on `<prefix>.stories` (keyed by [`Story::key`]), and
-/// as the API answers it: one type from topic to table to API.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+/// as the API answers it: the format version, then the story itself, which is also the
+/// `stories` table's row ([`StoryRow`]; the table keeps no version). Flattened, so the
+/// document is one JSON object with `version` first, as it always was.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Story {
     /// Always [`STORY_FORMAT_VERSION`] in what this build writes.
     pub version: u32,
-    /// 32 lowercase hex digits, as in OTLP/JSON.
-    pub trace_id: String,
-    /// The shape: `identity::story_fingerprint` of the trace's call edges.
-    #[serde(with = "hex_id")]
-    #[schema(value_type = String, pattern = "^[0-9a-f]{16}$")]
-    pub fingerprint: u64,
-    /// The root span's service and operation; `""` and [`MISSING_ROOT`] without a root.
-    pub root_service: String,
-    pub root_operation: String,
-    /// Earliest span start, nanoseconds since the epoch.
-    pub start_ns: u64,
-    /// Latest span end minus `start_ns`.
-    pub duration_ns: u64,
-    pub span_count: u32,
-    /// Every service with a span in the trace, sorted.
-    pub services: Vec<String>,
-    /// The call edges, sorted, as text: `parent_service/parent_operation -> service/operation`,
-    /// or `ROOT -> service/operation` for a span with no parent span in the trace.
-    pub edges: Vec<String>,
-    /// True when any span has status ERROR.
-    pub error: bool,
-    /// How many spans have status ERROR.
-    pub error_spans: u32,
-    /// Log records carrying this trace id that the assembler saw.
-    pub log_count: u32,
-    /// The trace grew past `assembler.max_spans_per_trace`: only the first spans are in it.
-    pub truncated: bool,
-    /// When this version of the story was built (ns): the newest version wins.
-    pub version_ns: u64,
-    /// Version 2: the first exception of an error trace (the earliest `exception` event of
-    /// an error span, else of any span), its `exception.type` and `exception.message` (at
-    /// most [`MAX_EXCEPTION_MESSAGE_BYTES`]); both `""` when the trace has no error or no
-    /// exception, and in a version 1 document.
-    #[serde(default)]
-    pub exception_type: String,
-    #[serde(default)]
-    pub exception_message: String,
+    #[serde(flatten)]
+    pub row: StoryRow,
 }
+
+/// The schema the derive would give `Story` were it not flattened (a derive would state it
+/// as `allOf` of the row and the version): the row's object with `version` first.
+impl utoipa::PartialSchema for Story {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{Object, Schema};
+        use utoipa::openapi::RefOr;
+        #[derive(utoipa::ToSchema)]
+        #[allow(dead_code)]
+        struct Version {
+            /// Always [`STORY_FORMAT_VERSION`] in what this build writes.
+            version: u32,
+        }
+        let object = |schema: RefOr<Schema>| match schema {
+            RefOr::T(Schema::Object(o)) => o,
+            _ => unreachable!("a derived struct schema is an object"),
+        };
+        let row: Object = object(<StoryRow as utoipa::PartialSchema>::schema());
+        let mut story: Object = object(<Version as utoipa::PartialSchema>::schema());
+        // Word for word what the derive gave the type before its fields moved to the row, so
+        // the OpenAPI document stayed the same.
+        story.description = Some(
+            "One assembled trace, as published on `<prefix>.stories` (keyed by [`Story::key`]), and\n\
+             as the API answers it: one type from topic to table to API."
+                .to_string(),
+        );
+        story.properties.extend(row.properties);
+        story.required.extend(row.required);
+        RefOr::T(Schema::Object(story))
+    }
+}
+
+impl utoipa::ToSchema for Story {}
 
 /// Why a record is not a valid story.
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -94,9 +88,15 @@ struct VersionProbe {
 }
 
 impl Story {
+    /// The document of `row` in the version this build writes (also how the API shows a
+    /// row of the `stories` table).
+    pub fn current(row: StoryRow) -> Story {
+        Story { version: STORY_FORMAT_VERSION, row }
+    }
+
     /// The record key: the fingerprint as 16 lowercase hex digits.
     pub fn key(&self) -> String {
-        format_id(self.fingerprint)
+        format_id(self.row.fingerprint)
     }
 
     pub fn to_json(&self) -> Result<Vec<u8>, serde_json::Error> {
@@ -120,8 +120,7 @@ mod tests {
     use super::*;
 
     fn story() -> Story {
-        Story {
-            version: STORY_FORMAT_VERSION,
+        Story::current(StoryRow {
             trace_id: "0af7651916cd43dd8448eb211c80319c".into(),
             fingerprint: 0x00c0_ffee_00c0_ffee,
             root_service: "web".into(),
@@ -138,11 +137,11 @@ mod tests {
             version_ns: 1_764_460_900_000_000_000,
             exception_type: "Error".into(),
             exception_message: "card declined".into(),
-        }
+        })
     }
 
     #[test]
-    fn json_round_trip_and_row_round_trip() {
+    fn json_round_trip() {
         let s = story();
         let json = s.to_json().unwrap();
         let text = String::from_utf8(json.clone()).unwrap();
@@ -150,7 +149,15 @@ mod tests {
         assert!(text.contains(r#""version":2"#), "{text}");
         assert!(text.contains(r#""exception_type":"Error","exception_message":"card declined""#), "{text}");
         assert_eq!(Story::from_json(&json).unwrap(), s);
-        assert_eq!(Story::from_row(&s.to_row()), s);
+        // Byte for byte what the document was before its fields moved to the row: version first.
+        let whole = concat!(
+            r#"{"version":2,"trace_id":"0af7651916cd43dd8448eb211c80319c","fingerprint":"00c0ffee00c0ffee","#,
+            r#""root_service":"web","root_operation":"GET /","start_ns":1764460800000000000,"duration_ns":1500,"#,
+            r#""span_count":2,"services":["db","web"],"edges":["ROOT -> web/GET /","web/GET / -> db/query"],"#,
+            r#""error":true,"error_spans":1,"log_count":3,"truncated":false,"version_ns":1764460900000000000,"#,
+            r#""exception_type":"Error","exception_message":"card declined"}"#
+        );
+        assert_eq!(text, whole);
         assert_eq!(s.key(), "00c0ffee00c0ffee");
     }
 
@@ -168,6 +175,24 @@ mod tests {
         assert!(matches!(Story::from_json(b"nope"), Err(StoryError::Invalid(_))));
     }
 
+    /// The API's schema states the document as it is: every field, `version` first among
+    /// the required (the exception fields may be absent, in a version 1 document).
+    #[test]
+    fn the_schema_is_the_document() {
+        use std::collections::BTreeSet;
+        use utoipa::openapi::{schema::Schema, RefOr};
+        let RefOr::T(Schema::Object(schema)) = <Story as utoipa::PartialSchema>::schema() else {
+            panic!("Story's schema is an object");
+        };
+        let json = serde_json::to_value(story()).unwrap();
+        let fields: BTreeSet<&String> = json.as_object().unwrap().keys().collect();
+        assert_eq!(schema.properties.keys().collect::<BTreeSet<_>>(), fields);
+        let optional: BTreeSet<&str> = ["exception_type", "exception_message"].into();
+        let required: Vec<&String> = fields.iter().copied().filter(|f| !optional.contains(f.as_str())).collect();
+        assert_eq!(schema.required.first().map(String::as_str), Some("version"));
+        assert_eq!(schema.required.iter().collect::<BTreeSet<_>>(), required.into_iter().collect());
+    }
+
     /// A reader of this build still reads what a producer of version 1 wrote: the same
     /// story, with no exception.
     #[test]
@@ -177,7 +202,7 @@ mod tests {
             "span_count":3,"services":["db","web"],"edges":["ROOT -> web/GET /","web/GET / -> db/query"],
             "error":true,"error_spans":1,"log_count":2,"truncated":false,"version_ns":1764460845123456789}"#;
         let story = Story::from_json(v1).unwrap();
-        assert_eq!((story.version, story.fingerprint, story.error_spans), (1, 0x59a2_176b_778d_ae71, 1));
-        assert_eq!((story.exception_type.as_str(), story.exception_message.as_str()), ("", ""));
+        assert_eq!((story.version, story.row.fingerprint, story.row.error_spans), (1, 0x59a2_176b_778d_ae71, 1));
+        assert_eq!((story.row.exception_type.as_str(), story.row.exception_message.as_str()), ("", ""));
     }
 }

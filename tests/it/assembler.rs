@@ -20,7 +20,7 @@ use tayga::daemon::Shutdown;
 use tayga::otlp::{hex_id, ExportLogsServiceRequest, ExportTraceServiceRequest};
 use tayga::store::{Store, StoryRow};
 use tayga::wire::record::{header_pairs, headers, SignalKind};
-use tayga::wire::story::Story;
+use tayga::wire::story::{Story, STORY_FORMAT_VERSION};
 
 const T0: u64 = 1_764_460_800_000_000_000;
 
@@ -215,8 +215,8 @@ async fn same_call_path_same_fingerprint_one_more_edge_differs_errors_flagged() 
     assert_eq!(story(1).fingerprint, story(2).fingerprint, "same path, different ids and timings");
     assert_ne!(story(3).fingerprint, story(1).fingerprint, "one more call edge");
     assert_eq!(story(4).fingerprint, story(1).fingerprint, "an error does not change the shape");
-    assert_eq!((story(1).error, story(1).error_spans), (0, 0));
-    assert_eq!((story(4).error, story(4).error_spans), (1, 1));
+    assert_eq!((story(1).error, story(1).error_spans), (false, 0));
+    assert_eq!((story(4).error, story(4).error_spans), (true, 1));
     assert_eq!((story(1).root_service.as_str(), story(1).root_operation.as_str()), ("web", "GET /checkout"));
     assert_eq!((story(1).span_count, story(2).span_count, story(3).span_count), (4, 4, 5));
     assert_eq!(story(1).services, vec!["db", "web"]);
@@ -233,7 +233,8 @@ async fn same_call_path_same_fingerprint_one_more_edge_differs_errors_flagged() 
     assert_eq!(records.len(), 4);
     for (key, doc) in &records {
         assert_eq!(key, &doc.key());
-        assert_eq!(doc.to_row(), StoryRow { version_ns: doc.version_ns, ..got[&doc.trace_id].clone() });
+        assert_eq!(doc.version, STORY_FORMAT_VERSION);
+        assert_eq!(doc.row, StoryRow { version_ns: doc.row.version_ns, ..got[&doc.row.trace_id].clone() });
     }
     shutdown.trigger();
     tokio::time::timeout(Duration::from_secs(20), task).await.unwrap().unwrap().unwrap();
@@ -565,7 +566,7 @@ async fn a_stored_story_whose_publication_was_lost_is_published_by_the_next_owne
     stop.trigger();
     common::stopped_cleanly(task, Duration::from_secs(30), "the second assembler").await;
     assert_eq!(published.len(), 1, "{published:?}");
-    assert_eq!((published[0].1.trace_id.as_str(), published[0].1.span_count), (ida.as_str(), 4));
+    assert_eq!((published[0].1.row.trace_id.as_str(), published[0].1.row.span_count), (ida.as_str(), 4));
     let (rows, traces): (u64, u64) =
         store.query_for_tests("SELECT count(), uniqExact(trace_id) FROM stories FINAL").fetch_one().await.unwrap();
     assert_eq!((rows, traces), (1, 1), "stored again under the same trace id, not doubled");

@@ -539,6 +539,7 @@ mod tests {
 
     use super::*;
     use crate::identity::span_key;
+    use crate::wire::story::StoryRow;
     use proptest::prelude::*;
 
     fn limits() -> Limits {
@@ -567,12 +568,12 @@ mod tests {
         }
     }
 
-    fn store_all(b: &mut Buffer, now_ms: u64) -> Vec<Story> {
+    fn store_all(b: &mut Buffer, now_ms: u64) -> Vec<StoryRow> {
         let pending = b.pending_stories(now_ms);
         for s in &pending {
-            b.mark_stored(s.partition, &s.story.trace_id, now_ms);
+            b.mark_stored(s.partition, &s.story.row.trace_id, now_ms);
         }
-        pending.into_iter().map(|p| p.story).collect()
+        pending.into_iter().map(|p| p.story.row).collect()
     }
 
     #[test]
@@ -644,7 +645,7 @@ mod tests {
         assert_eq!(b.open_traces(), 3);
         let pending = b.pending_stories(5);
         assert_eq!(pending.len(), 1);
-        assert_eq!(pending[0].story.trace_id, "t0", "the oldest closes first");
+        assert_eq!(pending[0].story.row.trace_id, "t0", "the oldest closes first");
         // The span cap: three more spans on t3 make 6 > 5 in open traces (t0's pending
         // span is on its way out and does not count).
         let items = vec![span_item("t3", "2", "1"), span_item("t3", "3", "1"), span_item("t3", "4", "1")];
@@ -680,7 +681,7 @@ mod tests {
         b.add_record(0, 4, vec![span_item("s1", "3", "1")], 5003);
         b.close_due(10_000);
         let again = b.pending_stories(10_000);
-        let s1 = again.iter().find(|p| p.story.trace_id == "s1").unwrap();
+        let s1 = again.iter().find(|p| p.story.row.trace_id == "s1").unwrap();
         assert!(s1.first_time, "this process no longer knows it stored s1");
     }
 
@@ -788,7 +789,7 @@ mod tests {
                     Op::Tick(ms) => { now += ms; b.close_due(now); }
                     Op::Store => {
                         for s in b.pending_stories(now) {
-                            b.mark_stored(s.partition, &s.story.trace_id, now);
+                            b.mark_stored(s.partition, &s.story.row.trace_id, now);
                         }
                     }
                     Op::Revoke(p) => {
@@ -824,7 +825,7 @@ mod tests {
                                         gaps in prop::collection::vec(0..2500u64, 40)) {
             let mut b = Buffer::new(limits());
             let mut sent: HashMap<String, HashSet<String>> = HashMap::new();
-            let mut latest: HashMap<String, Story> = HashMap::new();
+            let mut latest: HashMap<String, StoryRow> = HashMap::new();
             let mut now = 0;
             for (i, items) in records.iter().enumerate() {
                 for (t, s, _) in items {

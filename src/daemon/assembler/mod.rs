@@ -224,7 +224,7 @@ impl Assembler {
         if pending.is_empty() {
             return;
         }
-        let rows: Vec<StoryRow> = pending.iter().map(|p| p.story.to_row()).collect();
+        let rows: Vec<StoryRow> = pending.iter().map(|p| p.story.row.clone()).collect();
         let stored = async {
             self.store.insert(&rows).await?;
             let mut records = Vec::with_capacity(pending.len());
@@ -245,7 +245,7 @@ impl Assembler {
             Ok(()) => {
                 let now = self.now_ms();
                 for p in &pending {
-                    self.buffer.mark_stored(p.partition, &p.story.trace_id, now);
+                    self.buffer.mark_stored(p.partition, &p.story.row.trace_id, now);
                 }
                 self.metrics.stories_stored(pending.len());
                 let o = self.buffer.enforce_caps();
@@ -259,7 +259,7 @@ impl Assembler {
     /// restart), the trace may have been rebuilt from only its later records. Completes it
     /// from the spans table; drops it if the stored story still has more spans.
     async fn complete_rebuilt(&mut self, pending: &mut Vec<PendingStory>, version_ns: u64) -> anyhow::Result<()> {
-        let first: Vec<&str> = pending.iter().filter(|p| p.first_time).map(|p| p.story.trace_id.as_str()).collect();
+        let first: Vec<&str> = pending.iter().filter(|p| p.first_time).map(|p| p.story.row.trace_id.as_str()).collect();
         if first.is_empty() {
             return Ok(());
         }
@@ -275,18 +275,18 @@ impl Assembler {
         }
         let mut kept = Vec::with_capacity(pending.len());
         for mut p in pending.drain(..) {
-            if let Some(stored_count) = stored.get(&p.story.trace_id) {
-                let extra = spans.remove(&p.story.trace_id).unwrap_or_default();
-                if let Some(story) = self.buffer.merge_spans(p.partition, &p.story.trace_id, extra, version_ns) {
+            if let Some(stored_count) = stored.get(&p.story.row.trace_id) {
+                let extra = spans.remove(&p.story.row.trace_id).unwrap_or_default();
+                if let Some(story) = self.buffer.merge_spans(p.partition, &p.story.row.trace_id, extra, version_ns) {
                     p.story = story;
                 }
                 // As many spans: stored and published again, since nothing tells whether the
                 // process that stored it was killed before the broker acknowledged the
                 // publication (the topic is at least once; the table keeps one row).
-                if p.story.span_count < *stored_count {
-                    tracing::info!(trace_id = %p.story.trace_id, rebuilt = p.story.span_count, stored = stored_count,
+                if p.story.row.span_count < *stored_count {
+                    tracing::info!(trace_id = %p.story.row.trace_id, rebuilt = p.story.row.span_count, stored = stored_count,
                         "a rebuilt trace has fewer spans than its stored story; keeping the stored one");
-                    self.buffer.forget(p.partition, &p.story.trace_id);
+                    self.buffer.forget(p.partition, &p.story.row.trace_id);
                     continue;
                 }
             }

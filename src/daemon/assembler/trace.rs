@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::identity::{span_key, story_fingerprint};
 use crate::model::attributes::attribute_list;
-use crate::wire::story::{Story, MAX_EXCEPTION_MESSAGE_BYTES, MISSING_ROOT, STORY_FORMAT_VERSION};
+use crate::wire::story::{Story, StoryRow, MAX_EXCEPTION_MESSAGE_BYTES, MISSING_ROOT};
 
 /// A call edge: the parent's (service, operation), if in the trace, and the child's.
 type Edge<'a> = (Option<(&'a str, &'a str)>, (&'a str, &'a str));
@@ -174,8 +174,7 @@ impl TraceContent {
             Some(r) => (r.service.to_string(), r.operation.to_string()),
             None => (String::new(), MISSING_ROOT.to_string()),
         };
-        Some(Story {
-            version: STORY_FORMAT_VERSION,
+        Some(Story::current(StoryRow {
             trace_id: trace_id.to_string(),
             fingerprint,
             root_service,
@@ -192,7 +191,7 @@ impl TraceContent {
             version_ns,
             exception_type,
             exception_message,
-        })
+        }))
     }
 }
 
@@ -233,8 +232,8 @@ mod tests {
             ("cc", span("aa", "web", "auth", 5_030, 5_090)),
             ("dd", span("aa", "db", "query", 5_040, 5_050)), // a repeated call: same edge set
         ]);
-        let sa = a.story("t1", 1).unwrap();
-        let sb = b.story("t2", 2).unwrap();
+        let sa = a.story("t1", 1).unwrap().row;
+        let sb = b.story("t2", 2).unwrap().row;
         assert_eq!(sa.fingerprint, sb.fingerprint);
         assert_eq!(sa.edges, sb.edges);
         assert_eq!(sa.edges, vec!["ROOT -> web/GET /", "web/GET / -> db/query", "web/GET / -> web/auth"]);
@@ -244,7 +243,7 @@ mod tests {
         assert!(!sa.error);
         let mut c = b.clone();
         c.add_span(span_key("ee"), span("bb", "cache", "get", 5_011, 5_012));
-        assert_ne!(c.story("t3", 3).unwrap().fingerprint, sb.fingerprint, "one more edge, another shape");
+        assert_ne!(c.story("t3", 3).unwrap().row.fingerprint, sb.fingerprint, "one more edge, another shape");
     }
 
     #[test]
@@ -255,7 +254,7 @@ mod tests {
         assert!(c.add_span(span_key("04"), bad.clone()));
         assert!(!c.add_span(span_key("04"), bad), "a span read twice counts once");
         c.log_ids.extend([7, 8, 7]);
-        let s = c.story("t", 9).unwrap();
+        let s = c.story("t", 9).unwrap().row;
         assert_eq!((s.root_service.as_str(), s.root_operation.as_str()), ("", MISSING_ROOT));
         assert!(s.error);
         assert_eq!((s.error_spans, s.span_count, s.log_count), (1, 3, 2));
@@ -278,15 +277,19 @@ mod tests {
             ("02", failing(span("01", "api", "call", 1, 5), false, Some((2, "retried, handled")))),
             ("03", failing(span("01", "db", "q", 2, 4), true, Some((3, "deadlock")))),
         ]);
-        let s = c.story("t", 1).unwrap();
+        let s = c.story("t", 1).unwrap().row;
         assert_eq!((s.exception_type.as_str(), s.exception_message.as_str()), ("Error", "deadlock"));
         let handled_only = content(&[
             ("01", failing(span("", "web", "GET /", 0, 9), true, None)),
             ("02", failing(span("01", "api", "call", 1, 5), false, Some((2, "retried, handled")))),
         ]);
-        assert_eq!(handled_only.story("t", 1).unwrap().exception_message, "retried, handled", "no error span has one");
+        assert_eq!(
+            handled_only.story("t", 1).unwrap().row.exception_message,
+            "retried, handled",
+            "no error span has one"
+        );
         let ok = content(&[("01", failing(span("", "web", "GET /", 0, 9), false, Some((2, "handled"))))]);
-        let s = ok.story("t", 1).unwrap();
+        let s = ok.story("t", 1).unwrap().row;
         assert_eq!((s.exception_type.as_str(), s.exception_message.as_str()), ("", ""), "not an error trace");
     }
 

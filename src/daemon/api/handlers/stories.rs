@@ -22,7 +22,7 @@ pub const WINDOW: params::WindowRule = params::WindowRule { default_ns: HOUR_NS,
 pub async fn by_trace(State(state): State<AppState>, Path(trace_id): Path<String>) -> Result<Json<Story>, ApiError> {
     let trace_id = params::trace_id("trace_id", &trace_id)?;
     match state.run(stories::story_by_trace(&state.store, &trace_id)).await? {
-        Some(row) => Ok(Json(Story::from_row(&row))),
+        Some(row) => Ok(Json(Story::current(row))),
         None => Err(ApiError::not_found(format!("story of trace {trace_id}"))),
     }
 }
@@ -83,6 +83,6 @@ pub async fn shape_stories(
     let after = params::cursor::<(u64, String)>(p.cursor)?;
     let rows = state.run(stories::shape_stories(&state.store, fingerprint, window, after, limit)).await?;
     let cursor = rows.last().map(|r| params::next_cursor(&(r.start_ns, r.trace_id.clone())));
-    let items = rows.iter().map(Story::from_row).collect();
+    let items = rows.into_iter().map(Story::current).collect();
     Ok(Json(Page::of(items, limit, cursor)))
 }

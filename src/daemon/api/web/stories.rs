@@ -124,7 +124,7 @@ pub async fn shape(State(state): State<AppState>, Path(fingerprint): Path<String
     .0
     .items;
     let base = format!("/stories/{fingerprint}");
-    let first = list.first();
+    let first = list.first().map(|s| &s.row);
     let from = now.saturating_sub(window.ns());
     let endpoint_shapes = match first {
         Some(s) => endpoint_shapes(&state, &s.root_service, &s.root_operation, from).await?,
@@ -147,7 +147,7 @@ pub async fn shape(State(state): State<AppState>, Path(fingerprint): Path<String
             table.list.stories {
                 thead { tr { th { "trace" } th { "start" } th.num { "duration" } th.num { "spans" } th.num { "logs" } th { "" } } }
                 tbody {
-                    @for s in &list {
+                    @for s in list.iter().map(|s| &s.row) {
                         tr.story {
                             td { a href={ "/traces/" (s.trace_id) } { code { (s.trace_id) } } }
                             td.nowrap { (time(s.start_ns)) }
@@ -167,7 +167,7 @@ pub async fn shape(State(state): State<AppState>, Path(fingerprint): Path<String
 pub async fn trace(State(state): State<AppState>, Path(trace_id): Path<String>) -> PageResult {
     let t = traces::by_id(State(state.clone()), Path(trace_id.clone())).await?.0;
     let story = match stories::by_trace(State(state.clone()), Path(trace_id)).await {
-        Ok(s) => Some(s.0),
+        Ok(s) => Some(s.0.row),
         Err(ApiError::NotFound { .. }) => None,
         Err(e) => return Err(e.into()),
     };
