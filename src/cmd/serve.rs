@@ -44,6 +44,8 @@ pub fn refuse_problems(loaded: &Loaded, err: &mut dyn Write) -> anyhow::Result<(
 /// Runs `services` in this process until `shutdown` (or until one fails, which stops the
 /// others): `serve` and `up` both run their daemons through here.
 pub async fn run_services(config: Config, services: Vec<Service>, shutdown: Shutdown) -> anyhow::Result<()> {
+    // Here, not in `main`: `tayga up` has started its ClickHouse and broker, which would inherit it.
+    crate::without_transparent_huge_pages();
     let repeats = tokio::spawn(daemon::repeat_filter::report(shutdown.clone()));
     tracing::info!(services = ?services.iter().map(|s| name(*s)).collect::<Vec<_>>(), version = env!("CARGO_PKG_VERSION"), "starting");
 

@@ -940,6 +940,34 @@ async fn serve_all_without_a_broker_is_honest_quiet_and_stops_cleanly() {
     assert!(seen.values().all(|n| *n == 1), "repeated client-library lines: {seen:#?}\n{text}");
 }
 
+/// A daemon runs without transparent huge pages (`tayga::without_transparent_huge_pages`):
+/// with them, mimalloc's arenas made the API's RSS climb in 2 MiB steps under the soak.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn a_daemon_runs_without_transparent_huge_pages() {
+    // The flag passes from parent to child: set in this process, it would pass for the daemon.
+    let own = std::fs::read_to_string("/proc/self/status").unwrap();
+    assert!(own.lines().any(|l| l == "THP_enabled:\t1"), "this test process has them off already");
+    let env = TestEnv::new("serve_thp");
+    let mut cmd = env.tayga();
+    // ClickHouse refuses: the API keeps retrying its migration, alive long enough to look at.
+    cmd.args(["serve", "api"])
+        .env("TAYGA_CLICKHOUSE_URL", format!("http://{}", refusing_addr()))
+        .env("TAYGA_API_LISTEN_ADDR", common::free_addr())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let api = common::ChildGuard::spawn(&mut cmd, "tayga serve api");
+    let status = format!("/proc/{}/status", api.id());
+    // Before the binary's `main` runs (exec, the runtime's start) the line says 1.
+    let line = common::wait_for("THP_enabled: 0 in the daemon's status", std::time::Duration::from_secs(10), || {
+        let text = std::fs::read_to_string(&status).unwrap_or_default();
+        let line = text.lines().find(|l| l.starts_with("THP_enabled:")).map(str::to_string);
+        async move { line.filter(|l| l.ends_with('0')) }
+    })
+    .await;
+    assert_eq!(line.split_whitespace().collect::<Vec<_>>(), ["THP_enabled:", "0"]);
+}
+
 /// compose.yaml checked by a real Compose CLI where one is installed (Debian's
 /// `docker-compose` 1.29 validates a file without an engine; it predates the top-level `name`
 /// key, which is left out of its copy).
