@@ -425,6 +425,10 @@ def median_round(pairs):
 rows = []  # (benchmark, tayga side, other side, ratio, load)
 started = datetime.datetime.now(datetime.timezone.utc)
 load_at_start = load()
+# The code measured: the commit the release build was made from, marked when the tree differed.
+def git(*args):
+    return subprocess.run(["git", *args], capture_output=True, text=True).stdout.strip()
+commit = (git("rev-parse", "--short", "HEAD") or "unknown") + (" with uncommitted changes" if git("status", "--porcelain", "--untracked-files=no") else "")
 
 # Ingest vs Rotel (lz4, acks=all, as Tayga), same loadgen, same broker. A warm-up round,
 # then INGEST_ROUNDS rounds; each round runs both receivers, in alternating order, so a change
@@ -1071,7 +1075,7 @@ logminer = logminer or kept_logminer
 md = [
     "# Benchmarks",
     "",
-    f"Written by `scripts/bench.sh {runs} {seconds}` on {date} (sections: {', '.join(sorted(ONLY))}): {cores} cores, "
+    f"Written by `scripts/bench.sh {runs} {seconds}` on {date} at commit {commit} (sections: {', '.join(sorted(ONLY))}): {cores} cores, "
     f"load average (1/5/15 min) {load_at_start} at the start. Rows of sections that run did not measure are kept "
     "from earlier runs, with their date. The machine is shared (other builds and tests run on it), so "
     "absolute figures move from run to run; **the ratios are the claims**: both sides of a row run "
@@ -1100,8 +1104,8 @@ md += [
     "",
 ]
 # The targets, read off the rows above.
-targets = [("ingest, OTLP/http", "lz4, as Tayga", 1.0), ("ingest, OTLP/grpc", "lz4, as Tayga", 1.0),
-           ("writer:", "", 0.8), ("`tayga mine`", "without the memo", 10.0)]
+targets = [("ingest, OTLP/http", "lz4, as Tayga", 1.2), ("ingest, OTLP/grpc", "lz4, as Tayga", 1.2),
+           ("writer:", "", 0.9), ("`tayga mine`", "without the memo", 10.0)]
 checks = []
 for start, contains, bar in targets:
     for name, _, _, ratio, _, _ in rows:
@@ -1117,7 +1121,7 @@ for start, contains, bar in targets:
                 label += f" (ratio lower quartile {float(q1[1]):.2f}, against ≥ 1)"
             checks.append(f"- {label}: {ratio:.2f} against ≥ {bar:g}: **{'met' if met else 'not met'}**")
 if checks:
-    md += ["Targets (ingest at least Rotel's rate per CPU-second with the rounds' lower quartile at least 1.0, the writer at least 0.8 of the pipelined raw insert, `tayga mine` at least 10× Drain3 per CPU-second without the memo), read off the rows above:", "", *checks, ""]
+    md += ["Targets (ingest at least 1.2× Rotel's rate per CPU-second with the rounds' lower quartile at least 1.0, the writer at least 0.9 of the pipelined raw insert, `tayga mine` at least 10× Drain3 per CPU-second without the memo), read off the rows above:", "", *checks, ""]
 if any(r[0].startswith("storage") for r in rows):
     md += ["Storage codecs. ClickHouse 18.16 compresses every column with its server default, LZ4, and has no "
            "per-column `CODEC` clause (its `LowCardinality` type is experimental, behind "
