@@ -85,9 +85,9 @@ impl Ingest {
         }
     }
 
-    /// A request was answered: its budget goes back, and after a large one the allocator
-    /// gives the freed memory back to the system (glibc keeps it otherwise, and a burst of
-    /// large requests would stay resident long after it ended).
+    /// A request was answered: its budget goes back. Its Rust memory is mimalloc's, which
+    /// returns freed pages on its own; after a large one glibc is asked to return what the C
+    /// libraries (lz4, zlib) freed, which it would otherwise keep resident.
     fn release(&self, held: Held) {
         let large = held.bytes() >= TRIM_AFTER_BYTES;
         drop(held);
