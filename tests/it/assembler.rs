@@ -14,6 +14,7 @@ use opentelemetry_proto::tonic::logs::v1::{LogRecord, ResourceLogs, ScopeLogs};
 use opentelemetry_proto::tonic::trace::v1::{status, ResourceSpans, ScopeSpans, Span, Status};
 use prost::Message as _;
 use rdkafka::message::Message;
+use tayga::bus::consume::Group;
 use tayga::bus::producer::{OutRecord, Publisher};
 use tayga::config::Config;
 use tayga::daemon::Shutdown;
@@ -469,20 +470,9 @@ async fn produce_to(config: &Config, partition: i32, trace: [u8; 16], spans: &[S
 /// (partition → next offset to read): where its frontier must stop.
 async fn wait_committed(config: &Config, expected: BTreeMap<i32, i64>) {
     assert!(!expected.is_empty(), "a commit of no partition is no commit");
-    use tayga::bus::consume::lag::{committed_offsets, group_reader};
-    wait_for(&format!("the assembler's commits at {expected:?}"), Duration::from_secs(20), || {
-        let (kafka, names, expected) = (config.kafka.clone(), config.names(), expected.clone());
-        async move {
-            tokio::task::spawn_blocking(move || {
-                let reader = group_reader(&kafka, &names.assembler_group).ok()?;
-                let partitions = expected.keys().copied();
-                let points = committed_offsets(&reader, &names.signals, partitions, Duration::from_secs(5)).ok()?;
-                points.iter().all(|(p, o)| *o == expected.get(p).copied()).then_some(())
-            })
-            .await
-            .ok()
-            .flatten()
-        }
+    wait_for(&format!("the assembler's commits at {expected:?}"), Duration::from_secs(20), || async {
+        let committed = common::committed(config, Group::Assembler).await;
+        expected.iter().all(|(p, o)| committed.get(p) == Some(o)).then_some(())
     })
     .await;
 }

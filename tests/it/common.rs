@@ -562,6 +562,23 @@ pub fn group_client(config: &Config, group: &str) -> BaseConsumer {
         .expect("a client of the consumer group")
 }
 
+/// What `group` committed on its topic, from the broker: partition → next offset to read,
+/// for every partition of `config.kafka.partitions` (0, the start, where it committed none).
+pub async fn committed(config: &Config, group: tayga::bus::consume::Group) -> std::collections::BTreeMap<i32, i64> {
+    use tayga::bus::consume::lag::committed_offsets;
+    let config = config.clone();
+    tokio::task::spawn_blocking(move || {
+        let names = config.names();
+        let consumer = group_client(&config, group.name(&names));
+        let points =
+            committed_offsets(&consumer, group.topic(&names), 0..config.kafka.partitions, Duration::from_secs(10))
+                .expect("the committed offsets");
+        points.into_iter().map(|(p, o)| (p, o.unwrap_or(0))).collect()
+    })
+    .await
+    .unwrap()
+}
+
 /// A ClickHouse server of this test's own, on free ports, started and stopped with
 /// `scripts/services.sh` (never the shared one: other tests use it).
 pub struct PrivateClickHouse {

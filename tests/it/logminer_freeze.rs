@@ -19,7 +19,7 @@ use opentelemetry_proto::tonic::logs::v1::{LogRecord, ResourceLogs, ScopeLogs};
 use prost::Message as _;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::producer::{FutureProducer, FutureRecord};
-use rdkafka::{Offset, TopicPartitionList};
+use tayga::bus::consume::Group;
 use tayga::config::Config;
 use tayga::daemon::logminer::Cadence;
 use tayga::daemon::Shutdown;
@@ -189,27 +189,6 @@ async fn produce_round(config: &Config, round: &str) -> Vec<Sent> {
     sent
 }
 
-/// The logminer group's committed offset of every partition (0, the start, where none is).
-async fn committed(config: &Config) -> BTreeMap<i32, i64> {
-    let config = config.clone();
-    tokio::task::spawn_blocking(move || {
-        let names = config.names();
-        let consumer = common::group_client(&config, &names.logminer_group);
-        let mut tpl = TopicPartitionList::new();
-        for p in 0..config.kafka.partitions {
-            tpl.add_partition(&names.logs, p);
-        }
-        let offsets = consumer.committed_offsets(tpl, Duration::from_secs(10)).expect("the committed offsets");
-        offsets
-            .elements()
-            .iter()
-            .map(|e| (e.partition(), if let Offset::Offset(o) = e.offset() { o } else { 0 }))
-            .collect()
-    })
-    .await
-    .unwrap()
-}
-
 /// Are the record's hits stored, each with its template?
 async fn stored(store: &Store, sent: &Sent) -> bool {
     let count = |sql: &'static str| {
@@ -237,7 +216,7 @@ async fn assert_none_stored(store: &Store, sent: &[Sent]) {
 /// While ClickHouse is frozen: no partition's committed offset passes its record of
 /// `unstored` (none of them stored before the freeze, so none can be now).
 async fn assert_not_committed(config: &Config, unstored: &[Sent], when: &str) {
-    let committed = committed(config).await;
+    let committed = common::committed(config, Group::Logminer).await;
     let past: Vec<String> = unstored
         .iter()
         .filter(|s| committed.get(&s.partition).copied().unwrap_or(0) > s.offset)
@@ -261,7 +240,7 @@ async fn drain(config: &Config, sent: &[Sent]) {
     let ends = ends(sent);
     let replica = InProcess::start(config, Cadence::default());
     wait_for("every partition committed to its end", WAIT, || async {
-        let committed = committed(config).await;
+        let committed = common::committed(config, Group::Logminer).await;
         ends.iter().all(|(p, end)| committed.get(p).is_some_and(|c| c >= end)).then_some(())
     })
     .await;
@@ -271,7 +250,7 @@ async fn drain(config: &Config, sent: &[Sent]) {
 /// The commit rule, per partition: the committed offset is at most one past the last
 /// record whose hits and templates are stored, and every record below it is stored.
 async fn assert_commits_cover_stored_records(store: &Store, config: &Config, sent: &[Sent]) {
-    let committed = committed(config).await;
+    let committed = common::committed(config, Group::Logminer).await;
     let mut violations = Vec::new();
     for (p, c) in &committed {
         let mut records: Vec<&Sent> = sent.iter().filter(|s| s.partition == *p).collect();
@@ -363,7 +342,7 @@ async fn a_stop_while_clickhouse_is_frozen_ends_in_its_bounds_and_commits_no_off
     let stored_first = produce_round(config, "stored").await;
     let first_ends = ends(&stored_first);
     wait_for("the first round stored and committed", WAIT, || async {
-        let committed = committed(config).await;
+        let committed = common::committed(config, Group::Logminer).await;
         first_ends.iter().all(|(p, end)| committed.get(p) == Some(end)).then_some(())
     })
     .await;
