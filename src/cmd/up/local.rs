@@ -285,29 +285,31 @@ fn tansu_bin() -> Option<PathBuf> {
     (path.is_file()).then_some(path)
 }
 
-fn free_port() -> anyhow::Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
-}
-
 /// The server's config and users: the one copy `scripts/services.sh` also fills in.
 const CLICKHOUSE_CONFIG: &str = include_str!("../../../scripts/clickhouse/config.xml");
 const CLICKHOUSE_USERS: &str = include_str!("../../../scripts/clickhouse/users.xml");
 
-/// The server's files, as `scripts/services.sh` writes them; the native and interserver
-/// ports, which Tayga never uses, are free ports of the moment.
+/// The server's files, as `scripts/services.sh` writes them, but listening on HTTP only:
+/// Tayga never uses the native or interserver port, and a port picked for them could be
+/// taken by another process before the server binds it, failing the start.
 fn write_clickhouse_config(dir: &Path, http_port: u16) -> anyhow::Result<()> {
     for sub in ["data", "tmp", "user_files", "format_schemas", "log"] {
         std::fs::create_dir_all(dir.join(sub)).with_context(|| format!("creating {}", dir.join(sub).display()))?;
     }
-    let (tcp_port, interserver_port) = (free_port()?, free_port()?);
-    let config = CLICKHOUSE_CONFIG
-        .replace("@DIR@", &dir.display().to_string())
-        .replace("@HTTP_PORT@", &http_port.to_string())
-        .replace("@TCP_PORT@", &tcp_port.to_string())
-        .replace("@INTERSERVER_PORT@", &interserver_port.to_string());
-    std::fs::write(dir.join("config.xml"), config).context("writing the ClickHouse config")?;
+    std::fs::write(dir.join("config.xml"), http_only_config(dir, http_port))
+        .context("writing the ClickHouse config")?;
     std::fs::write(dir.join("users.xml"), CLICKHOUSE_USERS).context("writing the ClickHouse users")?;
     Ok(())
+}
+
+fn http_only_config(dir: &Path, http_port: u16) -> String {
+    let unused = ["<tcp_port>", "<interserver_http_port>", "<interserver_http_host>"];
+    CLICKHOUSE_CONFIG
+        .lines()
+        .filter(|line| !unused.iter().any(|tag| line.trim_start().starts_with(tag)))
+        .map(|line| line.replace("@DIR@", &dir.display().to_string()).replace("@HTTP_PORT@", &http_port.to_string()))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// The last `n` lines of a log file, indented, for an error that says why.
@@ -338,6 +340,16 @@ mod tests {
         let me = std::env::args().next().unwrap();
         let owned = stale(&file, "test", &[&me], &mut notes).expect("a live process of ours is kept");
         assert_eq!(owned.pid, std::process::id());
+    }
+
+    #[test]
+    fn the_local_server_listens_on_its_http_port_only() {
+        let config = http_only_config(Path::new("/var/tayga"), 18123);
+        assert!(config.contains("<http_port>18123</http_port>"), "{config}");
+        assert!(config.contains("/var/tayga/") && !config.contains("@DIR@"), "every placeholder filled: {config}");
+        for other in ["tcp_port", "interserver"] {
+            assert!(!config.contains(other), "{other} left in: {config}");
+        }
     }
 
     #[test]
