@@ -347,7 +347,7 @@ mod tests {
         let config = http_only_config(Path::new("/var/tayga"), 18123);
         assert!(config.contains("<http_port>18123</http_port>"), "{config}");
         assert!(config.contains("/var/tayga/") && !config.contains("@DIR@"), "every placeholder filled: {config}");
-        for other in ["tcp_port", "interserver"] {
+        for other in ["<tcp_port>", "<interserver_http_port>", "<interserver_http_host>"] {
             assert!(!config.contains(other), "{other} left in: {config}");
         }
     }
