@@ -3,7 +3,7 @@
 # for development and CI. Installs what is missing, starts each, waits until it answers,
 # and stops each by the PID it recorded. Data lives under $TAYGA_HOME (default .tayga/).
 #
-#   scripts/services.sh install      install ClickHouse, the broker and the tests' browser if missing
+#   scripts/services.sh install      install ClickHouse, the broker, stunnel, the tests' browser and ZooKeeper if missing
 #   scripts/services.sh start        install if needed, start both, wait until they answer
 #   scripts/services.sh stop         stop both (SIGTERM, then SIGKILL after 20 s)
 #   scripts/services.sh status       say which answers
@@ -70,11 +70,20 @@ die() { log "error: $*"; exit 1; }
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
+# Debian packages, one install at a time: tests start brokers concurrently, and two apt-gets
+# at once fail on apt's lock instead of waiting for it.
+apt_install() {
+  (
+    flock 9
+    as_root apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq "$@" >/dev/null
+  ) 9>"${TMPDIR:-/tmp}/tayga-apt.lock"
+}
+
 install_clickhouse() {
   if [ -x /usr/bin/clickhouse-server ] || [ -x /usr/sbin/clickhouse-server ]; then return; fi
   log "installing clickhouse-server from Debian's packages"
-  as_root apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq clickhouse-server clickhouse-client >/dev/null
+  apt_install clickhouse-server clickhouse-client
 }
 
 # Building Tayga links librdkafka against the system's OpenSSL (TLS and SCRAM to a secured
@@ -82,16 +91,14 @@ install_clickhouse() {
 install_build_deps() {
   if dpkg -s libssl-dev pkg-config >/dev/null 2>&1; then return; fi
   log "installing libssl-dev and pkg-config from Debian's packages (to build Tayga)"
-  as_root apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq libssl-dev pkg-config >/dev/null
+  apt_install libssl-dev pkg-config
 }
 
 # The web app's tests drive Debian's Chromium over WebDriver (tests/it/web.rs, docs/web.md).
 install_browser() {
   if [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; then return; fi
   log "installing chromium and chromium-driver from Debian's packages"
-  as_root apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq chromium chromium-driver >/dev/null
+  apt_install chromium chromium-driver
 }
 
 tansu_bin() {
@@ -267,8 +274,7 @@ start_nisshi() {
 install_stunnel() {
   if command -v stunnel4 >/dev/null 2>&1; then return; fi
   log "installing stunnel4 from Debian's packages"
-  as_root apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq stunnel4 >/dev/null
+  apt_install stunnel4
 }
 
 # The secured broker's TLS side: a CA, a server certificate for 127.0.0.1 (and a client
@@ -332,8 +338,7 @@ stop_pidfile() { # name pidfile
 install_zookeeper() {
   if [ -f /usr/share/java/zookeeper.jar ]; then return; fi
   log "installing zookeeper from Debian's packages"
-  as_root apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq zookeeper >/dev/null
+  apt_install zookeeper
 }
 
 # Serving, not only listening: `srvr` (allowed by zoo.cfg) names the mode only once the server
@@ -424,7 +429,7 @@ status() {
 }
 
 case "${1:-}" in
-  install) install_build_deps; install_clickhouse; install_broker; install_browser; install_zookeeper ;;
+  install) install_build_deps; install_clickhouse; install_broker; install_stunnel; install_browser; install_zookeeper ;;
   install-browser) install_browser ;;
   install-durable-broker) install_durable_broker ;;
   durable-broker-bin) nisshi_bin || die "nisshi $NISSHI_VERSION is not installed (run: $0 install-durable-broker)" ;;

@@ -18,7 +18,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"$svc" install # ClickHouse, the broker, and Chromium + chromedriver (install-browser)
+"$svc" install # ClickHouse, the broker and stunnel, Chromium + chromedriver, ZooKeeper
 # The soak's durable broker (nisshi, built by cargo once per machine: about 12 minutes).
 "$svc" install-durable-broker
 python3 -c 'import chdb' 2>/dev/null || python3 -m pip install -q chdb-core

@@ -752,7 +752,11 @@ impl CuttableLink {
         let (up, watch) = tokio::sync::watch::channel(true);
         let task = tokio::spawn(async move {
             loop {
-                let Ok((mut inbound, _)) = listener.accept().await else { continue };
+                let Ok((mut inbound, _)) = listener.accept().await else {
+                    // Out of descriptors, say: the next accept may fail at once again.
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    continue;
+                };
                 let mut up = watch.clone();
                 if !*up.borrow() {
                     continue;
