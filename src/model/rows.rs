@@ -270,22 +270,33 @@ pub struct StateRow {
 }
 table_row!(StateRow, "logminer_state");
 
-#[derive(Debug, Clone, PartialEq, Default, Row, Serialize, Deserialize)]
+/// Where the delivery of one alert state to one target stands: the `notifier_deliveries`
+/// table's row, and the body of the API's delivery (`daemon::api::handlers::deliveries::Delivery`,
+/// which adds the state the row was delivered for), so the field docs here are the API
+/// document's descriptions. Its serde form is both: in RowBinary the ids are UInt64; in JSON
+/// `alert_id` is 16 hex digits ([`hex_id`]) and `silence_id` too, or `""` when 0, no silence
+/// ([`hex_id_or_empty`]).
+#[derive(Debug, Clone, PartialEq, Default, Row, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct DeliveryRow {
+    #[serde(with = "hex_id")]
+    #[schema(value_type = String)]
     pub alert_id: u64,
     pub target: String,
+    /// `pending`, `delivered`, `failed` or `silenced` (held back by an operator's silence).
     pub status: String,
     pub attempts: u32,
     pub last_error: String,
     pub created_ns: u64,
     pub updated_ns: u64,
-    /// Times an operator reset the pair from failed to pending (`tayga deliveries retry`).
+    /// Times an operator retried the pair (`tayga deliveries retry`, or this API).
     pub manual_retries: u32,
-    /// When the latest manual retry was asked for (0: never).
+    /// When the latest manual retry was asked for, Unix ns; 0 when never.
     pub retried_ns: u64,
-    /// Who asked for it: `cli:<user>@<host>` or `api`.
+    /// Who asked: `cli:<user>@<host>` or `api`; empty when never.
     pub retried_by: String,
-    /// The silence that held a `silenced` pair back (0: none).
+    /// The silence that held a `silenced` pair back (16 hex digits); empty otherwise.
+    #[serde(with = "hex_id_or_empty")]
+    #[schema(value_type = String)]
     pub silence_id: u64,
 }
 table_row!(DeliveryRow, "notifier_deliveries", partitioned by created_ns);
@@ -424,11 +435,80 @@ pub mod hex_id {
         if !d.is_human_readable() {
             return u64::deserialize(d);
         }
-        let text = <std::borrow::Cow<'de, str>>::deserialize(d)?;
-        super::parse_hex_id(&text).ok_or_else(|| {
-            de::Error::custom(format!(
-                "`{text}` is not an id: expected 1 to 16 hexadecimal digits, as in 00c0ffee00c0ffee"
-            ))
+        read(&<std::borrow::Cow<'de, str>>::deserialize(d)?)
+    }
+
+    pub(super) fn read<E: de::Error>(text: &str) -> Result<u64, E> {
+        super::parse_hex_id(text).ok_or_else(|| {
+            E::custom(format!("`{text}` is not an id: expected 1 to 16 hexadecimal digits, as in 00c0ffee00c0ffee"))
         })
+    }
+}
+
+/// The OpenAPI schema of a JSON document that is `head`'s fields with a row flattened in
+/// (`#[serde(flatten)]`, which a derive would state as `allOf` of the two): one object with
+/// every field, `head`'s required placed at `at` among the row's. Both schemas are derived
+/// from structs, so both are objects.
+pub fn flattened_schema(
+    head: utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>,
+    row: utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>,
+    at: usize,
+) -> utoipa::openapi::schema::Object {
+    use utoipa::openapi::schema::{Object, Schema};
+    use utoipa::openapi::RefOr;
+    let object = |schema: RefOr<Schema>| match schema {
+        RefOr::T(Schema::Object(o)) => o,
+        _ => unreachable!("a derived struct schema is an object"),
+    };
+    let (mut document, row): (Object, Object) = (object(head), object(row));
+    document.properties.extend(row.properties);
+    let mut required = row.required;
+    required.splice(at..at, document.required);
+    document.required = required;
+    document
+}
+
+/// Serde for a u64 id where 0 means none (a delivery's silence): as [`hex_id`], but none is
+/// `""` in a human-readable format, as the API has always written it; RowBinary keeps the
+/// number, 0 included.
+pub mod hex_id_or_empty {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(id: &u64, s: S) -> Result<S::Ok, S::Error> {
+        if *id == 0 && s.is_human_readable() {
+            s.serialize_str("")
+        } else {
+            super::hex_id::serialize(id, s)
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+        if !d.is_human_readable() {
+            return u64::deserialize(d);
+        }
+        match <std::borrow::Cow<'de, str>>::deserialize(d)? {
+            text if text.is_empty() => Ok(0),
+            text => super::hex_id::read(&text),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A delivery reads back from its JSON, no silence (`""`) included; an id that is not hex
+    /// is refused.
+    #[test]
+    fn a_delivery_row_round_trips_through_json() {
+        for silence_id in [0, 0xab] {
+            let row = DeliveryRow { alert_id: 0x00c0_ffee, target: "ops".into(), silence_id, ..Default::default() };
+            let json = serde_json::to_string(&row).unwrap();
+            assert_eq!(serde_json::from_str::<DeliveryRow>(&json).unwrap(), row, "{json}");
+        }
+        let mut json = serde_json::to_value(DeliveryRow::default()).unwrap();
+        assert_eq!((&json["alert_id"], &json["silence_id"]), (&"0000000000000000".into(), &"".into()));
+        json["silence_id"] = "nope".into();
+        assert!(serde_json::from_value::<DeliveryRow>(json).unwrap_err().to_string().contains("`nope` is not an id"));
     }
 }

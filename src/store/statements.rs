@@ -78,7 +78,7 @@ impl Statement {
     ) -> Statement {
         let columns = T::COLUMN_NAMES.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(",");
         let settings = dedup_token.map(|t| format!(" SETTINGS insert_deduplication_token = '{t}'")).unwrap_or_default();
-        let json: Vec<String> = rows.iter().map(|r| serde_json::to_string(r).expect("a row serializes")).collect();
+        let json: Vec<String> = rows.iter().map(|r| column_values::of(r).to_string()).collect();
         Statement {
             current_only: dedup_token.is_some(),
             ..Statement::new(
@@ -273,6 +273,143 @@ fn sample_inserts() -> Vec<Statement> {
     inserts
 }
 
+/// A row as JSONEachRow writes it for its table: the serde form RowBinary gets (the
+/// serializer says it is not human-readable), written as JSON. `serde_json` itself is
+/// human-readable, so a row whose JSON form is also the API's (`model::hex_id`) would give
+/// its ids as hex text, which a UInt64 column does not read. A row is a struct of numbers,
+/// flags, text, bytes and arrays; anything else is refused.
+mod column_values {
+    use serde::ser::{self, Impossible, Serialize};
+    use serde_json::{Error, Map, Value};
+
+    pub fn of<T: Serialize>(row: &T) -> Value {
+        row.serialize(Columns).expect("a row serializes")
+    }
+
+    struct Columns;
+
+    /// An array's elements, or a struct's fields.
+    #[derive(Default)]
+    pub struct Compound {
+        items: Vec<Value>,
+        fields: Map<String, Value>,
+    }
+
+    type Refused = Impossible<Value, Error>;
+
+    fn refused<T>(what: &str) -> Result<T, Error> {
+        Err(ser::Error::custom(format!("a table row has no {what}")))
+    }
+
+    macro_rules! into_value {
+        ($($method:ident: $t:ty),*) => {
+            $(fn $method(self, v: $t) -> Result<Value, Error> {
+                Ok(v.into())
+            })*
+        };
+    }
+
+    impl ser::Serializer for Columns {
+        type Ok = Value;
+        type Error = Error;
+        type SerializeSeq = Compound;
+        type SerializeTuple = Refused;
+        type SerializeTupleStruct = Refused;
+        type SerializeTupleVariant = Refused;
+        type SerializeMap = Refused;
+        type SerializeStruct = Compound;
+        type SerializeStructVariant = Refused;
+
+        fn is_human_readable(&self) -> bool {
+            false
+        }
+        into_value!(serialize_bool: bool, serialize_i8: i8, serialize_i16: i16, serialize_i32: i32, serialize_i64: i64,
+            serialize_u8: u8, serialize_u16: u16, serialize_u32: u32, serialize_u64: u64, serialize_f32: f32,
+            serialize_f64: f64, serialize_str: &str, serialize_bytes: &[u8]);
+        fn serialize_char(self, v: char) -> Result<Value, Error> {
+            Ok(v.to_string().into())
+        }
+        fn serialize_none(self) -> Result<Value, Error> {
+            Ok(Value::Null)
+        }
+        fn serialize_some<T: ?Sized + Serialize>(self, v: &T) -> Result<Value, Error> {
+            v.serialize(self)
+        }
+        fn serialize_unit(self) -> Result<Value, Error> {
+            Ok(Value::Null)
+        }
+        fn serialize_unit_struct(self, _: &'static str) -> Result<Value, Error> {
+            Ok(Value::Null)
+        }
+        fn serialize_unit_variant(self, _: &'static str, _: u32, variant: &'static str) -> Result<Value, Error> {
+            Ok(variant.into())
+        }
+        fn serialize_newtype_struct<T: ?Sized + Serialize>(self, _: &'static str, v: &T) -> Result<Value, Error> {
+            v.serialize(self)
+        }
+        fn serialize_newtype_variant<T: ?Sized + Serialize>(
+            self,
+            _: &'static str,
+            _: u32,
+            _: &'static str,
+            _: &T,
+        ) -> Result<Value, Error> {
+            refused("enum with data")
+        }
+        fn serialize_seq(self, _: Option<usize>) -> Result<Compound, Error> {
+            Ok(Compound::default())
+        }
+        fn serialize_tuple(self, _: usize) -> Result<Refused, Error> {
+            refused("tuple")
+        }
+        fn serialize_tuple_struct(self, _: &'static str, _: usize) -> Result<Refused, Error> {
+            refused("tuple")
+        }
+        fn serialize_tuple_variant(self, _: &'static str, _: u32, _: &'static str, _: usize) -> Result<Refused, Error> {
+            refused("enum with data")
+        }
+        fn serialize_map(self, _: Option<usize>) -> Result<Refused, Error> {
+            refused("map")
+        }
+        fn serialize_struct(self, _: &'static str, _: usize) -> Result<Compound, Error> {
+            Ok(Compound::default())
+        }
+        fn serialize_struct_variant(
+            self,
+            _: &'static str,
+            _: u32,
+            _: &'static str,
+            _: usize,
+        ) -> Result<Refused, Error> {
+            refused("enum with data")
+        }
+    }
+
+    impl ser::SerializeSeq for Compound {
+        type Ok = Value;
+        type Error = Error;
+        fn serialize_element<T: ?Sized + Serialize>(&mut self, v: &T) -> Result<(), Error> {
+            self.items.push(v.serialize(Columns)?);
+            Ok(())
+        }
+        fn end(self) -> Result<Value, Error> {
+            Ok(Value::Array(self.items))
+        }
+    }
+
+    impl ser::SerializeStruct for Compound {
+        type Ok = Value;
+        type Error = Error;
+        fn serialize_field<T: ?Sized + Serialize>(&mut self, key: &'static str, v: &T) -> Result<(), Error> {
+            self.fields.insert(key.to_string(), v.serialize(Columns)?);
+            Ok(())
+        }
+        fn end(self) -> Result<Value, Error> {
+            Ok(Value::Object(self.fields))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::HashSet;
@@ -289,6 +426,21 @@ mod tests {
         }
         assert_eq!(all.first().map(|s| s.name.as_str()), Some("store.server_version"));
         assert_eq!(all.last().map(|s| s.name.as_str()), Some("store.drop_database"));
+    }
+
+    /// An insert gives a row's columns as the table reads them: ids as numbers (their JSON
+    /// form for the API is hex), bytes as an array of numbers.
+    #[test]
+    fn an_insert_writes_ids_as_numbers() {
+        let delivery = DeliveryRow { alert_id: 0xb, silence_id: 0, ..Default::default() };
+        let json = column_values::of(&delivery);
+        assert_eq!((&json["alert_id"], &json["silence_id"]), (&11.into(), &0.into()));
+        let story = column_values::of(&StoryRow { fingerprint: 0xff, error: true, ..Default::default() });
+        assert_eq!((&story["fingerprint"], &story["error"]), (&255.into(), &true.into()));
+        let backlog = column_values::of(&BacklogRow { value: vec![1, 2], ..Default::default() });
+        assert_eq!(backlog["value"], serde_json::json!([1, 2]));
+        let sql = Statement::insert("d", &[delivery], None).sql;
+        assert!(sql.contains(r#""alert_id":11,"#), "{sql}");
     }
 
     #[test]

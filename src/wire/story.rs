@@ -42,7 +42,7 @@ pub struct Story {
 /// as `allOf` of the row and the version): the row's object with `version` first.
 impl utoipa::PartialSchema for Story {
     fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
-        use utoipa::openapi::schema::{Object, Schema};
+        use utoipa::openapi::schema::Schema;
         use utoipa::openapi::RefOr;
         #[derive(utoipa::ToSchema)]
         #[allow(dead_code)]
@@ -50,12 +50,11 @@ impl utoipa::PartialSchema for Story {
             /// Always [`STORY_FORMAT_VERSION`] in what this build writes.
             version: u32,
         }
-        let object = |schema: RefOr<Schema>| match schema {
-            RefOr::T(Schema::Object(o)) => o,
-            _ => unreachable!("a derived struct schema is an object"),
-        };
-        let row: Object = object(<StoryRow as utoipa::PartialSchema>::schema());
-        let mut story: Object = object(<Version as utoipa::PartialSchema>::schema());
+        let mut story = crate::model::flattened_schema(
+            <Version as utoipa::PartialSchema>::schema(),
+            <StoryRow as utoipa::PartialSchema>::schema(),
+            0,
+        );
         // Word for word what the derive gave the type before its fields moved to the row, so
         // the OpenAPI document stayed the same.
         story.description = Some(
@@ -63,8 +62,6 @@ impl utoipa::PartialSchema for Story {
              as the API answers it: one type from topic to table to API."
                 .to_string(),
         );
-        story.properties.extend(row.properties);
-        story.required.extend(row.required);
         RefOr::T(Schema::Object(story))
     }
 }

@@ -176,6 +176,6 @@ pub async fn by_id(State(state): State<AppState>, Path(alert_id): Path<String>) 
             .map(|m| Publication { alert_updated_ns: m.alert_updated_ns, published_ns: m.published_ns })
             .collect(),
         sample_lines: lines.iter().map(|l| Log::from_row(l, Some(row.template_id))).collect(),
-        deliveries: deliveries.into_iter().map(|(s, row)| Delivery::in_state(s, row)).collect(),
+        deliveries: deliveries.into_iter().map(|(s, row)| Delivery::new(s, row)).collect(),
     }))
 }

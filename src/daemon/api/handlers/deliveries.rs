@@ -11,6 +11,7 @@ use utoipa::{IntoParams, ToSchema};
 use super::{AppState, Page};
 use crate::daemon::api::error::{ApiError, ErrorBody};
 use crate::daemon::api::params::{self, Query, DAY_NS};
+use crate::model::flattened_schema;
 use crate::store::deliveries::Status;
 use crate::store::query::deliveries::{self, DeliverySearch};
 use crate::store::DeliveryRow;
@@ -20,50 +21,41 @@ use crate::workflow::retry::{self, RetryError, RetryRequest};
 /// Pairs created in the 7 days before `to`, over at most 31 days.
 pub const WINDOW: params::WindowRule = params::WindowRule { default_ns: 7 * DAY_NS, max_ns: 31 * DAY_NS };
 
-#[derive(Debug, Serialize, ToSchema)]
+/// One `(alert, target)` pair as the API answers it: the state it delivers, then the
+/// `notifier_deliveries` row itself ([`DeliveryRow`], whose JSON form writes the ids as the
+/// API does), flattened into one JSON object.
+#[derive(Debug, Serialize)]
 pub struct Delivery {
-    pub alert_id: String,
-    /// `firing`, or `resolved` for a resolved notice (docs/notifier.md, "Resolved notices").
-    pub state: String,
-    pub target: String,
-    /// `pending`, `delivered`, `failed` or `silenced` (held back by an operator's silence).
-    pub status: String,
-    pub attempts: u32,
-    pub last_error: String,
-    pub created_ns: u64,
-    pub updated_ns: u64,
-    /// Times an operator retried the pair (`tayga deliveries retry`, or this API).
-    pub manual_retries: u32,
-    /// When the latest manual retry was asked for, Unix ns; 0 when never.
-    pub retried_ns: u64,
-    /// Who asked: `cli:<user>@<host>` or `api`; empty when never.
-    pub retried_by: String,
-    /// The silence that held a `silenced` pair back (16 hex digits); empty otherwise.
-    pub silence_id: String,
+    pub state: AlertState,
+    #[serde(flatten)]
+    pub row: DeliveryRow,
 }
 
 impl Delivery {
-    pub fn from_row(r: DeliveryRow) -> Delivery {
-        Delivery::in_state(AlertState::Firing, r)
-    }
-
-    pub fn in_state(state: AlertState, r: DeliveryRow) -> Delivery {
-        Delivery {
-            alert_id: format_id(r.alert_id),
-            state: state.as_str().to_string(),
-            target: r.target,
-            status: r.status,
-            attempts: r.attempts,
-            last_error: r.last_error,
-            created_ns: r.created_ns,
-            updated_ns: r.updated_ns,
-            manual_retries: r.manual_retries,
-            retried_ns: r.retried_ns,
-            retried_by: r.retried_by,
-            silence_id: if r.silence_id == 0 { String::new() } else { format_id(r.silence_id) },
-        }
+    pub fn new(state: AlertState, row: DeliveryRow) -> Delivery {
+        Delivery { state, row }
     }
 }
+
+/// The schema the derive would give `Delivery` were it not flattened (a derive would state
+/// it as `allOf` of the row and the state): the row's object with `state`, a string, second
+/// among the required, where it was while the type had fields of its own, so the OpenAPI
+/// document stayed the same.
+impl utoipa::PartialSchema for Delivery {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        #[derive(ToSchema)]
+        #[allow(dead_code)]
+        struct State {
+            /// `firing`, or `resolved` for a resolved notice (docs/notifier.md, "Resolved notices").
+            state: String,
+        }
+        let head = <State as utoipa::PartialSchema>::schema();
+        let delivery = flattened_schema(head, <DeliveryRow as utoipa::PartialSchema>::schema(), 1);
+        utoipa::openapi::RefOr::T(utoipa::openapi::schema::Schema::Object(delivery))
+    }
+}
+
+impl ToSchema for Delivery {}
 
 #[derive(Debug, Deserialize, IntoParams)]
 #[serde(deny_unknown_fields)]
@@ -117,7 +109,7 @@ pub async fn list(
         DeliverySearch { state: delivery_state, alert_id, target: params::text("target", p.target)?, status, after };
     let rows = state.run(deliveries::deliveries(&state.store, window, &q, limit)).await?;
     let cursor = rows.last().map(|r| params::next_cursor(&(r.alert_id, r.target.clone())));
-    let items: Vec<Delivery> = rows.into_iter().map(|r| Delivery::in_state(delivery_state, r)).collect();
+    let items: Vec<Delivery> = rows.into_iter().map(|r| Delivery::new(delivery_state, r)).collect();
     Ok(Json(Page::of(items, limit, cursor)))
 }
 
@@ -191,7 +183,63 @@ pub async fn retry(
         alert_id: format_id(done.alert_id),
         topic: done.topic,
         dry_run: done.dry_run,
-        retried: done.retried.into_iter().map(Delivery::from_row).collect(),
-        untouched: done.untouched.into_iter().map(Delivery::from_row).collect(),
+        retried: done.retried.into_iter().map(|r| Delivery::new(AlertState::Firing, r)).collect(),
+        untouched: done.untouched.into_iter().map(|r| Delivery::new(AlertState::Firing, r)).collect(),
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn delivery(silence_id: u64) -> Delivery {
+        Delivery::new(
+            AlertState::Resolved,
+            DeliveryRow {
+                alert_id: 0x00c0_ffee_00c0_ffee,
+                target: "ops".into(),
+                status: "silenced".into(),
+                attempts: 2,
+                last_error: "HTTP 503".into(),
+                created_ns: 10,
+                updated_ns: 11,
+                manual_retries: 1,
+                retried_ns: 12,
+                retried_by: "api".into(),
+                silence_id,
+            },
+        )
+    }
+
+    /// The fields and values the API wrote while the type had fields of its own: both ids
+    /// as 16 hex digits, no silence as `""`. Only the text's order moved: `state` comes
+    /// first, as the flattened row leaves no place between its fields (a JSON object's
+    /// members have no order a reader may rely on).
+    #[test]
+    fn the_json_is_what_the_api_always_wrote() {
+        let text = serde_json::to_string(&delivery(0xab)).unwrap();
+        let whole = concat!(
+            r#"{"state":"resolved","alert_id":"00c0ffee00c0ffee","target":"ops","status":"silenced","attempts":2,"#,
+            r#""last_error":"HTTP 503","created_ns":10,"updated_ns":11,"manual_retries":1,"retried_ns":12,"#,
+            r#""retried_by":"api","silence_id":"00000000000000ab"}"#
+        );
+        assert_eq!(text, whole);
+        let none = serde_json::to_value(delivery(0)).unwrap();
+        assert_eq!(none["silence_id"], "");
+    }
+
+    /// The API's schema states the document as it is: every field, all required.
+    #[test]
+    fn the_schema_is_the_document() {
+        use std::collections::BTreeSet;
+        use utoipa::openapi::{schema::Schema, RefOr};
+        let RefOr::T(Schema::Object(schema)) = <Delivery as utoipa::PartialSchema>::schema() else {
+            panic!("Delivery's schema is an object");
+        };
+        let json = serde_json::to_value(delivery(0)).unwrap();
+        let fields: BTreeSet<&String> = json.as_object().unwrap().keys().collect();
+        assert_eq!(schema.properties.keys().collect::<BTreeSet<_>>(), fields);
+        assert_eq!(schema.required.iter().collect::<BTreeSet<_>>(), fields);
+        assert_eq!(schema.required[..2], ["alert_id", "state"]);
+    }
 }

@@ -19,7 +19,7 @@ use crate::daemon::api::handlers::shapes::{self, DiffParams, ShapeDiff};
 use crate::daemon::api::handlers::templates::minute_series;
 use crate::daemon::api::handlers::AppState;
 use crate::daemon::api::params::{Query, Window};
-use crate::wire::alert::{self as wire, format_id, AlertKind};
+use crate::wire::alert::{self as wire, format_id, AlertKind, AlertState};
 
 /// Alerts listed per state.
 const LISTED: u64 = 200;
@@ -209,8 +209,8 @@ fn alert_table(items: &[Alert], empty: &str) -> Markup {
 }
 
 /// The silences that hold any of an alert's deliveries back, each once.
-fn silenced_by(deliveries: &[Delivery]) -> std::collections::BTreeSet<&str> {
-    deliveries.iter().filter(|d| !d.silence_id.is_empty()).map(|d| d.silence_id.as_str()).collect()
+fn silenced_by(deliveries: &[Delivery]) -> std::collections::BTreeSet<String> {
+    deliveries.iter().filter(|d| d.row.silence_id != 0).map(|d| format_id(d.row.silence_id)).collect()
 }
 
 pub async fn detail(State(state): State<AppState>, Path(alert_id): Path<String>) -> PageResult {
@@ -267,8 +267,8 @@ pub async fn detail(State(state): State<AppState>, Path(alert_id): Path<String>)
             } @else {
                 p.chips {
                     @for del in &d.deliveries {
-                        a.delivery href={ "/deliveries?alert_id=" (alert_id) } title=(del.last_error) {
-                            (del.target) @if del.state != "firing" { " " span.muted { (del.state) } } " " (status_chip(&del.status)) " " span.muted { (format::count(del.attempts, "attempt")) }
+                        a.delivery href={ "/deliveries?alert_id=" (alert_id) } title=(del.row.last_error) {
+                            (del.row.target) @if del.state != AlertState::Firing { " " span.muted { (del.state.as_str()) } } " " (status_chip(&del.row.status)) " " span.muted { (format::count(del.row.attempts, "attempt")) }
                         }
                     }
                 }

@@ -59,8 +59,8 @@ impl Health {
 fn health(rows: &[Delivery]) -> BTreeMap<&str, Health> {
     let mut by_target: BTreeMap<&str, Health> = BTreeMap::new();
     for d in rows {
-        let h = by_target.entry(d.target.as_str()).or_default();
-        match d.status.as_str() {
+        let h = by_target.entry(d.row.target.as_str()).or_default();
+        match d.row.status.as_str() {
             "delivered" => h.delivered += 1,
             "failed" => h.failed += 1,
             "silenced" => h.silenced += 1,
@@ -130,7 +130,7 @@ pub async fn page(State(state): State<AppState>, uri: Uri) -> PageResult {
     .0;
     let breaker: HashMap<String, (u64, f64)> =
         breakers.series.iter().filter_map(|s| Some((s.labels.get("target")?.clone(), *s.total.last()?))).collect();
-    let alerts: HashMap<String, wire::Alert> = alerts::list(
+    let alerts: HashMap<u64, wire::Alert> = alerts::list(
         State(state.clone()),
         Query(AlertsParams { kind: None, service: None, state: None, limit: Some(MAX_LIMIT), cursor: None }),
     )
@@ -138,7 +138,7 @@ pub async fn page(State(state): State<AppState>, uri: Uri) -> PageResult {
     .0
     .items
     .into_iter()
-    .map(|a| (format_id(a.record.alert_id), a.record))
+    .map(|a| (a.record.alert_id, a.record))
     .collect();
     let body = html! {
         h1 { "Deliveries" }
@@ -200,13 +200,16 @@ pub async fn page(State(state): State<AppState>, uri: Uri) -> PageResult {
                 table.list.deliveries {
                     thead { tr { th { "alert" } th { "target" } th { "status" } th.num { "attempts" } th { "last error" } th { "created" } th { "updated" } th { "manual retry" } } }
                     tbody {
-                        @for d in &rows {
+                        @for delivery in &rows {
+                            @let d = &delivery.row;
+                            @let alert_id = format_id(d.alert_id);
+                            @let silence_id = format_id(d.silence_id);
                             tr.delivery data-status=(d.status) data-target=(d.target) {
                                 td {
-                                    a href={ "/alerts/" (d.alert_id) } {
+                                    a href={ "/alerts/" (alert_id) } {
                                         @match alerts.get(&d.alert_id) {
                                             Some(a) => { (a.kind) " · " (a.service) br; (template_text(&a.template)) }
-                                            None => { code { (d.alert_id) } }
+                                            None => { code { (alert_id) } }
                                         }
                                     }
                                 }
@@ -215,8 +218,8 @@ pub async fn page(State(state): State<AppState>, uri: Uri) -> PageResult {
                                 td.num { (d.attempts) }
                                 td.error-text {
                                     (d.last_error)
-                                    @if !d.silence_id.is_empty() {
-                                        span.sub { "held back by silence " a href={ "/silences#silence-" (d.silence_id) } { code { (d.silence_id) } } }
+                                    @if d.silence_id != 0 {
+                                        span.sub { "held back by silence " a href={ "/silences#silence-" (silence_id) } { code { (silence_id) } } }
                                     }
                                 }
                                 td.nowrap { (time(d.created_ns)) }
@@ -227,7 +230,7 @@ pub async fn page(State(state): State<AppState>, uri: Uri) -> PageResult {
                                     }
                                     // A manual retry is of an alert's delivery; a resolved notice is not retried by hand.
                                     @if !resolved && d.status == "failed" && may_write() {
-                                        form.retry method="post" action={ "/deliveries/" (d.alert_id) "/retry" } {
+                                        form.retry method="post" action={ "/deliveries/" (alert_id) "/retry" } {
                                             (csrf_field())
                                             input type="hidden" name="target" value=(d.target);
                                             button type="submit" title="Reset this row to pending and republish the alert: the notifier delivers it to this target once more" { "Retry" }
@@ -275,22 +278,17 @@ pub async fn retry(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::DeliveryRow;
 
     fn d(target: &str, status: &str) -> Delivery {
-        Delivery {
-            alert_id: "1".into(),
-            state: "firing".into(),
+        let row = DeliveryRow {
+            alert_id: 1,
             target: target.into(),
             status: status.into(),
             attempts: 1,
-            last_error: String::new(),
-            created_ns: 0,
-            updated_ns: 0,
-            manual_retries: 0,
-            retried_ns: 0,
-            retried_by: String::new(),
-            silence_id: String::new(),
-        }
+            ..Default::default()
+        };
+        Delivery::new(wire::AlertState::Firing, row)
     }
 
     #[test]
