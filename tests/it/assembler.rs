@@ -471,7 +471,7 @@ async fn produce_to(config: &Config, partition: i32, trace: [u8; 16], spans: &[S
 async fn wait_committed(config: &Config, expected: BTreeMap<i32, i64>) {
     assert!(!expected.is_empty(), "a commit of no partition is no commit");
     wait_for(&format!("the assembler's commits at {expected:?}"), Duration::from_secs(20), || async {
-        let committed = common::committed(config, Group::Assembler).await;
+        let committed = common::committed(config, Group::Assembler).await?;
         expected.iter().all(|(p, o)| committed.get(p) == Some(o)).then_some(())
     })
     .await;

@@ -295,7 +295,7 @@ async fn logminer_pauses_reading_at_its_pending_hits_and_stores_every_hit_after_
     })
     .await;
     wait_for("the first records committed", Duration::from_secs(60), || async {
-        let committed = common::committed(&env.config, tayga::bus::consume::Group::Logminer).await;
+        let committed = common::committed(&env.config, tayga::bus::consume::Group::Logminer).await?;
         (committed.values().sum::<i64>() == BEFORE as i64).then_some(())
     })
     .await;

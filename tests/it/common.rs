@@ -563,8 +563,12 @@ pub fn group_client(config: &Config, group: &str) -> BaseConsumer {
 }
 
 /// What `group` committed on its topic, from the broker: partition → next offset to read,
-/// for every partition of `config.kafka.partitions` (0, the start, where it committed none).
-pub async fn committed(config: &Config, group: tayga::bus::consume::Group) -> std::collections::BTreeMap<i32, i64> {
+/// for every partition of `config.kafka.partitions` (0, the start, where it committed none);
+/// `None` when the broker did not answer within 10 s (a wait may ask again).
+pub async fn committed(
+    config: &Config,
+    group: tayga::bus::consume::Group,
+) -> Option<std::collections::BTreeMap<i32, i64>> {
     use tayga::bus::consume::lag::committed_offsets;
     let config = config.clone();
     tokio::task::spawn_blocking(move || {
@@ -572,8 +576,8 @@ pub async fn committed(config: &Config, group: tayga::bus::consume::Group) -> st
         let consumer = group_client(&config, group.name(&names));
         let points =
             committed_offsets(&consumer, group.topic(&names), 0..config.kafka.partitions, Duration::from_secs(10))
-                .expect("the committed offsets");
-        points.into_iter().map(|(p, o)| (p, o.unwrap_or(0))).collect()
+                .ok()?;
+        Some(points.into_iter().map(|(p, o)| (p, o.unwrap_or(0))).collect())
     })
     .await
     .unwrap()

@@ -216,7 +216,7 @@ async fn assert_none_stored(store: &Store, sent: &[Sent]) {
 /// While ClickHouse is frozen: no partition's committed offset passes its record of
 /// `unstored` (none of them stored before the freeze, so none can be now).
 async fn assert_not_committed(config: &Config, unstored: &[Sent], when: &str) {
-    let committed = common::committed(config, Group::Logminer).await;
+    let committed = common::committed(config, Group::Logminer).await.expect("the committed offsets");
     let past: Vec<String> = unstored
         .iter()
         .filter(|s| committed.get(&s.partition).copied().unwrap_or(0) > s.offset)
@@ -240,7 +240,7 @@ async fn drain(config: &Config, sent: &[Sent]) {
     let ends = ends(sent);
     let replica = InProcess::start(config, Cadence::default());
     wait_for("every partition committed to its end", WAIT, || async {
-        let committed = common::committed(config, Group::Logminer).await;
+        let committed = common::committed(config, Group::Logminer).await.expect("the committed offsets");
         ends.iter().all(|(p, end)| committed.get(p).is_some_and(|c| c >= end)).then_some(())
     })
     .await;
@@ -250,7 +250,7 @@ async fn drain(config: &Config, sent: &[Sent]) {
 /// The commit rule, per partition: the committed offset is at most one past the last
 /// record whose hits and templates are stored, and every record below it is stored.
 async fn assert_commits_cover_stored_records(store: &Store, config: &Config, sent: &[Sent]) {
-    let committed = common::committed(config, Group::Logminer).await;
+    let committed = common::committed(config, Group::Logminer).await.expect("the committed offsets");
     let mut violations = Vec::new();
     for (p, c) in &committed {
         let mut records: Vec<&Sent> = sent.iter().filter(|s| s.partition == *p).collect();
@@ -342,7 +342,7 @@ async fn a_stop_while_clickhouse_is_frozen_ends_in_its_bounds_and_commits_no_off
     let stored_first = produce_round(config, "stored").await;
     let first_ends = ends(&stored_first);
     wait_for("the first round stored and committed", WAIT, || async {
-        let committed = common::committed(config, Group::Logminer).await;
+        let committed = common::committed(config, Group::Logminer).await.expect("the committed offsets");
         first_ends.iter().all(|(p, end)| committed.get(p) == Some(end)).then_some(())
     })
     .await;
