@@ -298,11 +298,11 @@ pub async fn row(store: &Store, alert_id: u64, target: &str) -> Option<DeliveryR
     rows(store, alert_id).await.into_iter().find(|r| r.target == target)
 }
 
-/// The notifier group's committed offsets on the alerts topic, summed over partitions.
+/// The notifier group's committed offsets on the alerts topic, summed over partitions;
+/// `None` while it committed nothing (or the broker did not answer).
 pub async fn committed(config: &Config) -> Option<i64> {
-    let status = tayga::bus::topics::describe_topics(&config.kafka, &config.names()).await.ok()?;
-    let alerts = status.into_iter().find(|t| t.topic == config.names().alerts)?;
-    alerts.groups.first()?.committed
+    let sum: i64 = crate::common::committed(config, Group::Notifier).await?.values().sum();
+    (sum > 0).then_some(sum)
 }
 
 /// Runs tests/sdk/verify_webhooks.py over `checks` (one JSON document each) and returns
