@@ -2,10 +2,9 @@
 //! first (so a daemon waiting for its servers is visible), then the topics and the schema,
 //! then the daemon's work until it returns; the server stops with it, however it ends.
 //!
-//! [`run`] is that for a daemon driven by the one consume loop ([`crate::bus::consume::run`]):
-//! it joins the group with a [`Member`], makes the daemon's [`Handler`] from the `Store` it
-//! prepared, and runs the loop until shutdown. [`run_with`] is the same start-up around work
-//! of the daemon's own: the writer, whose consumer runs on a thread of its own.
+//! Every consuming daemon is driven by the one consume loop ([`crate::bus::consume::run`]):
+//! [`run`] joins the group with a [`Member`], makes the daemon's [`Handler`] from the `Store`
+//! it prepared, and runs the loop until shutdown.
 //!
 //! `/health` follows [`super::health`]'s rule: `starting` until the daemon is ready,
 //! `degraded` with its reason while the broker refuses connections.
@@ -34,33 +33,16 @@ pub struct DaemonSetup {
     pub health: HealthFn,
 }
 
-/// Runs a daemon driven by the consume loop until `shutdown`: the start-up of [`run_with`],
-/// then a member of the daemon's group, then `start` makes the daemon from the store (and
-/// the member, for its publisher), and the loop runs it until shutdown.
+/// Runs a consuming daemon until `shutdown`: serves `/health` and `/metrics`, creates the
+/// topics and the schema if missing (waiting for the broker and ClickHouse at start), joins
+/// the daemon's group, has `start` make the daemon from the store (and the member, for its
+/// publisher and topic), and runs the consume loop until shutdown. However it ends, shutdown
+/// is triggered so every task of the daemon (the server first) ends too.
 pub async fn run<H, F, Fut>(config: &Config, shutdown: Shutdown, spec: DaemonSetup, start: F) -> anyhow::Result<()>
 where
     H: Handler,
     F: FnOnce(Store, &Member) -> Fut,
     Fut: Future<Output = anyhow::Result<H>>,
-{
-    let (group, metrics) = (spec.group, spec.consumer.clone());
-    run_with(config, shutdown.clone(), spec, |store| async move {
-        let member = Member::join(&config.kafka, &config.names(), group, metrics)?;
-        let handler = start(store, &member).await?;
-        consume::run(member, handler, shutdown.triggered()).await;
-        Ok(())
-    })
-    .await
-}
-
-/// Runs a consuming daemon until `shutdown`: serves `/health` and `/metrics`, creates the
-/// topics and the schema if missing (waiting for the broker and ClickHouse at start), then
-/// runs `consume` with the store. When `consume` returns, on success or error, shutdown is
-/// triggered so every task of the daemon (the server first) ends too.
-pub async fn run_with<F, Fut>(config: &Config, shutdown: Shutdown, spec: DaemonSetup, consume: F) -> anyhow::Result<()>
-where
-    F: FnOnce(Store) -> Fut,
-    Fut: Future<Output = anyhow::Result<()>>,
 {
     let service = spec.group.service();
     let known = Arc::new(DependencyHealth::default());
@@ -80,7 +62,10 @@ where
             health = format!("http://{local}/health"),
             "ready: {service} consuming {topic} as group {group}; /health and /metrics on {local}"
         );
-        consume(store).await
+        let member = Member::join(&config.kafka, &names, spec.group, spec.consumer)?;
+        let handler = start(store, &member).await?;
+        consume::run(member, handler, shutdown.triggered()).await;
+        Ok(())
     }
     .await;
     shutdown.trigger();

@@ -12,6 +12,7 @@
 //!   part of a statement the registry holds.
 //! - **`cmd/` writes only to the writers it is given**, never to stdout or stderr itself.
 //! - **The web app reads through the handlers**: nothing under `daemon/api/web/` names `store`.
+//! - **One consume loop**: only `bus::consume` joins a consumer group.
 //! - **The code map names every file**: each `.rs` file under `src/` is in ARCHITECTURE.md's
 //!   code map, by path or in its folder's row.
 //! - **The repository explains itself**: no pointer at a seed or issue number, `DESIGN.md` or
@@ -763,6 +764,43 @@ fn web_reaching_the_store(files: &[(PathBuf, String)]) -> Vec<String> {
 fn the_web_app_reads_only_through_the_handlers() {
     let problems = web_reaching_the_store(&sources());
     assert!(problems.is_empty(), "src/daemon/api/web/ reaching the store:\n{}", problems.join("\n"));
+}
+
+/// Code outside `src/bus/consume/` that joins a consumer group (a Kafka `subscribe` takes
+/// the topics): every consuming daemon is a `Handler` of the one consume loop, whose member
+/// is the only one that subscribes.
+fn groups_joined_outside_the_loop(files: &[(PathBuf, String)]) -> Vec<String> {
+    let consume = root().join("src/bus/consume");
+    let mut problems = Vec::new();
+    for (path, text) in files.iter().filter(|(p, _)| !p.starts_with(&consume)) {
+        let rel = path.strip_prefix(root()).unwrap().display();
+        for (n, code) in lex(text).code.lines().enumerate() {
+            if code.contains(".subscribe(&") {
+                problems.push(format!(
+                    "{rel}:{}: joins a consumer group outside bus::consume (implement a Handler)",
+                    n + 1
+                ));
+            }
+        }
+    }
+    problems
+}
+
+#[test]
+fn only_the_consume_loop_joins_a_group() {
+    let problems = groups_joined_outside_the_loop(&sources());
+    assert!(problems.is_empty(), "consumer groups joined outside the consume loop:\n{}", problems.join("\n"));
+    let probe = vec![
+        (
+            root().join("src/daemon/writer/consumer.rs"),
+            "consumer.subscribe(&[&topic])?;\nlet rx = tx.subscribe();".to_string(),
+        ),
+        (root().join("src/bus/consume/member.rs"), "consumer.subscribe(&[&topic])?;".to_string()),
+    ];
+    assert_eq!(
+        groups_joined_outside_the_loop(&probe),
+        ["src/daemon/writer/consumer.rs:1: joins a consumer group outside bus::consume (implement a Handler)"]
+    );
 }
 
 #[test]

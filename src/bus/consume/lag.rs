@@ -105,18 +105,6 @@ impl LagRefresher {
     /// that waited on a slow broker is not followed at once by the next. Never waits; a
     /// broker that does not answer within a second per call leaves the gauge as it was.
     pub fn refresh_when_due(&self, partitions: Vec<(i32, Option<i64>)>) {
-        self.when_due(Some(partitions));
-    }
-
-    /// Starts a refresh of the group's lag over every partition of the topic, from what
-    /// the group committed (so the same for every member), when one is due: the writer's,
-    /// whose members commit from a rebalance callback the loop's view does not follow.
-    pub fn refresh_group_when_due(&self) {
-        self.when_due(None);
-    }
-
-    /// `partitions`: the member's, or `None` for every partition of the topic.
-    fn when_due(&self, partitions: Option<Vec<(i32, Option<i64>)>>) {
         {
             let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
             if state.1 || state.0.is_some_and(|ended| ended.elapsed() < LAG_EVERY) {
@@ -127,22 +115,12 @@ impl LagRefresher {
         let (reader, topic, metrics, state) =
             (self.reader.clone(), self.topic.clone(), self.metrics.clone(), self.state.clone());
         tokio::task::spawn_blocking(move || {
-            let timeout = Duration::from_secs(1);
-            let partitions = partitions.or_else(|| every_partition(reader.as_ref(), &topic, timeout));
-            if let Some(lag) = partitions.and_then(|p| member_lag(reader.as_ref(), &topic, p, timeout)) {
+            if let Some(lag) = member_lag(reader.as_ref(), &topic, partitions, Duration::from_secs(1)) {
                 metrics.lag(lag);
             }
             *state.lock().unwrap_or_else(|e| e.into_inner()) = (Some(Instant::now()), false);
         });
     }
-}
-
-/// Every partition of `topic`, none with a commit point of its own (so each counts from the
-/// group's).
-fn every_partition(reader: &BaseConsumer, topic: &str, timeout: Duration) -> Option<Vec<(i32, Option<i64>)>> {
-    let metadata = reader.fetch_metadata(Some(topic), timeout).ok()?;
-    let partitions = metadata.topics().first().map_or(0, |t| t.partitions().len() as i32);
-    Some((0..partitions).map(|p| (p, None)).collect())
 }
 
 fn member_lag(

@@ -1,30 +1,40 @@
 //! A member of one of Tayga's consumer groups, with everything a consume loop holds beside
-//! the daemon's own work: the subscribed consumer, the [`LagRefresher`] that reads its lag
-//! off the loop, the [`Publisher`] of a daemon that publishes, and the partitions it holds
-//! with the offsets the broker accepted for them. A daemon reaches these only through the
-//! member it is handed ([`super::Handler`]), so each is made and kept in one place.
+//! the daemon's own work: the subscribed consumer and its [`Poller`], the [`LagRefresher`]
+//! that reads its lag off the loop, the [`Publisher`] of a daemon that publishes, and the
+//! partitions it holds with the offsets the broker accepted for them. A daemon reaches these
+//! only through the member it is handed ([`super::Handler`]), so each is made and kept in one
+//! place.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use rdkafka::config::FromClientConfigAndContext;
-use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
-use rdkafka::message::OwnedMessage;
+use rdkafka::consumer::Consumer;
+use rdkafka::message::Message;
+use tokio::sync::mpsc::{Receiver, UnboundedReceiver};
 
-use super::{commit_sync, ConsumerMetrics, Group, LagRefresher, LoggedConsumer, RebalanceLog, Rebalanced};
+use super::poller::{Polled, Poller};
+use super::rebalance::{Change, MemberConsumer, MemberContext, Rebalanced};
+use super::{commit_sync, ConsumerMetrics, Group, LagRefresher};
 use crate::bus::producer::Publisher;
 use crate::config::{KafkaConfig, Names};
 
 /// How long a stopping member waits for what it published to be acknowledged.
 const PUBLISH_FLUSH_LIMIT: Duration = Duration::from_secs(5);
 
-/// One member of `group`, subscribed to the group's topic. `C` is the consumer: the async
-/// [`LoggedConsumer`] every daemon but the writer polls through [`super::run`], or the
-/// writer's `BaseConsumer`, polled on a thread of its own.
-pub struct Member<C = LoggedConsumer> {
-    consumer: Arc<C>,
+/// What a member waited for.
+pub(super) enum Next {
+    Rebalance(Change),
+    Record(Polled),
+}
+
+/// One member of `group`, subscribed to the group's topic and polled by its [`Poller`].
+pub struct Member {
+    consumer: Arc<MemberConsumer>,
+    poller: Poller,
+    records: Receiver<Polled>,
+    changes: UnboundedReceiver<Change>,
     topic: String,
     metrics: ConsumerMetrics,
     lag: LagRefresher,
@@ -32,16 +42,45 @@ pub struct Member<C = LoggedConsumer> {
     /// The partitions the group assigned to this member, as the loop last applied them.
     assigned: BTreeSet<i32>,
     /// Per assigned partition, the next offset the broker accepted as committed through
-    /// [`Member::commit`]. (The writer commits from its rebalance callback with
-    /// [`commit_sync`] and reports its group's lag, so nothing is kept here for it.)
+    /// [`Member::commit`].
     committed: BTreeMap<i32, i64>,
+    /// Revokes the loop has applied, and per partition the count at its last revoke: a
+    /// record polled before that revoke is not read (its partition may be ours again,
+    /// read afresh from the committed offset).
+    revokes: u64,
+    revoked_at: BTreeMap<i32, u64>,
 }
 
-impl Member<LoggedConsumer> {
-    /// Joins `group` with a consumer whose rebalances are recorded for the loop to apply.
+impl Member {
+    /// Joins `group`: subscribes, and starts the poller (on the calling runtime). The
+    /// member publishes when its group does.
     pub fn join(kafka: &KafkaConfig, names: &Names, group: Group, metrics: ConsumerMetrics) -> anyhow::Result<Self> {
-        let context = RebalanceLog::new(metrics.clone());
-        Member::join_with(kafka, names, group, metrics, |_| context)
+        let lag = LagRefresher::new(kafka, names, group, metrics.clone())
+            .context("creating the Kafka client that reads the lag")?;
+        let publisher =
+            group.publishes().then(|| Publisher::new(kafka)).transpose().context("creating the Kafka producer")?;
+        let (context, changes) = MemberContext::new(metrics.clone(), group.max_poll_interval());
+        let consumer: MemberConsumer =
+            group.config(kafka, names).create_with_context(context).context("creating the Kafka consumer")?;
+        let topic = group.topic(names).to_string();
+        consumer.subscribe(&[&topic]).with_context(|| format!("subscribing to {topic}"))?;
+        let consumer = Arc::new(consumer);
+        let (poller, records) = Poller::start(consumer.clone(), topic.clone(), group.service())
+            .context("starting the consumer's poller thread")?;
+        Ok(Member {
+            consumer,
+            poller,
+            records,
+            changes,
+            topic,
+            metrics,
+            lag,
+            publisher,
+            assigned: BTreeSet::new(),
+            committed: BTreeMap::new(),
+            revokes: 0,
+            revoked_at: BTreeMap::new(),
+        })
     }
 
     /// How many partitions the topic has, from the broker's metadata (none when it does
@@ -52,22 +91,37 @@ impl Member<LoggedConsumer> {
         (count > 0).then_some(count as i32)
     }
 
-    /// The rebalances reported since the last call, oldest first.
-    pub(super) fn take_rebalances(&self) -> Vec<Rebalanced> {
-        self.consumer.context().take()
+    /// The rebalances reported since the last call, oldest first, without waiting.
+    pub(super) fn take_rebalances(&mut self) -> Vec<Change> {
+        std::iter::from_fn(|| self.changes.try_recv().ok()).collect()
     }
 
-    /// Waits for the next record; the loop calls it.
-    pub(super) async fn recv(&self) -> rdkafka::error::KafkaResult<OwnedMessage> {
-        self.consumer.recv().await.map(|m| m.detach())
+    /// Waits for the next rebalance or, when `reading`, the next record (a rebalance first
+    /// when both are there); the loop calls it. Never resolves once the poller is gone.
+    pub(super) async fn next(&mut self, reading: bool) -> Next {
+        tokio::select! {
+            biased;
+            Some(change) = self.changes.recv() => Next::Rebalance(change),
+            Some(polled) = self.records.recv(), if reading => Next::Record(polled),
+            else => std::future::pending().await,
+        }
     }
 
-    /// Commits every `(partition, next offset)` that moved since the last accepted commit,
-    /// synchronously on a blocking thread (never auto-commit). A refused commit is left for
-    /// the next one: after a restart or a revoke its records are read again, which is
-    /// harmless.
+    /// Whether `polled` was read while its partition was this member's and has not been
+    /// revoked since: only such a record is the daemon's to read.
+    pub(super) fn holds(&self, polled: &Polled) -> bool {
+        let partition = polled.record.partition();
+        self.assigned.contains(&partition)
+            && self.revoked_at.get(&partition).is_none_or(|r| *r <= polled.revokes_before)
+    }
+
+    /// Commits every `(partition, next offset)` of a partition it holds that moved since the
+    /// last accepted commit, synchronously on a blocking thread (never auto-commit). A
+    /// refused commit is left for the next one: after a restart or a revoke its records are
+    /// read again, which is harmless.
     pub async fn commit(&mut self, offsets: impl IntoIterator<Item = (i32, i64)>) {
-        let moved = moved(offsets, &self.committed);
+        let held = offsets.into_iter().filter(|(p, _)| self.assigned.contains(p));
+        let moved = moved(held, &self.committed);
         if moved.is_empty() {
             return;
         }
@@ -85,68 +139,25 @@ impl Member<LoggedConsumer> {
         }
     }
 
-    /// Leaves the group: waits (bounded) for what was published to be acknowledged, then
-    /// leaves now rather than whenever the last clone is dropped, off the async workers
-    /// (librdkafka's leave blocks until the group has handed the partitions over).
+    /// Leaves the group: waits (bounded) for what was published to be acknowledged, stops
+    /// the poller, then leaves now rather than whenever the last clone is dropped, off the
+    /// async workers (librdkafka's leave blocks until the group has handed the partitions
+    /// over; its revoke waits for no loop).
     pub async fn leave(self) {
         if let Some(publisher) = &self.publisher {
             publisher.flush(PUBLISH_FLUSH_LIMIT);
         }
-        let consumer = self.consumer;
+        let Member { consumer, poller, changes, records, .. } = self;
+        consumer.context().end_of_loop();
+        // Revokes still queued are dropped with the channel: their hooks return.
+        drop(changes);
+        drop(records);
         let _ = tokio::task::spawn_blocking(move || {
+            poller.stop();
             consumer.unsubscribe();
             drop(consumer);
         })
         .await;
-    }
-}
-
-impl<X: ConsumerContext> Member<BaseConsumer<X>> {
-    /// [`Member::leave`] for a member polled on a thread of its own (the writer), which
-    /// publishes nothing.
-    pub fn leave_now(self) {
-        self.consumer.unsubscribe();
-    }
-}
-
-impl<C> Member<C> {
-    /// Joins `group` with a consumer of the caller's context, made by `context` from a
-    /// handle on the member's lag refresher (the writer's context refreshes the lag while
-    /// its loop waits out ClickHouse). The member publishes when its group does.
-    pub fn join_with<X>(
-        kafka: &KafkaConfig,
-        names: &Names,
-        group: Group,
-        metrics: ConsumerMetrics,
-        context: impl FnOnce(LagRefresher) -> X,
-    ) -> anyhow::Result<Self>
-    where
-        X: ConsumerContext,
-        C: Consumer<X> + FromClientConfigAndContext<X>,
-    {
-        let lag = LagRefresher::new(kafka, names, group, metrics.clone())
-            .context("creating the Kafka client that reads the lag")?;
-        let publisher =
-            group.publishes().then(|| Publisher::new(kafka)).transpose().context("creating the Kafka producer")?;
-        let consumer: C = group
-            .config(kafka, names)
-            .create_with_context(context(lag.clone()))
-            .context("creating the Kafka consumer")?;
-        let topic = group.topic(names).to_string();
-        consumer.subscribe(&[&topic]).with_context(|| format!("subscribing to {topic}"))?;
-        Ok(Member {
-            consumer: Arc::new(consumer),
-            topic,
-            metrics,
-            lag,
-            publisher,
-            assigned: BTreeSet::new(),
-            committed: BTreeMap::new(),
-        })
-    }
-
-    pub fn consumer(&self) -> &C {
-        &self.consumer
     }
 
     /// The topic the member reads.
@@ -167,16 +178,20 @@ impl<C> Member<C> {
         self.assigned.contains(&partition)
     }
 
-    /// Notes partitions the group assigned.
-    pub(super) fn note_assigned(&mut self, partitions: &[i32]) {
-        self.assigned.extend(partitions);
-    }
-
-    /// Forgets revoked partitions and their commit points: their next owner commits them.
-    pub(super) fn forget(&mut self, partitions: &[i32]) {
-        for p in partitions {
-            self.assigned.remove(p);
-            self.committed.remove(p);
+    /// Notes what the group changed: partitions assigned, or revoked (forgotten with their
+    /// commit points: their next owner commits them). The loop calls it after the
+    /// handler's own step for a revoke, before it for an assignment.
+    pub(super) fn note(&mut self, rebalanced: &Rebalanced) {
+        match rebalanced {
+            Rebalanced::Assigned(partitions) => self.assigned.extend(partitions),
+            Rebalanced::Revoked(partitions) => {
+                self.revokes += 1;
+                for p in partitions {
+                    self.assigned.remove(p);
+                    self.committed.remove(p);
+                    self.revoked_at.insert(*p, self.revokes);
+                }
+            }
         }
     }
 

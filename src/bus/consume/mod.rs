@@ -1,25 +1,23 @@
 //! How every consuming daemon consumes, written once:
 //!
 //! - [`Group`]: the settings of each of Tayga's consumer groups (docs/design.md#topics);
-//! - [`Member`]: a member of one, subscribed, with its lag refresher, its publisher and the
-//!   partitions and commit points it holds;
+//! - [`Member`]: a member of one, subscribed, with its poller, its lag refresher, its
+//!   publisher and the partitions and commit points it holds;
 //! - [`run`] and [`Handler`]: the one consume loop and the trait a daemon implements to be
 //!   driven by it (a record, a tick, an assignment, a revoke, the stop);
-//! - [`rebalance`]: the context that records rebalances for the loop to apply;
+//! - [`poller`]: the thread that polls a member's consumer and hands records to the loop;
+//! - [`rebalance`]: the consumer's context, which hands rebalances to the loop and holds
+//!   a revoke until the loop has applied it;
 //! - [`commit`]: the explicit, synchronous commit;
 //! - [`lag`]: one lag computation, for the daemons (refreshed off their loops) and
 //!   `tayga topics list`;
 //! - [`metrics`]: the metrics and log lines every consumer reports, one event each.
-//!
-//! The writer polls on a thread of its own (its rebalance callback must store and commit
-//! synchronously, before the partitions go), so it is not a [`Handler`]: it joins through
-//! [`Member::join_with`] with its own context and uses the same member, lag refresher,
-//! commit and metrics.
 
 pub mod commit;
 pub mod lag;
 mod member;
 pub mod metrics;
+mod poller;
 pub mod rebalance;
 mod run;
 
@@ -31,7 +29,7 @@ pub use self::commit::commit_sync;
 pub use self::lag::LagRefresher;
 pub use self::member::Member;
 pub use self::metrics::ConsumerMetrics;
-pub use self::rebalance::{partitions, LoggedConsumer, RebalanceLog, Rebalanced};
+pub use self::rebalance::{partitions, Rebalanced};
 pub use self::run::{apply_rebalances, run, Handler};
 use crate::config::KafkaConfig;
 use crate::config::Names;
@@ -75,14 +73,17 @@ impl Group {
         }
     }
 
+    /// How long the group waits for a member between polls, and for a member to apply a
+    /// revoke (the poller polls continuously, but waits inside a revoke until the loop
+    /// has applied it).
     pub fn max_poll_interval(self) -> Duration {
         match self {
-            // The writer polls at least every backoff cap (5 s), even while ClickHouse is
-            // down; 5 minutes bounds a stuck insert. The assembler and the logminer poll
-            // between ticks; 5 minutes is never reached by a healthy member.
+            // Their revokes are bounded in seconds (the writer's store, the logminer's
+            // flush and new-template pass); 5 minutes is never reached by a healthy member.
             Group::Writer | Group::Assembler | Group::Logminer => Duration::from_secs(300),
-            // docs/design.md#notifier-retries: long enough that waits at the Retry-After cap (about 35 minutes for
-            // 8 attempts) do not cause a rebalance.
+            // docs/design.md#notifier-retries: a revoke waits for the record in hand, and
+            // long enough that waits at the Retry-After cap (about 35 minutes for 8
+            // attempts) do not cause a rebalance.
             Group::Notifier => Duration::from_secs(40 * 60),
         }
     }

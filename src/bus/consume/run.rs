@@ -1,22 +1,20 @@
-//! The one consume loop of the async daemons (assembler, logminer, notifier). The loop owns
-//! the order of things: it waits for the next record, the daemon's tick or the stop (the
-//! stop first when several are ready; a wake the daemon asked for is a tick), applies the group's rebalances before any record or
-//! tick, drops records of partitions it no longer holds, refreshes the lag off the loop, and
-//! at the end leaves the group. The daemon is a [`Handler`]: what a record, a tick, an
-//! assignment, a revoke and the stop mean to it, and nothing of the loop.
+//! The one consume loop of every consuming daemon. The loop owns the order of things: it
+//! waits for the next rebalance, record, the daemon's tick or the stop (the stop first when
+//! several are ready, then a rebalance; a wake the daemon asked for is a tick), applies the
+//! group's rebalances before any record or tick, drops records of partitions it no longer
+//! holds, refreshes the lag off the loop, and at the end leaves the group. The daemon is a
+//! [`Handler`]: what a record, a tick, an assignment, a revoke and the stop mean to it, and
+//! nothing of the loop.
 
 use std::future::Future;
 use std::ops::ControlFlow;
 use std::time::Duration;
 
-use rdkafka::message::{Message, OwnedMessage};
+use rdkafka::message::OwnedMessage;
 
+use super::member::Next;
+use super::rebalance::{Change, Rebalanced};
 use super::Member;
-use super::Rebalanced;
-
-/// The pause after a consume error: the broker's errors repeat until it is back, and the
-/// loop must not spin on them.
-const ERROR_PAUSE: Duration = Duration::from_millis(500);
 
 /// A consuming daemon's own work, driven by [`run`]. Every method gets the [`Member`], to
 /// commit what is stored, publish, and see its partitions.
@@ -57,8 +55,9 @@ pub trait Handler: Send {
     /// Partitions the group assigned, already noted by the member.
     fn assigned(&mut self, member: &mut Member, partitions: &[i32]) -> impl Future<Output = ()> + Send;
 
-    /// Partitions the group revoked, still held by the member while this runs (a handler
-    /// may commit them); the member forgets them and their commit points afterwards.
+    /// Partitions the group revoked, still held while this runs: the group waits (up to
+    /// its `max.poll.interval.ms`) for the handler to store and commit them. The
+    /// member forgets them and their commit points afterwards.
     fn revoked(&mut self, member: &mut Member, partitions: &[i32]) -> impl Future<Output = ()> + Send;
 
     /// The clean stop, within the daemon's bounds, before the member leaves the group.
@@ -77,23 +76,15 @@ pub async fn run<H: Handler>(mut member: Member, mut handler: H, stop: impl Futu
         let woke = tokio::select! {
             biased;
             _ = &mut stop => break,
-            _ = tick.tick() => None,
-            _ = tokio::time::sleep_until(wake.unwrap_or_else(tokio::time::Instant::now)), if wake.is_some() => None,
-            record = member.recv(), if reading => Some(record),
-        };
-        let record = match woke {
-            None => None,
-            Some(Ok(record)) => Some(record),
-            Some(Err(e)) => {
-                member.metrics().consume_error(member.topic(), &e);
-                tokio::select! {
-                    _ = &mut stop => break,
-                    _ = tokio::time::sleep(ERROR_PAUSE) => continue,
-                }
-            }
+            _ = tick.tick() => Woke::Tick,
+            _ = tokio::time::sleep_until(wake.unwrap_or_else(tokio::time::Instant::now)), if wake.is_some() => Woke::Tick,
+            next = member.next(reading) => match next {
+                Next::Rebalance(change) => Woke::Rebalance(change),
+                Next::Record(polled) => Woke::Record(polled),
+            },
         };
         let gives_way = handler.gives_way_to_stop();
-        let work = step(&mut member, &mut handler, record);
+        let work = step(&mut member, &mut handler, woke);
         let flow = if gives_way {
             tokio::select! {
                 biased;
@@ -111,20 +102,35 @@ pub async fn run<H: Handler>(mut member: Member, mut handler: H, stop: impl Futu
     member.leave().await;
 }
 
+/// What the loop woke for.
+enum Woke {
+    Rebalance(Change),
+    Tick,
+    Record(super::poller::Polled),
+}
+
 /// One turn of the loop: the rebalances reported meanwhile, then the record or the tick.
-async fn step<H: Handler>(member: &mut Member, handler: &mut H, record: Option<OwnedMessage>) -> ControlFlow<()> {
+async fn step<H: Handler>(member: &mut Member, handler: &mut H, woke: Woke) -> ControlFlow<()> {
+    let polled = match woke {
+        Woke::Rebalance(change) => {
+            apply(member, handler, change).await;
+            return ControlFlow::Continue(());
+        }
+        Woke::Tick => None,
+        Woke::Record(polled) => Some(polled),
+    };
     apply_rebalances(member, handler).await;
-    match record {
+    match polled {
         None => {
             handler.tick(member).await;
             member.refresh_lag();
             ControlFlow::Continue(())
         }
         // Read before a revoke the loop has applied: its next owner reads it.
-        Some(record) if !member.is_assigned(record.partition()) => ControlFlow::Continue(()),
-        Some(record) => {
+        Some(polled) if !member.holds(&polled) => ControlFlow::Continue(()),
+        Some(polled) => {
             member.metrics().consumed();
-            handler.record(member, record).await
+            handler.record(member, polled.record).await
         }
     }
 }
@@ -133,15 +139,21 @@ async fn step<H: Handler>(member: &mut Member, handler: &mut H, record: Option<O
 /// record and tick; a handler calls it from its stop, within its own bound.
 pub async fn apply_rebalances<H: Handler>(member: &mut Member, handler: &mut H) {
     for change in member.take_rebalances() {
-        match change {
-            Rebalanced::Assigned(partitions) => {
-                member.note_assigned(&partitions);
-                handler.assigned(member, &partitions).await;
-            }
-            Rebalanced::Revoked(partitions) => {
-                handler.revoked(member, &partitions).await;
-                member.forget(&partitions);
-            }
+        apply(member, handler, change).await;
+    }
+}
+
+/// Applies one change; a revoke's hook returns once it is applied.
+async fn apply<H: Handler>(member: &mut Member, handler: &mut H, change: Change) {
+    match &change.rebalanced {
+        Rebalanced::Assigned(partitions) => {
+            member.note(&change.rebalanced);
+            handler.assigned(member, partitions).await;
+        }
+        Rebalanced::Revoked(partitions) => {
+            handler.revoked(member, partitions).await;
+            member.note(&change.rebalanced);
         }
     }
+    change.done();
 }

@@ -6,7 +6,8 @@
 //!   (pure, unit-tested).
 //! - [`sink`]: the inserts, batched (18.16) or one per record with deduplication tokens
 //!   (current ClickHouse), chosen at start-up.
-//! - [`consumer`]: the consumer loop, pause while ClickHouse is down, commits, revokes.
+//! - [`consumer`]: the writer as a handler of the one consume loop: batches, commits,
+//!   retries while ClickHouse is down, revokes.
 //! - [`metrics`]: what the writer reports (each event logs and counts).
 //! - this file: start-up on the shared daemon runtime, the insert mode, `/health`, the
 //!   retention sweep the writer owns (ARCHITECTURE.md, "Retention").
@@ -19,10 +20,10 @@ pub mod sink;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::Context;
 use prometheus_client::registry::Registry;
 use serde_json::json;
 
+use self::consumer::Writer;
 use self::metrics::WriterMetrics;
 use self::sink::{InsertMode, Sink};
 use crate::bus::consume::Group;
@@ -30,10 +31,10 @@ use crate::config::{Config, RetentionConfig};
 use crate::daemon::{retry_at_start, DaemonSetup, HealthFn, Shutdown};
 use crate::store::Store;
 
-/// `tayga serve writer`: the shared daemon start-up ([`crate::daemon::runtime::run_with`]) on
-/// `writer.metrics_addr`, then it chooses the insert mode, runs the retention sweep, and
-/// consumes until `shutdown`, when it stores and commits what it has read and leaves the
-/// group.
+/// `tayga serve writer`: the shared daemon start-up and consume loop
+/// ([`crate::daemon::run`]) on `writer.metrics_addr`; it chooses the insert mode,
+/// runs the retention sweep, and consumes until `shutdown`, when it stores and commits what
+/// it has read and leaves the group.
 pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
     let mut registry = Registry::default();
     let metrics = WriterMetrics::new(&mut registry);
@@ -59,52 +60,26 @@ pub async fn run(config: Config, shutdown: Shutdown) -> anyhow::Result<()> {
         consumer: metrics.consumer.clone(),
         health,
     };
-    let own = config.clone();
-    crate::daemon::runtime::run_with(&config, shutdown.clone(), spec, |store| async move {
-        let config = own;
-        let chosen = retry_at_start(
-            "choosing the insert mode",
-            crate::daemon::START_LIMIT,
-            Duration::from_secs(1),
-            &shutdown,
-            || sink::choose_mode(&store),
-        )
-        .await?;
-        *mode.lock().unwrap() = Some(chosen);
-        tracing::info!(mode = chosen.as_str(), "insert mode chosen");
-        let retention =
-            tokio::spawn(retention_loop(store, config.retention.clone(), metrics.clone(), shutdown.clone()));
-        let result = consume(&config, chosen, metrics.clone(), shutdown.clone()).await;
-        shutdown.trigger();
-        let _ = retention.await;
-        result
+    crate::daemon::run(&config, shutdown.clone(), spec, |store, member| {
+        let topic = member.topic().to_string();
+        let (retention, writer) = (config.retention.clone(), config.writer.clone());
+        async move {
+            let chosen = retry_at_start(
+                "choosing the insert mode",
+                crate::daemon::START_LIMIT,
+                Duration::from_secs(1),
+                &shutdown,
+                || sink::choose_mode(&store),
+            )
+            .await?;
+            *mode.lock().unwrap() = Some(chosen);
+            tracing::info!(mode = chosen.as_str(), "insert mode chosen");
+            let sweep = tokio::spawn(retention_loop(store.clone(), retention, metrics.clone(), shutdown.clone()));
+            let sink = Sink { store, mode: chosen, topic, metrics };
+            Ok(Writer::new(sink, &writer, sweep))
+        }
     })
     .await
-}
-
-/// Runs the consumer on a thread of its own (see [`consumer`]) and waits for it.
-async fn consume(config: &Config, mode: InsertMode, metrics: WriterMetrics, shutdown: Shutdown) -> anyhow::Result<()> {
-    let names = config.names();
-    // A Store of its own: its connection pool lives on the consumer thread's runtime.
-    let sink = Sink { store: Store::new(&config.clickhouse), mode, topic: names.signals.clone(), metrics };
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    let kafka = config.kafka.clone();
-    let writer = config.writer.clone();
-    let on_panic = shutdown.clone();
-    std::thread::Builder::new()
-        .name("tayga-writer".into())
-        .spawn(move || {
-            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                consumer::run_consumer(&kafka, &names, &writer, sink, shutdown)
-            }));
-            let result = result.unwrap_or_else(|_| Err(anyhow::anyhow!("the writer's consumer thread panicked")));
-            if result.is_err() {
-                on_panic.trigger();
-            }
-            let _ = tx.send(result);
-        })
-        .context("starting the writer's consumer thread")?;
-    rx.await.unwrap_or_else(|_| Err(anyhow::anyhow!("the writer's consumer thread ended without a result")))
 }
 
 /// Drops expired day partitions every `retention.interval_secs`, starting at once.
