@@ -76,12 +76,9 @@ pub async fn run<H: Handler>(mut member: Member, mut handler: H, stop: impl Futu
         let woke = tokio::select! {
             biased;
             _ = &mut stop => break,
-            _ = tick.tick() => Woke::Tick,
-            _ = tokio::time::sleep_until(wake.unwrap_or_else(tokio::time::Instant::now)), if wake.is_some() => Woke::Tick,
-            next = member.next(reading) => match next {
-                Next::Rebalance(change) => Woke::Rebalance(change),
-                Next::Record(polled) => Woke::Record(polled),
-            },
+            _ = tick.tick() => None,
+            _ = tokio::time::sleep_until(wake.unwrap_or_else(tokio::time::Instant::now)), if wake.is_some() => None,
+            next = member.next(reading) => Some(next),
         };
         let gives_way = handler.gives_way_to_stop();
         let work = step(&mut member, &mut handler, woke);
@@ -102,22 +99,16 @@ pub async fn run<H: Handler>(mut member: Member, mut handler: H, stop: impl Futu
     member.leave().await;
 }
 
-/// What the loop woke for.
-enum Woke {
-    Rebalance(Change),
-    Tick,
-    Record(super::poller::Polled),
-}
-
-/// One turn of the loop: the rebalances reported meanwhile, then the record or the tick.
-async fn step<H: Handler>(member: &mut Member, handler: &mut H, woke: Woke) -> ControlFlow<()> {
+/// One turn of the loop: a rebalance, or the rebalances reported meanwhile and then the
+/// record or (`None`) the tick.
+async fn step<H: Handler>(member: &mut Member, handler: &mut H, woke: Option<Next>) -> ControlFlow<()> {
     let polled = match woke {
-        Woke::Rebalance(change) => {
+        Some(Next::Rebalance(change)) => {
             apply(member, handler, change).await;
             return ControlFlow::Continue(());
         }
-        Woke::Tick => None,
-        Woke::Record(polled) => Some(polled),
+        Some(Next::Record(polled)) => Some(polled),
+        None => None,
     };
     apply_rebalances(member, handler).await;
     match polled {
