@@ -5,8 +5,9 @@
 //! wait there until the loop has stored and committed ([`super::rebalance`]); a hook that
 //! waits must not sit on an async worker, nor inside the loop it waits for. Polling apart
 //! from the loop also keeps the member in its group while the loop is busy or holds back
-//! (ClickHouse down): when the channel is full, the poller pauses the assigned partitions
-//! and goes on polling, which serves rebalances and fetches nothing more.
+//! (ClickHouse down): while the channel is full the poller goes on polling between waits,
+//! which serves rebalances, and once it holds a bounded number of records it pauses the
+//! assigned partitions, so nothing more is fetched.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -15,16 +16,24 @@ use std::time::Duration;
 
 use rdkafka::consumer::Consumer;
 use rdkafka::message::OwnedMessage;
+use tokio::sync::mpsc::error::TrySendError;
 use tokio::sync::mpsc::{channel, Receiver, Sender};
 
 use super::rebalance::MemberConsumer;
 
-/// Records polled and not yet taken by the loop. Enough for the poller to stay ahead of a
-/// busy loop; what a paused member still receives waits beside them (never more than the
-/// consumer had fetched before the pause).
+/// Records polled and not yet taken by the loop: enough for the poller to stay ahead of a
+/// loop that takes them in bursts.
 const CHANNEL_RECORDS: usize = 256;
+/// When the channel is full, the poller waits until this many records fit before it hands
+/// more over: one wake of the poller per batch of records, not per record.
+const HANDOVER: usize = 64;
+/// Records the poller holds while the loop takes none; past it the partitions are paused,
+/// so a loop that holds back (ClickHouse down) costs no more memory than this and the
+/// channel. Below it nothing is paused: a pause drops what the consumer had fetched, and a
+/// loop that is merely busy (an insert in flight) would pay a fetch again for every batch.
+const HELD_RECORDS: usize = 256;
 /// Longest single poll, and longest wait for room in the channel: bounds how late a stop
-/// is noticed.
+/// is noticed and how often a waiting poller serves the group's callbacks.
 const POLL_SLICE: Duration = Duration::from_millis(100);
 /// The pause after a consume error: the broker's errors repeat until it is back.
 const ERROR_PAUSE: Duration = Duration::from_millis(500);
@@ -87,33 +96,49 @@ fn poll_until_stopped(
     let mut held: VecDeque<Polled> = VecDeque::new();
     let mut paused = false;
     while running.load(Ordering::SeqCst) {
-        if !held.is_empty() {
-            let room = runtime.block_on(async { tokio::time::timeout(POLL_SLICE, records.reserve()).await });
-            match room {
-                Ok(Ok(permit)) => {
-                    permit.send(held.pop_front().expect("checked above"));
-                    continue;
+        while let Some(polled) = held.pop_front() {
+            match records.try_send(polled) {
+                Ok(()) => {}
+                Err(TrySendError::Full(polled)) => {
+                    held.push_front(polled);
+                    break;
                 }
                 // The loop is gone.
-                Ok(Err(_)) => return,
-                Err(_elapsed) => {
+                Err(TrySendError::Closed(_)) => return,
+            }
+        }
+        if held.is_empty() {
+            if paused {
+                if let Ok(assignment) = consumer.assignment() {
+                    let _ = consumer.resume(&assignment);
+                }
+                paused = false;
+            }
+            poll_once(consumer, topic, POLL_SLICE, &mut held);
+            continue;
+        }
+        // The loop is behind: wait (a slice at most) for room for a batch of what waits.
+        let wanted = HANDOVER.min(held.len());
+        let room = runtime.block_on(async { tokio::time::timeout(POLL_SLICE, records.reserve_many(wanted)).await });
+        match room {
+            Ok(Ok(permits)) => {
+                for permit in permits {
+                    permit.send(held.pop_front().expect("no more permits than held records"));
+                }
+            }
+            Ok(Err(_)) => return,
+            Err(_elapsed) => {
+                if held.len() >= HELD_RECORDS {
                     // Paused again each time: a rebalance may have assigned new partitions.
                     if let Ok(assignment) = consumer.assignment() {
                         let _ = consumer.pause(&assignment);
                     }
                     paused = true;
-                    poll_once(consumer, topic, Duration::ZERO, &mut held);
-                    continue;
                 }
+                // Serves the group's callbacks, and keeps the member in its group.
+                poll_once(consumer, topic, Duration::ZERO, &mut held);
             }
         }
-        if paused {
-            if let Ok(assignment) = consumer.assignment() {
-                let _ = consumer.resume(&assignment);
-            }
-            paused = false;
-        }
-        poll_once(consumer, topic, POLL_SLICE, &mut held);
     }
 }
 
