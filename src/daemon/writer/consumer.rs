@@ -191,7 +191,15 @@ impl Writer {
 
     /// The batch is due: waits for the previous insert to settle, then starts this one's.
     async fn flush_due(&mut self, member: &mut Member) {
+        let due = Instant::now();
         self.settle(member, true).await;
+        tracing::debug!(
+            records = self.batch.consumed(),
+            rows = self.batch.rows(),
+            filled_ms = self.batch.age(due).as_millis() as u64,
+            waiting_for_insert_ms = due.elapsed().as_millis() as u64,
+            "batch due"
+        );
         if self.retry.is_none() {
             self.start_insert();
         }
