@@ -136,14 +136,17 @@ impl Handler for Writer {
             false
         } else {
             let until = Instant::now() + REVOKE_FLUSH_LIMIT;
-            let stored = tokio::time::timeout(REVOKE_FLUSH_LIMIT, self.store_everything(member, until)).await;
-            if !matches!(stored, Ok(true)) {
+            let stored = matches!(
+                tokio::time::timeout(REVOKE_FLUSH_LIMIT, self.store_everything(member, until)).await,
+                Ok(true)
+            );
+            if !stored {
                 tracing::warn!(
                     ?partitions,
                     "could not store the revoked partitions' records in time; giving them up uncommitted"
                 );
             }
-            matches!(stored, Ok(true))
+            stored
         };
         if !stored {
             self.batch.forget(partitions);
@@ -276,37 +279,25 @@ impl Writer {
     }
 
     /// Stores everything read (the insert in flight, then the batch), retrying until
-    /// `until`, and commits it. False when something is not stored: it stays in the batch.
+    /// `until`, and commits it. False when something is not stored: it stays in the batch,
+    /// and the loop goes on retrying what is still the member's.
     async fn store_everything(&mut self, member: &mut Member, until: Instant) -> bool {
         self.settle(member, true).await;
-        let started = Instant::now();
-        let mut attempts = self.retry.take().map_or(0, |r| r.attempts);
-        if self.batch.is_empty() {
-            return true;
+        if self.retry.is_none() {
+            if self.batch.is_empty() {
+                return true;
+            }
+            let now = Instant::now();
+            self.retry = Some(Retry { attempts: 0, at: now, started: now });
         }
         loop {
-            match self.sink.write(&mut self.batch).await {
-                Ok(()) => {
-                    self.metrics.insert_succeeded(attempts + 1);
-                    self.metrics.set_paused(false);
-                    let batch = std::mem::take(&mut self.batch);
-                    self.stored(member, batch, started).await;
-                    self.metrics.pending(0);
-                    return true;
-                }
-                Err(e) => {
-                    attempts += 1;
-                    let wait = backoff(attempts);
-                    if Instant::now() + wait > until {
-                        self.metrics.insert_failed(&e, AfterFailure::GaveUp { attempts });
-                        // The loop goes on retrying what is still the member's.
-                        self.retry = Some(Retry { attempts, at: Instant::now() + wait, started });
-                        return false;
-                    }
-                    self.metrics.insert_failed(&e, AfterFailure::Retry { attempt: attempts, wait });
-                    tokio::time::sleep(wait).await;
-                }
+            self.retry_insert(member).await;
+            let Some(retry) = &self.retry else { return true };
+            if retry.at > until {
+                self.metrics.gave_up(retry.attempts);
+                return false;
             }
+            tokio::time::sleep_until(retry.at.into()).await;
         }
     }
 

@@ -36,8 +36,6 @@ pub enum AfterFailure {
     Merged,
     /// Consumption is paused and the insert retried after `wait`.
     Retry { attempt: u32, wait: Duration },
-    /// Abandoned (shutdown, or a revoke out of time): nothing was committed.
-    GaveUp { attempts: u32 },
 }
 
 #[derive(Clone)]
@@ -141,10 +139,12 @@ impl WriterMetrics {
                         "storing a batch failed; consumption paused, retrying");
                 }
             }
-            AfterFailure::GaveUp { attempts } => {
-                tracing::warn!(error = %error, attempts, "giving up storing the batch; its offsets are not committed")
-            }
         }
+    }
+
+    /// A stop or a revoke gave up waiting for ClickHouse after `attempts` failed attempts.
+    pub fn gave_up(&self, attempts: u32) {
+        tracing::warn!(attempts, "giving up storing the batch for now; its offsets are not committed");
     }
 
     pub fn set_paused(&self, paused: bool) {
