@@ -174,10 +174,6 @@ impl Member {
         self.publisher.as_ref()
     }
 
-    pub fn is_assigned(&self, partition: i32) -> bool {
-        self.assigned.contains(&partition)
-    }
-
     /// Notes what the group changed: partitions assigned, or revoked (forgotten with their
     /// commit points: their next owner commits them). The loop calls it after the
     /// handler's own step for a revoke, before it for an assignment.

@@ -29,7 +29,6 @@ pub use self::commit::commit_sync;
 pub use self::lag::LagRefresher;
 pub use self::member::Member;
 pub use self::metrics::ConsumerMetrics;
-pub use self::rebalance::{partitions, Rebalanced};
 pub use self::run::{apply_rebalances, run, Handler};
 use crate::config::KafkaConfig;
 use crate::config::Names;
